@@ -1,0 +1,150 @@
+//! Writing a rope into bytes: the entry points, and path 1.
+//!
+//! Every entry point measures first ([`crate::plan`]), refuses before writing
+//! anything if the destination is too small or (in strict mode) a character
+//! cannot be encoded, then writes along the planned path. The destination is
+//! the only buffer that ever holds the whole encoded text.
+
+use std::ops::ControlFlow;
+
+use bytes::{BufMut, BytesMut};
+
+use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::measure::{plan, Path, Plan};
+use crate::rope::{Piece, Rope};
+use crate::{expand, two_byte};
+
+/// Writes `rope` in `encoding` into the start of `dst` and returns the bytes
+/// written.
+///
+/// Fails, leaving `dst` untouched, with [`EncodeError::DestinationTooSmall`]
+/// (carrying the size needed) or, in strict mode, [`EncodeError::Unencodable`].
+///
+/// ```
+/// use unflat::{write, Concat, Encoding, Latin1, Mode, Utf16};
+/// let (a, b) = (Latin1(b"na\xefve "), Utf16(&[0x20AC, 0xD83D, 0xDE00]));
+/// let rope = Concat::new([&a, &"caf\u{e9} ", &b]);
+/// let mut dst = [0u8; 64];
+/// let n = write(&rope, Encoding::Utf8, Mode::Strict, &mut dst).unwrap();
+/// assert_eq!(&dst[..n], "naïve café €😀".as_bytes());
+/// ```
+pub fn write<R: Rope + ?Sized>(
+    rope: &R,
+    encoding: Encoding,
+    mode: Mode,
+    dst: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let plan = plan(rope, encoding, mode)?;
+    write_planned(rope, encoding, plan, dst)
+}
+
+/// [`write`] with a [`Plan`] already made by [`crate::plan`] for the same
+/// rope and encoding, for callers that size their buffer from the plan.
+pub fn write_planned<R: Rope + ?Sized>(
+    rope: &R,
+    encoding: Encoding,
+    plan: Plan,
+    dst: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let needed = plan.size();
+    if dst.len() < needed {
+        return Err(EncodeError::DestinationTooSmall {
+            needed,
+            available: dst.len(),
+        });
+    }
+    let dst = &mut dst[..needed];
+    let written = match plan.path() {
+        Path::OneByte => copy_pieces(rope, dst),
+        Path::Expand => expand::write(rope, dst),
+        Path::TwoByte => two_byte::write(rope, encoding, dst),
+    };
+    debug_assert_eq!(
+        written,
+        needed,
+        "{:?} wrote {written} of {needed}",
+        plan.path()
+    );
+    Ok(written)
+}
+
+/// A growable [`BufMut`] that can make room for exactly `n` more bytes:
+/// `Vec<u8>` and [`BytesMut`].
+pub trait GrowBuf: BufMut {
+    /// Appends `n` zero bytes and returns them, for the encoder to overwrite.
+    fn grow_zeroed(&mut self, n: usize) -> &mut [u8];
+}
+
+impl GrowBuf for Vec<u8> {
+    fn grow_zeroed(&mut self, n: usize) -> &mut [u8] {
+        let len = self.len();
+        self.reserve_exact(n);
+        self.resize(len + n, 0);
+        &mut self[len..]
+    }
+}
+
+impl GrowBuf for BytesMut {
+    fn grow_zeroed(&mut self, n: usize) -> &mut [u8] {
+        let len = self.len();
+        self.reserve(n);
+        self.resize(len + n, 0);
+        &mut self[len..]
+    }
+}
+
+/// Appends `rope` in `encoding` to `buf`, reserving exactly the encoded size
+/// first, and returns the bytes appended.
+///
+/// Fails, leaving `buf` as it was, with [`EncodeError::DestinationTooSmall`]
+/// when `buf` cannot grow by that much ([`BufMut::remaining_mut`]), or in
+/// strict mode with [`EncodeError::Unencodable`].
+///
+/// The new bytes are zeroed before they are written (one `memset`), which
+/// keeps this function free of `unsafe`; a caller that reuses an initialised
+/// buffer calls [`write`] instead and pays nothing.
+///
+/// ```
+/// use unflat::{write_buf, Encoding, Mode};
+/// let rope = ropey::Rope::from_str("hello, rope");
+/// let mut buf = bytes::BytesMut::new();
+/// write_buf(&rope, Encoding::Utf8, Mode::Strict, &mut buf).unwrap();
+/// assert_eq!(&buf[..], b"hello, rope");
+/// ```
+pub fn write_buf<R: Rope + ?Sized, B: GrowBuf>(
+    rope: &R,
+    encoding: Encoding,
+    mode: Mode,
+    buf: &mut B,
+) -> Result<usize, EncodeError> {
+    let plan = plan(rope, encoding, mode)?;
+    if buf.remaining_mut() < plan.size() {
+        return Err(EncodeError::DestinationTooSmall {
+            needed: plan.size(),
+            available: buf.remaining_mut(),
+        });
+    }
+    write_planned(rope, encoding, plan, buf.grow_zeroed(plan.size()))
+}
+
+/// Path 1: every piece copied as it is, one `memcpy` each, no per-character
+/// work, into `dst` from its start. The plan chose it only when each piece's
+/// bytes are already its encoding (one-byte or ASCII pieces; UTF-8 pieces for
+/// utf8). Step 1 of path 2 uses it too, to fill the tail of its region.
+pub(crate) fn copy_pieces<R: Rope + ?Sized>(rope: &R, dst: &mut [u8]) -> usize {
+    let mut at = 0;
+    let _ = rope.for_each_piece(&mut |p| {
+        let bytes = match p {
+            Piece::OneByte(b) => b,
+            Piece::Utf8(s) => s.as_bytes(),
+            Piece::TwoByte(u) => {
+                debug_assert!(u.is_empty(), "only two-byte paths take two-byte text");
+                &[]
+            }
+        };
+        dst[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+        ControlFlow::Continue(())
+    });
+    at
+}

@@ -1,0 +1,49 @@
+//! # unflat — encode ropes without flattening them
+//!
+//! Text built by concatenation (a *rope*) is encoded piece by piece straight
+//! into the destination buffer, never first copied into one flat string.
+//! This is the technique of Node.js's change to `StreamBase::WriteString`,
+//! as a reusable Rust library with no IO and no runtime.
+//!
+//! The data flow, one module each:
+//!
+//! 1. [`rope`](crate::Rope) — the model: [`Piece`]s in three representations
+//!    (one-byte, UTF-8, two-byte), the [`Rope`] trait, and [`Concat`], which
+//!    joins ropes of any kind without copying or allocating.
+//! 2. [`plan`] / [`storage_size`] / [`size`] — measuring: the exact encoded
+//!    size and which of the three [`Path`]s writes it.
+//! 3. [`write`] / [`write_buf`] — encoding into `&mut [u8]` or a growable
+//!    [`bytes::BufMut`], along one of the paths:
+//!    * [`Path::OneByte`] — pieces copied as they are;
+//!    * [`Path::Expand`] — Latin-1 to UTF-8 by back-of-buffer expansion;
+//!    * [`Path::TwoByte`] — transcoded piece by piece.
+//! 4. [`flatten`] — the flatten-then-write reference, what Node did before,
+//!    kept as the baseline for tests and benchmarks.
+//!
+//! ```
+//! use unflat::{plan, write, Concat, Encoding, Latin1, Mode, Path};
+//! let body = Latin1(b"cr\xe8me br\xfbl\xe9e");
+//! let rope = Concat::new([&"<p>", &body, &"</p>"]);
+//! let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
+//! assert_eq!(p.path(), Path::Expand);
+//! let mut dst = vec![0; p.size()];
+//! write(&rope, Encoding::Utf8, Mode::Strict, &mut dst).unwrap();
+//! assert_eq!(dst, "<p>crème brûlée</p>".as_bytes());
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod encode;
+mod encoding;
+pub mod expand;
+pub mod flatten;
+mod measure;
+mod rope;
+mod surrogate;
+mod two_byte;
+
+pub use encode::{write, write_buf, write_planned, GrowBuf};
+pub use encoding::{EncodeError, Encoding, Mode};
+pub use measure::{plan, size, storage_size, Path, Plan};
+pub use rope::{CharRange, Concat, Latin1, Piece, Rope, Shape, Utf16};

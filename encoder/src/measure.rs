@@ -1,0 +1,295 @@
+//! How many bytes a rope takes in an encoding, and which path writes it.
+//!
+//! [`storage_size`] reads lengths only. [`plan`] reads the text only where the
+//! shape leaves the exact size or the path open: it counts the Latin-1 bytes
+//! that become two UTF-8 bytes, the UTF-16 units of UTF-8 pieces, the UTF-8
+//! length of two-byte pieces, and in strict mode looks for a character the
+//! target cannot hold. It never copies text.
+
+use std::ops::ControlFlow;
+
+use encoding_rs::mem::str_latin1_up_to;
+
+use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::rope::{CharRange, Piece, Rope, Shape};
+use crate::surrogate::{self, Joined, Joiner};
+
+/// The three ways a rope is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// Every piece is copied as it is, one `memcpy` each: one-byte ropes to
+    /// latin1, ASCII ropes to latin1 or utf8 (UTF-8 pieces count as ASCII for
+    /// utf8, which they already are).
+    OneByte,
+    /// One-byte ropes with non-ASCII characters to utf8: the pieces are
+    /// copied to the tail of the exactly sized destination region, then
+    /// expanded forward in one pass (see [`crate::expand`]).
+    Expand,
+    /// Everything else — two-byte pieces, characters above U+00FF in latin1,
+    /// and every rope written as utf16le — is transcoded piece by piece,
+    /// never flattened.
+    TwoByte,
+}
+
+/// What [`plan`] found: the exact encoded size and the path that writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    size: usize,
+    path: Path,
+}
+
+impl Plan {
+    /// Exact number of bytes the rope takes in the encoding.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The path that writes it.
+    pub fn path(&self) -> Path {
+        self.path
+    }
+}
+
+/// An upper bound of the bytes `rope` takes in `encoding`, from its lengths
+/// alone (the text is never read).
+///
+/// Per source code unit: a Latin-1 byte takes at most 2 UTF-8 bytes (1 when
+/// the rope is known ASCII); a UTF-8 byte at most 1 latin1 byte or one UTF-16
+/// unit; a UTF-16 unit at most 3 UTF-8 bytes.
+///
+/// ```
+/// use unflat::{storage_size, Encoding, Latin1};
+/// assert_eq!(storage_size(&Latin1(b"caf\xe9"), Encoding::Utf8), 8);
+/// assert_eq!(storage_size(&Latin1(b"caf\xe9"), Encoding::Latin1), 4);
+/// ```
+pub fn storage_size<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> usize {
+    let s = rope.shape();
+    match encoding {
+        Encoding::Latin1 | Encoding::Ascii => s.one_byte + s.utf8 + s.two_byte,
+        Encoding::Utf8 => {
+            let per_one_byte = if s.range == CharRange::Ascii { 1 } else { 2 };
+            s.one_byte
+                .saturating_mul(per_one_byte)
+                .saturating_add(s.utf8)
+                .saturating_add(s.two_byte.saturating_mul(3))
+        }
+        Encoding::Utf16Le => (s.one_byte + s.utf8 + s.two_byte).saturating_mul(2),
+    }
+}
+
+/// The exact number of bytes `rope` takes in `encoding`. For latin1 and
+/// ascii this is the lossy size, which is also the strict size whenever the
+/// strict encode succeeds.
+///
+/// ```
+/// use unflat::{size, Encoding, Latin1};
+/// assert_eq!(size(&Latin1(b"caf\xe9"), Encoding::Utf8), 5);
+/// ```
+pub fn size<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> usize {
+    match plan(rope, encoding, Mode::Lossy) {
+        Ok(p) => p.size,
+        Err(e) => unreachable!("a lossy plan cannot fail: {e}"),
+    }
+}
+
+/// Measures `rope` for `encoding`: its exact size and the path that will
+/// write it. In [`Mode::Strict`], fails with [`EncodeError::Unencodable`]
+/// naming the first character the encoding cannot represent.
+pub fn plan<R: Rope + ?Sized>(
+    rope: &R,
+    encoding: Encoding,
+    mode: Mode,
+) -> Result<Plan, EncodeError> {
+    let s = rope.shape();
+    match encoding {
+        Encoding::Latin1 | Encoding::Ascii => plan_one_byte_target(rope, s, encoding, mode),
+        Encoding::Utf8 => Ok(plan_utf8(rope, s)),
+        Encoding::Utf16Le => Ok(Plan {
+            size: 2 * (s.one_byte + s.two_byte + utf16_units_of_utf8_pieces(rope, s)),
+            path: Path::TwoByte,
+        }),
+    }
+}
+
+fn plan_one_byte_target<R: Rope + ?Sized>(
+    rope: &R,
+    s: Shape,
+    encoding: Encoding,
+    mode: Mode,
+) -> Result<Plan, EncodeError> {
+    let limit = encoding.one_byte_limit().expect("a one-byte encoding");
+    let known_fit = match encoding {
+        Encoding::Ascii => s.range == CharRange::Ascii,
+        _ => s.range <= CharRange::Latin1,
+    };
+    if mode == Mode::Strict && !known_fit && !fits(rope, limit) {
+        return Err(locate_unencodable(rope, encoding));
+    }
+    // One output byte per UTF-16 code unit; only UTF-8 pieces have a
+    // different number of code units than bytes.
+    let utf8_units = utf16_units_of_utf8_pieces(rope, s);
+    let as_is = s.two_byte == 0 && utf8_units == s.utf8;
+    Ok(Plan {
+        size: s.one_byte + utf8_units + s.two_byte,
+        path: if as_is { Path::OneByte } else { Path::TwoByte },
+    })
+}
+
+fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
+    if s.two_byte == 0 && (s.one_byte == 0 || s.range == CharRange::Ascii) {
+        return Plan {
+            size: s.one_byte + s.utf8,
+            path: Path::OneByte,
+        };
+    }
+    let mut highs = 0;
+    let mut two_byte = 0;
+    let mut joiner = Joiner::default();
+    let mut count = |j: Joined<'_>| {
+        two_byte += match j {
+            Joined::Pair(..) => 4,
+            Joined::Lone(_) => 3,
+            Joined::Units(u) => surrogate::utf8_len(u),
+        }
+    };
+    let _ = rope.for_each_piece(&mut |p| {
+        match p {
+            Piece::OneByte(b) => {
+                joiner.other(b.len(), &mut count);
+                highs += count_high_bytes(b);
+            }
+            Piece::Utf8(t) => joiner.other(t.len(), &mut count),
+            Piece::TwoByte(u) => joiner.two_byte(u, &mut count),
+        }
+        ControlFlow::Continue(())
+    });
+    joiner.finish(&mut count);
+    let path = if s.two_byte > 0 {
+        Path::TwoByte
+    } else if highs > 0 {
+        Path::Expand
+    } else {
+        Path::OneByte
+    };
+    Plan {
+        size: s.one_byte + highs + s.utf8 + two_byte,
+        path,
+    }
+}
+
+/// Bytes ≥ 0x80: the Latin-1 characters that take two bytes in UTF-8.
+pub(crate) fn count_high_bytes(bytes: &[u8]) -> usize {
+    // Written so that it vectorises: no early exit, no branches.
+    bytes.iter().map(|&b| usize::from(b >> 7)).sum()
+}
+
+/// UTF-16 code units in the UTF-8 pieces of `rope` (their byte count when the
+/// rope is known ASCII, without reading).
+fn utf16_units_of_utf8_pieces<R: Rope + ?Sized>(rope: &R, s: Shape) -> usize {
+    if s.utf8 == 0 || s.range == CharRange::Ascii {
+        return s.utf8;
+    }
+    let mut units = 0;
+    let _ = rope.for_each_piece(&mut |p| {
+        if let Piece::Utf8(t) = p {
+            units += utf16_units(t);
+        }
+        ControlFlow::Continue(())
+    });
+    units
+}
+
+/// UTF-16 code units of UTF-8 text: one per lead byte, two for a four-byte
+/// sequence.
+pub(crate) fn utf16_units(s: &str) -> usize {
+    s.as_bytes()
+        .iter()
+        .map(|&b| usize::from((b as i8) >= -0x40) + usize::from(b >= 0xF0))
+        .sum()
+}
+
+/// True when no character of `rope` is above `limit` (0x7F or 0xFF).
+pub(crate) fn fits<R: Rope + ?Sized>(rope: &R, limit: u32) -> bool {
+    let ascii = limit == 0x7F;
+    rope.for_each_piece(&mut |p| {
+        let ok = match p {
+            Piece::OneByte(b) => !ascii || b.is_ascii(),
+            Piece::Utf8(t) if ascii => t.is_ascii(),
+            Piece::Utf8(t) => str_latin1_up_to(t) == t.len(),
+            Piece::TwoByte(u) => u.iter().all(|&u| u32::from(u) <= limit),
+        };
+        if ok {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    })
+    .is_continue()
+}
+
+/// The first character of `rope` that `encoding` cannot hold, decoded
+/// character by character. Called only once [`fits`] has said there is one.
+fn locate_unencodable<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> EncodeError {
+    let limit = encoding.one_byte_limit().expect("a one-byte encoding");
+    let mut index = 0;
+    let mut found = None;
+    // Looks at one character; true when it is the one.
+    let mut check = |cp: u32| {
+        if found.is_some() {
+            return true;
+        }
+        if cp > limit {
+            found = Some((cp, index));
+            return true;
+        }
+        index += 1;
+        false
+    };
+    let mut joiner = Joiner::default();
+    let _ = rope.for_each_piece(&mut |p| {
+        let mut stop = false;
+        let mut joined = |j: Joined<'_>| {
+            if stop {
+                return;
+            }
+            stop = match j {
+                Joined::Pair(h, l) => check(surrogate::pair_code_point(h, l)),
+                Joined::Lone(h) => check(u32::from(h)),
+                Joined::Units(u) => char::decode_utf16(u.iter().copied()).any(|c| {
+                    check(c.map_or_else(|e| u32::from(e.unpaired_surrogate()), u32::from))
+                }),
+            }
+        };
+        match p {
+            Piece::OneByte(b) => {
+                joiner.other(b.len(), &mut joined);
+                if !stop {
+                    stop = b.iter().any(|&x| check(u32::from(x)));
+                }
+            }
+            Piece::Utf8(t) => {
+                joiner.other(t.len(), &mut joined);
+                if !stop {
+                    stop = t.chars().any(|c| check(u32::from(c)));
+                }
+            }
+            Piece::TwoByte(u) => joiner.two_byte(u, &mut joined),
+        }
+        if stop {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    joiner.finish(&mut |j| {
+        if let Joined::Lone(h) = j {
+            check(u32::from(h));
+        }
+    });
+    let (code_point, index) = found.expect("fits() found a character above the limit");
+    EncodeError::Unencodable {
+        code_point,
+        index,
+        encoding,
+    }
+}

@@ -1,0 +1,398 @@
+//! The rope model: text as an ordered sequence of borrowed pieces.
+//!
+//! A rope never owns a flat copy of its text. It hands out its pieces in
+//! order, each in one of the three representations V8 uses for strings:
+//!
+//! | piece            | code units | character range                      |
+//! |------------------|------------|--------------------------------------|
+//! | [`Piece::OneByte`] | `u8`     | U+0000..=U+00FF (Latin-1)            |
+//! | [`Piece::Utf8`]    | `u8`     | any (valid UTF-8, e.g. ropey chunks) |
+//! | [`Piece::TwoByte`] | `u16`    | any, unpaired surrogates allowed     |
+//!
+//! The logical text of a rope is the concatenation of its pieces, read as a
+//! sequence of UTF-16 code units, exactly like a JavaScript string: a high
+//! surrogate at the end of one two-byte piece and a low surrogate at the start
+//! of the next one form a single character.
+//!
+//! Besides its pieces, a rope reports a [`Shape`] — its lengths per
+//! representation and what it knows about its character range — computed
+//! without reading the text. The encoder chooses its path from the shape.
+
+use std::ops::ControlFlow;
+
+/// One borrowed run of text in one of the three representations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Latin-1: each byte is the code point U+0000..=U+00FF of one character.
+    OneByte(&'a [u8]),
+    /// UTF-8 text.
+    Utf8(&'a str),
+    /// UTF-16 code units; unpaired surrogates are allowed, as in JavaScript.
+    TwoByte(&'a [u16]),
+}
+
+impl Piece<'_> {
+    /// Number of code units in this piece's own representation (bytes for
+    /// one-byte and UTF-8 pieces, `u16`s for two-byte pieces).
+    pub fn len(&self) -> usize {
+        match self {
+            Piece::OneByte(b) => b.len(),
+            Piece::Utf8(s) => s.len(),
+            Piece::TwoByte(u) => u.len(),
+        }
+    }
+
+    /// True when the piece holds no text.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What a rope knows about its characters without reading them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CharRange {
+    /// Every character is ASCII (U+0000..=U+007F).
+    Ascii,
+    /// Every character is at most U+00FF: the rope is *one-byte*.
+    Latin1,
+    /// Nothing is known: characters may be anywhere in Unicode, and two-byte
+    /// pieces may hold unpaired surrogates.
+    Unknown,
+}
+
+/// A rope's lengths per piece representation and its known character range,
+/// all obtained without reading the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Total bytes in [`Piece::OneByte`] pieces.
+    pub one_byte: usize,
+    /// Total bytes in [`Piece::Utf8`] pieces.
+    pub utf8: usize,
+    /// Total code units in [`Piece::TwoByte`] pieces.
+    pub two_byte: usize,
+    /// What is known about the characters of all pieces together.
+    pub range: CharRange,
+}
+
+impl Shape {
+    /// The shape of an empty rope.
+    pub const EMPTY: Shape = Shape {
+        one_byte: 0,
+        utf8: 0,
+        two_byte: 0,
+        range: CharRange::Ascii,
+    };
+
+    /// The shape of one piece. Reads only lengths; a one-byte piece is
+    /// [`CharRange::Latin1`], a two-byte piece [`CharRange::Unknown`], and a
+    /// UTF-8 piece is [`CharRange::Ascii`] only when empty.
+    pub fn of_piece(piece: Piece<'_>) -> Shape {
+        match piece {
+            Piece::OneByte(b) => Shape {
+                one_byte: b.len(),
+                range: if b.is_empty() {
+                    CharRange::Ascii
+                } else {
+                    CharRange::Latin1
+                },
+                ..Shape::EMPTY
+            },
+            Piece::Utf8(s) => Shape::utf8(s.len(), s.is_empty()),
+            Piece::TwoByte(u) => Shape {
+                two_byte: u.len(),
+                range: if u.is_empty() {
+                    CharRange::Ascii
+                } else {
+                    CharRange::Unknown
+                },
+                ..Shape::EMPTY
+            },
+        }
+    }
+
+    /// The shape of UTF-8 text of `len` bytes, ASCII-only when the caller
+    /// knows it is.
+    pub fn utf8(len: usize, ascii: bool) -> Shape {
+        Shape {
+            utf8: len,
+            range: if ascii {
+                CharRange::Ascii
+            } else {
+                CharRange::Unknown
+            },
+            ..Shape::EMPTY
+        }
+    }
+
+    /// The shape of two ropes one after the other.
+    pub fn then(self, next: Shape) -> Shape {
+        Shape {
+            one_byte: self.one_byte + next.one_byte,
+            utf8: self.utf8 + next.utf8,
+            two_byte: self.two_byte + next.two_byte,
+            range: self.range.max(next.range),
+        }
+    }
+
+    /// True when the rope has no text at all.
+    pub fn is_empty(&self) -> bool {
+        self.one_byte == 0 && self.utf8 == 0 && self.two_byte == 0
+    }
+}
+
+/// Text that yields its pieces in order, without flattening.
+///
+/// Implemented for [`ropey::Rope`], [`ropey::RopeSlice`], `str`, `String`,
+/// [`Piece`], [`Latin1`], [`Utf16`], [`Concat`] and `[&dyn Rope]`. The trait
+/// is object safe, so ropes of different types can be joined in a [`Concat`].
+///
+/// Every walk over the same rope must yield the same pieces: the encoder
+/// measures in one walk and writes in another.
+pub trait Rope {
+    /// Calls `visit` with each piece in order until it returns
+    /// [`ControlFlow::Break`], and returns what the last call returned.
+    /// Empty pieces may be visited.
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()>;
+
+    /// Lengths and character range, without reading the text.
+    ///
+    /// The default walks the pieces and adds up their lengths (it reads no
+    /// text, but costs one step per piece); types that know their lengths
+    /// override it with an O(1) answer.
+    fn shape(&self) -> Shape {
+        let mut shape = Shape::EMPTY;
+        let _ = self.for_each_piece(&mut |p| {
+            shape = shape.then(Shape::of_piece(p));
+            ControlFlow::Continue(())
+        });
+        shape
+    }
+}
+
+impl<R: Rope + ?Sized> Rope for &R {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        (**self).for_each_piece(visit)
+    }
+
+    fn shape(&self) -> Shape {
+        (**self).shape()
+    }
+}
+
+impl Rope for Piece<'_> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit(*self)
+    }
+
+    fn shape(&self) -> Shape {
+        Shape::of_piece(*self)
+    }
+}
+
+impl Rope for str {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit(Piece::Utf8(self))
+    }
+
+    /// O(1): the length is known, the character range is not (finding it
+    /// would mean reading the text).
+    fn shape(&self) -> Shape {
+        Shape::utf8(self.len(), self.is_empty())
+    }
+}
+
+impl Rope for String {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit(Piece::Utf8(self))
+    }
+
+    fn shape(&self) -> Shape {
+        self.as_str().shape()
+    }
+}
+
+/// Visits the chunks of a ropey rope or slice of `len` bytes by looking each
+/// one up by byte index (O(log n) per chunk). Ropey 1.x's `Chunks` iterator
+/// allocates a node stack on every walk; this walk allocates nothing, which
+/// is what lets a server write a cached rope per response without touching
+/// the heap.
+fn visit_ropey_chunks<'a>(
+    len: usize,
+    chunk_at_byte: impl Fn(usize) -> (&'a str, usize),
+    visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let mut at = 0;
+    while at < len {
+        let (chunk, chunk_start) = chunk_at_byte(at);
+        let piece = &chunk[at - chunk_start..];
+        visit(Piece::Utf8(piece))?;
+        at += piece.len();
+    }
+    ControlFlow::Continue(())
+}
+
+impl Rope for ropey::Rope {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_ropey_chunks(
+            self.len_bytes(),
+            |i| {
+                let (c, start, _, _) = self.chunk_at_byte(i);
+                (c, start)
+            },
+            visit,
+        )
+    }
+
+    /// O(1): ropey keeps both byte and char counts in its tree, and the text
+    /// is pure ASCII exactly when they are equal.
+    fn shape(&self) -> Shape {
+        Shape::utf8(self.len_bytes(), self.len_bytes() == self.len_chars())
+    }
+}
+
+impl Rope for ropey::RopeSlice<'_> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_ropey_chunks(
+            self.len_bytes(),
+            |i| {
+                let (c, start, _, _) = self.chunk_at_byte(i);
+                (c, start)
+            },
+            visit,
+        )
+    }
+
+    /// O(1), as for [`ropey::Rope`].
+    fn shape(&self) -> Shape {
+        Shape::utf8(self.len_bytes(), self.len_bytes() == self.len_chars())
+    }
+}
+
+/// Latin-1 text: every byte is one character U+0000..=U+00FF (what V8 calls
+/// a one-byte string). Not to be confused with windows-1252.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latin1<'a>(pub &'a [u8]);
+
+impl Rope for Latin1<'_> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit(Piece::OneByte(self.0))
+    }
+
+    fn shape(&self) -> Shape {
+        Shape::of_piece(Piece::OneByte(self.0))
+    }
+}
+
+/// UTF-16 text as code units (what V8 calls a two-byte string); unpaired
+/// surrogates are allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Utf16<'a>(pub &'a [u16]);
+
+impl Rope for Utf16<'_> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit(Piece::TwoByte(self.0))
+    }
+
+    fn shape(&self) -> Shape {
+        Shape::of_piece(Piece::TwoByte(self.0))
+    }
+}
+
+/// Ropes of any kind, one after the other: a borrowed concatenation that
+/// copies no text and allocates nothing.
+///
+/// The parts are held in an array inside the `Concat` itself, so one can be
+/// built per HTTP response on the stack, for free:
+///
+/// ```
+/// use unflat::{size, Concat, Encoding, Latin1, Rope};
+/// let status = "HTTP/1.1 200 OK\r\n";
+/// let server = Latin1(b"Server: unflat\r\n");
+/// let len = 42.to_string();
+/// let head = Concat::new([&status, &server, &"Content-Length: ", &len, &"\r\n\r\n"]);
+/// assert_eq!(head.shape().one_byte, 16);
+/// assert_eq!(size(&head, Encoding::Latin1), 55);
+/// ```
+///
+/// A `Concat` is itself a rope, so concatenations nest. For a number of parts
+/// known only at run time, a slice `[&dyn Rope]` is a rope too.
+#[derive(Clone, Copy)]
+pub struct Concat<'a, const N: usize> {
+    parts: [&'a dyn Rope; N],
+}
+
+impl<'a, const N: usize> Concat<'a, N> {
+    /// Joins `parts` in order.
+    pub fn new(parts: [&'a dyn Rope; N]) -> Self {
+        Concat { parts }
+    }
+
+    /// The joined ropes.
+    pub fn parts(&self) -> &[&'a dyn Rope] {
+        &self.parts
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for Concat<'_, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Concat")
+            .field("parts", &N)
+            .field("shape", &self.shape())
+            .finish()
+    }
+}
+
+impl<const N: usize> Rope for Concat<'_, N> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.parts[..].for_each_piece(visit)
+    }
+
+    /// O(number of parts): the parts' shapes added up.
+    fn shape(&self) -> Shape {
+        self.parts[..].shape()
+    }
+}
+
+impl Rope for [&dyn Rope] {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.iter().try_for_each(|p| p.for_each_piece(visit))
+    }
+
+    /// O(number of parts): the parts' shapes added up.
+    fn shape(&self) -> Shape {
+        self.iter().fold(Shape::EMPTY, |acc, p| acc.then(p.shape()))
+    }
+}

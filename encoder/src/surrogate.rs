@@ -1,0 +1,142 @@
+//! Joining surrogate pairs that a rope splits across two pieces.
+//!
+//! A rope's text is a sequence of UTF-16 code units, so a high surrogate that
+//! ends one two-byte piece and a low surrogate that starts the next one (with
+//! only empty pieces between them) are one character. Every pass that treats
+//! characters rather than code units — measuring and writing UTF-8, locating
+//! an unencodable character — walks two-byte pieces through a [`Joiner`].
+
+/// True for U+D800..=U+DBFF.
+pub(crate) fn is_high(u: u16) -> bool {
+    (0xD800..0xDC00).contains(&u)
+}
+
+/// True for U+DC00..=U+DFFF.
+pub(crate) fn is_low(u: u16) -> bool {
+    (0xDC00..0xE000).contains(&u)
+}
+
+/// The code point of a high and a low surrogate.
+pub(crate) fn pair_code_point(high: u16, low: u16) -> u32 {
+    0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00)
+}
+
+/// What a [`Joiner`] hands on.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Joined<'a> {
+    /// A surrogate pair that was split across pieces.
+    Pair(u16, u16),
+    /// A high surrogate held back from the end of a piece that turned out to
+    /// be unpaired.
+    Lone(u16),
+    /// Code units that end without a dangling high surrogate; pairs inside are
+    /// whole, unpaired surrogates inside are really unpaired.
+    Units(&'a [u16]),
+}
+
+/// Carries a high surrogate from the end of one two-byte piece to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Joiner {
+    pending: Option<u16>,
+}
+
+impl Joiner {
+    /// Feeds a two-byte piece.
+    pub(crate) fn two_byte<'a>(&mut self, mut units: &'a [u16], emit: &mut impl FnMut(Joined<'a>)) {
+        let Some(&first) = units.first() else {
+            return; // an empty piece separates nothing
+        };
+        if let Some(high) = self.pending.take() {
+            if is_low(first) {
+                emit(Joined::Pair(high, first));
+                units = &units[1..];
+            } else {
+                emit(Joined::Lone(high));
+            }
+        }
+        if let Some((&last, rest)) = units.split_last() {
+            if is_high(last) {
+                self.pending = Some(last);
+                units = rest;
+            }
+        }
+        if !units.is_empty() {
+            emit(Joined::Units(units));
+        }
+    }
+
+    /// Feeds a one-byte or UTF-8 piece of `len` code units: a non-empty one
+    /// ends any pending pair.
+    pub(crate) fn other(&mut self, len: usize, emit: &mut impl FnMut(Joined<'_>)) {
+        if len > 0 {
+            self.finish(emit);
+        }
+    }
+
+    /// Ends the rope: a pending high surrogate is unpaired.
+    pub(crate) fn finish(&mut self, emit: &mut impl FnMut(Joined<'_>)) {
+        if let Some(high) = self.pending.take() {
+            emit(Joined::Lone(high));
+        }
+    }
+}
+
+/// Exact UTF-8 length of code units that [`Joiner`] produced as
+/// [`Joined::Units`]: unpaired surrogates count 3 bytes (U+FFFD).
+pub(crate) fn utf8_len(units: &[u16]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < units.len() {
+        let u = units[i];
+        n += if u < 0x80 {
+            1
+        } else if u < 0x800 {
+            2
+        } else if is_high(u) && units.get(i + 1).is_some_and(|&l| is_low(l)) {
+            i += 1;
+            4
+        } else {
+            3
+        };
+        i += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(pieces: &[&[u16]]) -> Vec<String> {
+        let mut j = Joiner::default();
+        let mut out = Vec::new();
+        let mut emit = |e: Joined<'_>| out.push(format!("{e:?}"));
+        for p in pieces {
+            j.two_byte(p, &mut emit);
+        }
+        j.finish(&mut emit);
+        out
+    }
+
+    #[test]
+    fn pair_split_across_pieces_is_joined_even_through_empty_pieces() {
+        assert_eq!(
+            run(&[&[0x61, 0xD83D], &[], &[0xDE00, 0x62]]),
+            ["Units([97])", "Pair(55357, 56832)", "Units([98])"]
+        );
+    }
+
+    #[test]
+    fn dangling_high_surrogates_are_lone() {
+        assert_eq!(run(&[&[0xD800], &[0xD801]]), ["Lone(55296)", "Lone(55297)"]);
+        assert_eq!(run(&[&[0xD800], &[0x41]]), ["Lone(55296)", "Units([65])"]);
+    }
+
+    #[test]
+    fn utf8_len_counts_replacements_and_pairs() {
+        assert_eq!(
+            utf8_len(&[0x41, 0xE9, 0x20AC, 0xD83D, 0xDE00, 0xDC00]),
+            1 + 2 + 3 + 4 + 3
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Writing into a pre-sized destination allocates nothing, on every path,
+//! for ropes of 1, 10 and 1000 pieces — counted by a global allocator.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use unflat::{plan, write, Encoding, Mode, Path, Piece, Rope};
+
+/// Counts allocations made by the current thread (tests run in parallel, so
+/// a process-wide count would see the other tests).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// Writes a rope of `count` copies of `piece` and returns the allocations the
+/// write made.
+fn count_for(piece: Piece<'_>, count: usize, encoding: Encoding, path: Path) -> usize {
+    let parts: Vec<&dyn Rope> = vec![&piece as &dyn Rope; count];
+    let rope: &[&dyn Rope] = &parts;
+    let p = plan(rope, encoding, Mode::Lossy).unwrap();
+    assert_eq!(p.path(), path, "{piece:?} × {count} as {encoding}");
+    let mut dst = vec![0u8; p.size()];
+    allocations_during(|| {
+        let n = write(rope, encoding, Mode::Lossy, &mut dst).unwrap();
+        assert_eq!(n, p.size());
+    })
+}
+
+#[test]
+fn writing_allocates_nothing_on_any_path() {
+    let latin1 = Piece::OneByte(b"cr\xe8me br\xfbl\xe9e, ");
+    let ascii = Piece::Utf8("plain ascii text, ");
+    let wide = Piece::TwoByte(&[0x20AC, 0x20, 0xD83D, 0xDE00, 0x61, 0xD800]);
+    let cases = [
+        (latin1, Encoding::Latin1, Path::OneByte),
+        (ascii, Encoding::Utf8, Path::OneByte),
+        (latin1, Encoding::Utf8, Path::Expand),
+        (wide, Encoding::Utf8, Path::TwoByte),
+        (wide, Encoding::Latin1, Path::TwoByte),
+        (ascii, Encoding::Utf16Le, Path::TwoByte),
+        (latin1, Encoding::Utf16Le, Path::TwoByte),
+        (wide, Encoding::Utf16Le, Path::TwoByte),
+    ];
+    for (piece, encoding, path) in cases {
+        for count in [1, 10, 1000] {
+            assert_eq!(
+                count_for(piece, count, encoding, path),
+                0,
+                "{path:?}: {piece:?} × {count} as {encoding}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ropey_ropes_write_without_allocating() {
+    let text = "ropey chunk text, ".repeat(5000);
+    let rope = ropey::Rope::from_str(&text);
+    assert!(rope.chunks().count() > 10, "a rope of many chunks");
+    let mut dst = vec![0u8; text.len()];
+    let n = allocations_during(|| {
+        write(&rope, Encoding::Utf8, Mode::Strict, &mut dst).unwrap();
+    });
+    assert_eq!(n, 0);
+    assert_eq!(dst, text.as_bytes());
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // Guards the guard: a test that cannot fail proves nothing.
+    let n = allocations_during(|| {
+        std::hint::black_box(vec![1u8; 64]);
+    });
+    assert_eq!(n, 1);
+}
