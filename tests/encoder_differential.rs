@@ -163,9 +163,14 @@ fn check(pieces: &[Owned], units: &[u16]) -> Result<(), TestCaseError> {
             let expected = truth(units, encoding, mode);
             let ctx = format!("{encoding} {mode:?}");
 
-            let mut dst = vec![0xA5; bound];
-            let direct = write(rope, encoding, mode, &mut dst).map(|n| dst[..n].to_vec());
-            prop_assert_eq!(&direct, &expected, "direct, {}", ctx);
+            // Into the worst case (where the two-byte path may skip measuring)
+            // and into exactly the size needed (where it may not).
+            let exact_len = expected.as_ref().map_or(bound, Vec::len);
+            for room in [bound, exact_len] {
+                let mut dst = vec![0xA5; room];
+                let direct = write(rope, encoding, mode, &mut dst).map(|n| dst[..n].to_vec());
+                prop_assert_eq!(&direct, &expected, "direct into {} bytes, {}", room, ctx);
+            }
 
             let mut dst = vec![0x5A; bound];
             let flat =

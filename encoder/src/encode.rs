@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
-use crate::measure::{plan, Path, Plan};
+use crate::measure::{bound, plan, Path, Plan};
 use crate::rope::{Piece, Rope};
 use crate::{expand, two_byte};
 
@@ -34,8 +34,30 @@ pub fn write<R: Rope + ?Sized>(
     mode: Mode,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
+    if let Some(written) = write_unmeasured(rope, encoding, dst) {
+        return Ok(written);
+    }
     let plan = plan(rope, encoding, mode)?;
     write_planned(rope, encoding, plan, dst)
+}
+
+/// The two-byte path without the measuring pass, where the measurement can
+/// change nothing: the target cannot refuse a character (utf8, utf16le),
+/// the shape alone already says the rope is transcoded, and `dst` holds the
+/// worst case ([`crate::storage_size`]) — as Node's `3 × length` buffer does.
+/// Returns `None` when any of that is not so.
+fn write_unmeasured<R: Rope + ?Sized>(
+    rope: &R,
+    encoding: Encoding,
+    dst: &mut [u8],
+) -> Option<usize> {
+    let s = rope.shape();
+    let transcoded = match encoding {
+        Encoding::Utf8 => s.two_byte > 0,
+        Encoding::Utf16Le => true,
+        Encoding::Latin1 | Encoding::Ascii => false,
+    };
+    (transcoded && dst.len() >= bound(s, encoding)).then(|| two_byte::write(rope, encoding, dst))
 }
 
 /// [`write`] with a [`Plan`] already made by [`crate::plan`] for the same

@@ -17,8 +17,14 @@
 //!    * [`Path::OneByte`] — pieces copied as they are;
 //!    * [`Path::Expand`] — Latin-1 to UTF-8 by back-of-buffer expansion;
 //!    * [`Path::TwoByte`] — transcoded piece by piece.
-//! 4. [`flatten`] — the flatten-then-write reference, what Node did before,
-//!    kept as the baseline for tests and benchmarks.
+//! 4. [`head`] — the HTTP/1.1 response head as a rope, built per response
+//!    without allocating; names and values validated, framing owned.
+//! 5. [`queue`] — the sans-IO zero-copy write queue: heads and small bodies
+//!    encoded into one reusable buffer, large bodies as iovecs at their own
+//!    memory, a cursor for partial writes.
+//!
+//! [`flatten`] is the flatten-then-write reference, what Node did before the
+//! change, kept as the baseline for tests and benchmarks.
 //!
 //! ```
 //! use unflat::{plan, write, Concat, Encoding, Latin1, Mode, Path};
@@ -38,7 +44,9 @@ mod encode;
 mod encoding;
 pub mod expand;
 pub mod flatten;
+pub mod head;
 mod measure;
+pub mod queue;
 mod rope;
 mod surrogate;
 mod two_byte;

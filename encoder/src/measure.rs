@@ -63,7 +63,11 @@ impl Plan {
 /// assert_eq!(storage_size(&Latin1(b"caf\xe9"), Encoding::Latin1), 4);
 /// ```
 pub fn storage_size<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> usize {
-    let s = rope.shape();
+    bound(rope.shape(), encoding)
+}
+
+/// [`storage_size`] of a rope of shape `s`.
+pub(crate) fn bound(s: Shape, encoding: Encoding) -> usize {
     match encoding {
         Encoding::Latin1 | Encoding::Ascii => s.one_byte + s.utf8 + s.two_byte,
         Encoding::Utf8 => {
@@ -122,12 +126,30 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
         Encoding::Ascii => s.range == CharRange::Ascii,
         _ => s.range <= CharRange::Latin1,
     };
-    if mode == Mode::Strict && !known_fit && !fits(rope, limit) {
-        return Err(locate_unencodable(rope, encoding));
-    }
+    let check = mode == Mode::Strict && !known_fit;
     // One output byte per UTF-16 code unit; only UTF-8 pieces have a
-    // different number of code units than bytes.
-    let utf8_units = utf16_units_of_utf8_pieces(rope, s);
+    // different number of code units than bytes. The count and the strict
+    // check share one walk, and a walk only happens when one is needed.
+    let count = s.utf8 > 0 && s.range != CharRange::Ascii;
+    let mut utf8_units = s.utf8;
+    if check || count {
+        utf8_units = 0;
+        let fits = rope
+            .for_each_piece(&mut |p| {
+                if let Piece::Utf8(t) = p {
+                    utf8_units += utf16_units(t);
+                }
+                if !check || piece_fits(p, limit) {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            })
+            .is_continue();
+        if !fits {
+            return Err(locate_unencodable(rope, encoding));
+        }
+    }
     let as_is = s.two_byte == 0 && utf8_units == s.utf8;
     Ok(Plan {
         size: s.one_byte + utf8_units + s.two_byte,
@@ -179,8 +201,12 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
 
 /// Bytes ≥ 0x80: the Latin-1 characters that take two bytes in UTF-8.
 pub(crate) fn count_high_bytes(bytes: &[u8]) -> usize {
-    // Written so that it vectorises: no early exit, no branches.
-    bytes.iter().map(|&b| usize::from(b >> 7)).sum()
+    // A `u8` accumulator per chunk of 255 lets the loop vectorise with one
+    // byte per lane (about 10× a `usize` sum on baseline x86-64).
+    bytes
+        .chunks(255)
+        .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + (b >> 7))))
+        .sum()
 }
 
 /// UTF-16 code units in the UTF-8 pieces of `rope` (their byte count when the
@@ -202,29 +228,38 @@ fn utf16_units_of_utf8_pieces<R: Rope + ?Sized>(rope: &R, s: Shape) -> usize {
 /// UTF-16 code units of UTF-8 text: one per lead byte, two for a four-byte
 /// sequence.
 pub(crate) fn utf16_units(s: &str) -> usize {
+    // At most 2 per byte, so a `u8` accumulator holds a chunk of 127.
     s.as_bytes()
-        .iter()
-        .map(|&b| usize::from((b as i8) >= -0x40) + usize::from(b >= 0xF0))
+        .chunks(127)
+        .map(|c| {
+            usize::from(c.iter().fold(0u8, |n, &b| {
+                n + u8::from((b as i8) >= -0x40) + u8::from(b >= 0xF0)
+            }))
+        })
         .sum()
 }
 
 /// True when no character of `rope` is above `limit` (0x7F or 0xFF).
 pub(crate) fn fits<R: Rope + ?Sized>(rope: &R, limit: u32) -> bool {
-    let ascii = limit == 0x7F;
     rope.for_each_piece(&mut |p| {
-        let ok = match p {
-            Piece::OneByte(b) => !ascii || b.is_ascii(),
-            Piece::Utf8(t) if ascii => t.is_ascii(),
-            Piece::Utf8(t) => str_latin1_up_to(t) == t.len(),
-            Piece::TwoByte(u) => u.iter().all(|&u| u32::from(u) <= limit),
-        };
-        if ok {
+        if piece_fits(p, limit) {
             ControlFlow::Continue(())
         } else {
             ControlFlow::Break(())
         }
     })
     .is_continue()
+}
+
+/// True when no character of `piece` is above `limit` (0x7F or 0xFF).
+fn piece_fits(piece: Piece<'_>, limit: u32) -> bool {
+    let ascii = limit == 0x7F;
+    match piece {
+        Piece::OneByte(b) => !ascii || b.is_ascii(),
+        Piece::Utf8(t) if ascii => t.is_ascii(),
+        Piece::Utf8(t) => str_latin1_up_to(t) == t.len(),
+        Piece::TwoByte(u) => u.iter().all(|&u| u32::from(u) <= limit),
+    }
 }
 
 /// The first character of `rope` that `encoding` cannot hold, decoded

@@ -143,7 +143,7 @@ impl Shape {
 /// Text that yields its pieces in order, without flattening.
 ///
 /// Implemented for [`ropey::Rope`], [`ropey::RopeSlice`], `str`, `String`,
-/// [`Piece`], [`Latin1`], [`Utf16`], [`Concat`] and `[&dyn Rope]`. The trait
+/// [`Piece`], `[Piece]`, [`Latin1`], [`Utf16`], [`Concat`] and `[&dyn Rope]`. The trait
 /// is object safe, so ropes of different types can be joined in a [`Concat`].
 ///
 /// Every walk over the same rope must yield the same pieces: the encoder
@@ -231,7 +231,7 @@ impl Rope for String {
 /// allocates a node stack on every walk; this walk allocates nothing, which
 /// is what lets a server write a cached rope per response without touching
 /// the heap.
-fn visit_ropey_chunks<'a>(
+pub(crate) fn visit_ropey_chunks<'a>(
     len: usize,
     chunk_at_byte: impl Fn(usize) -> (&'a str, usize),
     visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
@@ -380,6 +380,21 @@ impl<const N: usize> Rope for Concat<'_, N> {
     /// O(number of parts): the parts' shapes added up.
     fn shape(&self) -> Shape {
         self.parts[..].shape()
+    }
+}
+
+impl Rope for [Piece<'_>] {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.iter().try_for_each(|&p| visit(p))
+    }
+
+    /// O(number of pieces).
+    fn shape(&self) -> Shape {
+        self.iter()
+            .fold(Shape::EMPTY, |acc, &p| acc.then(Shape::of_piece(p)))
     }
 }
 

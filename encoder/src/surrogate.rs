@@ -83,24 +83,33 @@ impl Joiner {
 
 /// Exact UTF-8 length of code units that [`Joiner`] produced as
 /// [`Joined::Units`]: unpaired surrogates count 3 bytes (U+FFFD).
+///
+/// Counted without branches so that it vectorises: every unit counts 1, 2
+/// or 3 bytes by value (a surrogate counts 3), and each high surrogate
+/// directly followed by a low one takes 2 back, a pair being 4 bytes.
 pub(crate) fn utf8_len(units: &[u16]) -> usize {
-    let mut n = 0;
-    let mut i = 0;
-    while i < units.len() {
-        let u = units[i];
-        n += if u < 0x80 {
-            1
-        } else if u < 0x800 {
-            2
-        } else if is_high(u) && units.get(i + 1).is_some_and(|&l| is_low(l)) {
-            i += 1;
-            4
-        } else {
-            3
-        };
-        i += 1;
-    }
-    n
+    // u16 accumulators (8 lanes per SSE2 register): at most 3 per unit, so a
+    // chunk of 16384 units cannot overflow one.
+    const CHUNK: usize = 16384;
+    let by_value: usize = units
+        .chunks(CHUNK)
+        .map(|c| {
+            usize::from(c.iter().fold(0u16, |n, &u| {
+                n + 1 + u16::from(u >= 0x80) + u16::from(u >= 0x800)
+            }))
+        })
+        .sum();
+    let pairs: usize = (0..units.len().saturating_sub(1))
+        .step_by(CHUNK)
+        .map(|start| {
+            let end = (start + CHUNK).min(units.len() - 1);
+            let (this, next) = (&units[start..end], &units[start + 1..=end]);
+            usize::from(this.iter().zip(next).fold(0u16, |n, (&h, &l)| {
+                n + u16::from(((h & 0xFC00) == 0xD800) & ((l & 0xFC00) == 0xDC00))
+            }))
+        })
+        .sum();
+    by_value - 2 * pairs
 }
 
 #[cfg(test)]
