@@ -60,7 +60,7 @@ fn write_unmeasured<R: Rope + ?Sized>(
     (transcoded && dst.len() >= bound(s, encoding)).then(|| two_byte::write(rope, encoding, dst))
 }
 
-/// [`write`] with a [`Plan`] already made by [`crate::plan`] for the same
+/// [`write()`] with a [`Plan`] already made by [`crate::plan`] for the same
 /// rope and encoding, for callers that size their buffer from the plan.
 pub fn write_planned<R: Rope + ?Sized>(
     rope: &R,
@@ -124,7 +124,7 @@ impl GrowBuf for BytesMut {
 ///
 /// The new bytes are zeroed before they are written (one `memset`), which
 /// keeps this function free of `unsafe`; a caller that reuses an initialised
-/// buffer calls [`write`] instead and pays nothing.
+/// buffer calls [`write()`] instead and pays nothing.
 ///
 /// ```
 /// use unflat::{write_buf, Encoding, Mode};

@@ -74,7 +74,7 @@ pub fn flatten<R: Rope + ?Sized>(rope: &R) -> Flat {
 }
 
 /// Flattens `rope`, then writes the flat string in `encoding` into `dst`:
-/// the same result as [`crate::write`], by the old, copying route.
+/// the same result as [`crate::write()`], by the old, copying route.
 pub fn flatten_then_write<R: Rope + ?Sized>(
     rope: &R,
     encoding: Encoding,

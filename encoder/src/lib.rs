@@ -12,7 +12,7 @@
 //!    joins ropes of any kind without copying or allocating.
 //! 2. [`plan`] / [`storage_size`] / [`size`] — measuring: the exact encoded
 //!    size and which of the three [`Path`]s writes it.
-//! 3. [`write`] / [`write_buf`] — encoding into `&mut [u8]` or a growable
+//! 3. [`write()`] / [`write_buf`] — encoding into `&mut [u8]` or a growable
 //!    [`bytes::BufMut`], along one of the paths:
 //!    * [`Path::OneByte`] — pieces copied as they are;
 //!    * [`Path::Expand`] — Latin-1 to UTF-8 by back-of-buffer expansion;
