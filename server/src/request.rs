@@ -1,0 +1,556 @@
+//! The request side, without IO: the head parsed by httparse and checked
+//! against RFC 9112, and the body framing decoded.
+//!
+//! [`parse_head`] answers like httparse does — complete, partial, or a
+//! rejection — and every rejection names the status to send and a short
+//! reason; the connection is always closed after one, because after a
+//! malformed head the framing of whatever follows cannot be trusted.
+
+use std::str;
+
+use unflat::head::Status;
+
+/// Most header fields a request may have, whatever `--max-fields` says
+/// (they are parsed into an array on the stack).
+pub const FIELDS_CAP: usize = 256;
+
+/// Limits that apply to a request head.
+#[derive(Clone, Copy, Debug)]
+pub struct HeadLimits {
+    /// Bytes in the whole head.
+    pub head: usize,
+    /// Bytes in the request line.
+    pub request_line: usize,
+    /// Header fields.
+    pub fields: usize,
+}
+
+/// A request refused before it was served: the status, a plain-text reason,
+/// and always a close.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reject {
+    /// The status to answer with.
+    pub status: Status,
+    /// Why, in a few words, sent as the body.
+    pub reason: &'static str,
+}
+
+const fn reject(status: Status, reason: &'static str) -> Reject {
+    Reject { status, reason }
+}
+
+/// How the request body is delimited (RFC 9112 §6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// No body.
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// A parsed and checked request head, borrowing the input.
+#[derive(Debug)]
+pub struct RequestHead<'b> {
+    /// The method token.
+    pub method: &'b str,
+    /// The request target as sent.
+    pub target: &'b str,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub version: u8,
+    /// The header fields in order, as received.
+    pub fields: &'b [httparse::Header<'b>],
+    /// Bytes the head took, from the start of the input (leading empty
+    /// lines included).
+    pub len: usize,
+    /// How the body is delimited.
+    pub framing: Framing,
+    /// Whether the connection stays open after the response.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request.
+    pub expect_continue: bool,
+}
+
+impl RequestHead<'_> {
+    /// True for `HEAD`.
+    pub fn is_head(&self) -> bool {
+        self.method == "HEAD"
+    }
+
+    /// The path of an origin-form or absolute-form target, without query.
+    pub fn path(&self) -> &str {
+        split_target(self.target).0
+    }
+
+    /// The query of the target, if any.
+    pub fn query(&self) -> Option<&str> {
+        split_target(self.target).1
+    }
+}
+
+/// `(path, query)` of an origin-form (`/p?q`) or absolute-form
+/// (`http://host/p?q`) target; other forms give themselves as the path.
+fn split_target(target: &str) -> (&str, Option<&str>) {
+    let rest = match target.find("://") {
+        Some(i)
+            if target[..i].eq_ignore_ascii_case("http")
+                || target[..i].eq_ignore_ascii_case("https") =>
+        {
+            let after = &target[i + 3..];
+            after.find('/').map_or("/", |j| &after[j..])
+        }
+        _ => target,
+    };
+    match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    }
+}
+
+/// What [`parse_head`] found.
+#[derive(Debug)]
+pub enum Parsed<'b> {
+    /// A whole head, checked.
+    Complete(RequestHead<'b>),
+    /// More bytes are needed.
+    Partial,
+    /// The head is refused.
+    Rejected(Reject),
+}
+
+/// Parses and checks the request head at the start of `input`, using
+/// `fields` for httparse's header array.
+pub fn parse_head<'b>(
+    input: &'b [u8],
+    fields: &'b mut [httparse::Header<'b>],
+    limits: HeadLimits,
+) -> Parsed<'b> {
+    let max_fields = limits.fields.min(fields.len());
+    let mut req = httparse::Request::new(&mut fields[..max_fields]);
+    let len = match req.parse(input) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => {
+            return match over_limits(input, limits) {
+                Some(r) => Parsed::Rejected(r),
+                None => Parsed::Partial,
+            }
+        }
+        Err(e) => return Parsed::Rejected(httparse_reject(e, input, limits)),
+    };
+    if let Some(r) = over_limits(&input[..len], limits) {
+        return Parsed::Rejected(r);
+    }
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
+        return Parsed::Rejected(reject(Status::BAD_REQUEST, "incomplete request line"));
+    };
+    let fields: &'b [httparse::Header<'b>] = req.headers;
+    match check_fields(fields, version) {
+        Ok(checked) => Parsed::Complete(RequestHead {
+            method,
+            target,
+            version,
+            fields,
+            len,
+            framing: checked.framing,
+            keep_alive: checked.keep_alive,
+            expect_continue: checked.expect_continue,
+        }),
+        Err(r) => Parsed::Rejected(r),
+    }
+}
+
+/// 414 for a request line over the limit, 431 for a head over it.
+fn over_limits(head: &[u8], limits: HeadLimits) -> Option<Reject> {
+    // Leading empty lines are not part of the request line.
+    let start = head
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(head.len());
+    let line_end = head[start..].iter().position(|&b| b == b'\n');
+    let line_len = line_end.unwrap_or(head.len() - start);
+    if line_len > limits.request_line {
+        return Some(reject(Status::URI_TOO_LONG, "request line too long"));
+    }
+    if head.len() > limits.head {
+        return Some(reject(
+            Status::HEADER_FIELDS_TOO_LARGE,
+            "request head too large",
+        ));
+    }
+    None
+}
+
+fn httparse_reject(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Reject {
+    use httparse::Error as E;
+    if let Some(r) = over_limits(input, limits) {
+        return r;
+    }
+    match e {
+        E::TooManyHeaders => reject(Status::HEADER_FIELDS_TOO_LARGE, "too many header fields"),
+        E::Version => {
+            // httparse parses HTTP/1.x only: a well-formed other version is
+            // one we do not support, anything else is malformed.
+            if looks_like_other_http_version(input) {
+                reject(
+                    Status::VERSION_NOT_SUPPORTED,
+                    "only HTTP/1.0 and HTTP/1.1 are supported",
+                )
+            } else {
+                reject(Status::BAD_REQUEST, "malformed HTTP version")
+            }
+        }
+        E::HeaderName => reject(Status::BAD_REQUEST, "invalid header field name"),
+        E::HeaderValue => reject(Status::BAD_REQUEST, "invalid header field value"),
+        E::Token => reject(Status::BAD_REQUEST, "invalid method"),
+        E::NewLine => reject(Status::BAD_REQUEST, "invalid line ending"),
+        E::Status => reject(Status::BAD_REQUEST, "invalid request line"),
+    }
+}
+
+fn looks_like_other_http_version(input: &[u8]) -> bool {
+    let line = input
+        .split(|&b| b == b'\n')
+        .find(|l| !l.is_empty() && *l != b"\r");
+    let Some(line) = line else { return false };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(version) = line.rsplit(|&b| b == b' ').next() else {
+        return false;
+    };
+    matches!(version, [b'H', b'T', b'T', b'P', b'/', d, b'.', m] if d.is_ascii_digit() && m.is_ascii_digit())
+}
+
+struct Checked {
+    framing: Framing,
+    keep_alive: bool,
+    expect_continue: bool,
+}
+
+/// The RFC 9112 checks on the fields: framing (§6), Host (RFC 9110 §7.2),
+/// Connection (§9.3), Expect (RFC 9110 §10.1.1).
+fn check_fields(fields: &[httparse::Header<'_>], version: u8) -> Result<Checked, Reject> {
+    let mut length: Option<u64> = None;
+    let mut transfer_encoding = false;
+    let mut chunked_last = false;
+    let mut chunked_count = 0;
+    let mut other_coding = false;
+    let mut hosts = 0;
+    let mut close = false;
+    let mut keep_alive_token = false;
+    let mut expect_continue = false;
+    for f in fields {
+        let name = f.name;
+        let value = trim(f.value);
+        if name.eq_ignore_ascii_case("content-length") {
+            // A list of identical values is allowed (§6.3 item 5), anything
+            // else is an attempt at smuggling or a mistake.
+            for item in value.split(|&b| b == b',') {
+                let n = parse_length(trim(item))?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(reject(
+                        Status::BAD_REQUEST,
+                        "conflicting Content-Length values",
+                    ));
+                }
+                length = Some(n);
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            if version == 0 {
+                return Err(reject(
+                    Status::BAD_REQUEST,
+                    "Transfer-Encoding in an HTTP/1.0 request",
+                ));
+            }
+            transfer_encoding = true;
+            for coding in value
+                .split(|&b| b == b',')
+                .map(trim)
+                .filter(|c| !c.is_empty())
+            {
+                let chunked = coding.eq_ignore_ascii_case(b"chunked");
+                chunked_count += usize::from(chunked);
+                other_coding |= !chunked;
+                chunked_last = chunked;
+            }
+        } else if name.eq_ignore_ascii_case("host") {
+            hosts += 1;
+            if !valid_host(value) {
+                return Err(reject(Status::BAD_REQUEST, "invalid Host"));
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(|&b| b == b',').map(trim) {
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case("expect") && version == 1 {
+            // Expect is only defined for HTTP/1.1 (RFC 9110 §10.1.1).
+            if value.eq_ignore_ascii_case(b"100-continue") {
+                expect_continue = true;
+            } else {
+                return Err(reject(
+                    Status::EXPECTATION_FAILED,
+                    "unsupported expectation",
+                ));
+            }
+        }
+    }
+    if transfer_encoding && length.is_some() {
+        return Err(reject(
+            Status::BAD_REQUEST,
+            "both Content-Length and Transfer-Encoding",
+        ));
+    }
+    if transfer_encoding && (!chunked_last || chunked_count > 1) {
+        // §6.3 item 4: the body length cannot be determined.
+        return Err(reject(
+            Status::BAD_REQUEST,
+            "chunked must be the last transfer coding, once",
+        ));
+    }
+    if other_coding {
+        // RFC 9112 §6.1: a coding the server does not understand.
+        return Err(reject(
+            Status::NOT_IMPLEMENTED,
+            "unsupported transfer coding",
+        ));
+    }
+    if version == 1 && hosts != 1 {
+        return Err(reject(
+            Status::BAD_REQUEST,
+            if hosts == 0 {
+                "missing Host"
+            } else {
+                "more than one Host"
+            },
+        ));
+    }
+    if hosts > 1 {
+        return Err(reject(Status::BAD_REQUEST, "more than one Host"));
+    }
+    let framing = match (transfer_encoding, length) {
+        (true, _) => Framing::Chunked,
+        (false, Some(0) | None) => Framing::None,
+        (false, Some(n)) => Framing::Length(n),
+    };
+    let keep_alive = !close && (version == 1 || keep_alive_token);
+    Ok(Checked {
+        framing,
+        keep_alive,
+        expect_continue: expect_continue && framing != Framing::None,
+    })
+}
+
+fn parse_length(v: &[u8]) -> Result<u64, Reject> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return Err(reject(Status::BAD_REQUEST, "invalid Content-Length"));
+    }
+    // Digits only, so the string is ASCII; overflow is an error, not a wrap.
+    str::from_utf8(v)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or(reject(Status::BAD_REQUEST, "Content-Length out of range"))
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |e| e + 1);
+    &v[start..end]
+}
+
+/// `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2); empty is
+/// allowed (RFC 9112 §3.2, for targets without an authority).
+fn valid_host(v: &[u8]) -> bool {
+    let (host, port) = if v.first() == Some(&b'[') {
+        let Some(end) = v.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let literal = &v[1..end];
+        if literal.is_empty()
+            || !literal
+                .iter()
+                .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return false;
+        }
+        match &v[end + 1..] {
+            [] => return true,
+            [b':', port @ ..] => (&v[..0], port),
+            _ => return false,
+        }
+    } else {
+        match v.iter().rposition(|&b| b == b':') {
+            Some(i) => (&v[..i], &v[i + 1..]),
+            None => (v, &v[..0]),
+        }
+    };
+    let reg_name = |b: &u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(b);
+    host.iter().all(reg_name) && port.iter().all(u8::is_ascii_digit) && port.len() <= 5
+}
+
+/// Decodes a request body as it arrives.
+#[derive(Debug)]
+pub enum BodyDecoder {
+    /// `Content-Length`: bytes still to come.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked(Chunked),
+}
+
+/// Where a chunked body decoder stands.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Chunked {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside chunk data, this many bytes to go.
+    Data(u64),
+    /// Expecting the CRLF after chunk data.
+    DataEnd,
+    /// Reading trailer fields; the count of bytes read so far.
+    Trailers(usize),
+}
+
+/// What [`BodyDecoder::decode`] did with the input.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// Input bytes used.
+    pub consumed: usize,
+    /// The whole body has been read.
+    pub done: bool,
+}
+
+impl BodyDecoder {
+    /// A decoder for `framing`, or `None` when there is no body.
+    pub fn new(framing: Framing) -> Option<BodyDecoder> {
+        match framing {
+            Framing::None => None,
+            Framing::Length(n) => Some(BodyDecoder::Length(n)),
+            Framing::Chunked => Some(BodyDecoder::Chunked(Chunked::Size)),
+        }
+    }
+
+    /// Decodes what `input` holds, passing body bytes to `sink`. Trailer
+    /// fields are read and dropped; at most `max_trailers` bytes of them.
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        max_trailers: usize,
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), Reject>,
+    ) -> Result<Decoded, Reject> {
+        let mut at = 0;
+        loop {
+            match self {
+                BodyDecoder::Length(left) => {
+                    let take = (*left).min((input.len() - at) as u64) as usize;
+                    sink(&input[at..at + take])?;
+                    at += take;
+                    *left -= take as u64;
+                    return Ok(Decoded {
+                        consumed: at,
+                        done: *left == 0,
+                    });
+                }
+                BodyDecoder::Chunked(state) => match state {
+                    Chunked::Size => match httparse::parse_chunk_size(&input[at..]) {
+                        Ok(httparse::Status::Complete((used, size))) => {
+                            at += used;
+                            *state = if size == 0 {
+                                Chunked::Trailers(0)
+                            } else {
+                                Chunked::Data(size)
+                            };
+                        }
+                        Ok(httparse::Status::Partial) => {
+                            if input.len() - at > 1024 {
+                                return Err(reject(
+                                    Status::BAD_REQUEST,
+                                    "chunk size line too long",
+                                ));
+                            }
+                            return Ok(Decoded {
+                                consumed: at,
+                                done: false,
+                            });
+                        }
+                        Err(_) => return Err(reject(Status::BAD_REQUEST, "invalid chunk size")),
+                    },
+                    Chunked::Data(left) => {
+                        let take = (*left).min((input.len() - at) as u64) as usize;
+                        sink(&input[at..at + take])?;
+                        at += take;
+                        *left -= take as u64;
+                        if *left > 0 {
+                            return Ok(Decoded {
+                                consumed: at,
+                                done: false,
+                            });
+                        }
+                        *state = Chunked::DataEnd;
+                    }
+                    Chunked::DataEnd => match &input[at..] {
+                        [b'\r', b'\n', ..] => {
+                            at += 2;
+                            *state = Chunked::Size;
+                        }
+                        [] | [b'\r'] => {
+                            return Ok(Decoded {
+                                consumed: at,
+                                done: false,
+                            })
+                        }
+                        _ => {
+                            return Err(reject(
+                                Status::BAD_REQUEST,
+                                "chunk data not followed by CRLF",
+                            ))
+                        }
+                    },
+                    Chunked::Trailers(seen) => {
+                        // One line at a time; an empty line ends the body.
+                        let Some(nl) = input[at..].iter().position(|&b| b == b'\n') else {
+                            if *seen + input.len() - at > max_trailers {
+                                return Err(reject(
+                                    Status::HEADER_FIELDS_TOO_LARGE,
+                                    "trailer section too large",
+                                ));
+                            }
+                            return Ok(Decoded {
+                                consumed: at,
+                                done: false,
+                            });
+                        };
+                        let line = &input[at..at + nl];
+                        *seen += nl + 1;
+                        at += nl + 1;
+                        if *seen > max_trailers {
+                            return Err(reject(
+                                Status::HEADER_FIELDS_TOO_LARGE,
+                                "trailer section too large",
+                            ));
+                        }
+                        match line {
+                            b"" | b"\r" => {
+                                return Ok(Decoded {
+                                    consumed: at,
+                                    done: true,
+                                })
+                            }
+                            _ if line.strip_suffix(b"\r").is_none() => {
+                                return Err(reject(
+                                    Status::BAD_REQUEST,
+                                    "trailer line without CRLF",
+                                ))
+                            }
+                            _ => {}
+                        }
+                    }
+                },
+            }
+        }
+    }
+}
