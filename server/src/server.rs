@@ -121,21 +121,36 @@ impl Running {
     /// Starts a server with `config` on a new multi-threaded runtime of
     /// `config.worker_threads()` workers.
     pub fn start(config: Config) -> io::Result<Running> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.worker_threads())
-            .enable_all()
-            .build()?;
-        let server = runtime.block_on(Server::bind(config))?;
-        let addr = server.local_addr()?;
-        let app = server.app().clone();
+        // Everything tokio happens on the server's own thread, so that this
+        // works from inside another runtime too (async tests).
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("unflat-server".into())
             .spawn(move || {
-                runtime.block_on(server.run(async {
-                    let _ = rx.await;
-                }))
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(config.worker_threads())
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async {
+                    let server = match Server::bind(config).await {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(io::Error::new(e.kind(), e.to_string())));
+                            return Err(e);
+                        }
+                    };
+                    let _ = ready_tx.send(server.local_addr().map(|a| (a, server.app().clone())));
+                    server
+                        .run(async {
+                            let _ = rx.await;
+                        })
+                        .await
+                })
             })?;
+        let (addr, app) = ready_rx
+            .recv()
+            .map_err(|_| io::Error::other("the server thread ended before binding"))??;
         Ok(Running {
             addr,
             app,

@@ -1,0 +1,102 @@
+//! A blocking `std::net` HTTP/1.1 server built on unflat alone — proof that
+//! the crate needs no async runtime.
+//!
+//! `cargo run -p unflat --example std_server -- 127.0.0.1:3001`, then
+//! `curl http://127.0.0.1:3001/5000` returns 5000 characters of text: the
+//! head is a rope encoded into the write queue's buffer, the body a ropey
+//! rope queued as iovecs at its own chunks, and both go out with
+//! `write_vectored`, resumed at the queue's cursor after partial writes.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::SystemTime;
+
+use unflat::head::{DateLine, Head, Line, Persistence, Status};
+use unflat::queue::{WriteQueue, IOV_MAX};
+use unflat::{Encoding, Mode};
+
+fn main() -> io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:3001".into());
+    let listener = TcpListener::bind(&addr)?;
+    println!("listening on http://{}/{{len}}", listener.local_addr()?);
+    // The body every response slices: built once, shared by every thread.
+    let text = ropey::Rope::from_str(&"unflat ".repeat(1 << 17));
+    for stream in listener.incoming() {
+        let (stream, text) = (stream?, text.clone());
+        std::thread::spawn(move || {
+            if let Err(e) = serve(stream, &text) {
+                eprintln!("connection: {e}");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Serves keep-alive requests on one connection until the peer closes it.
+fn serve(mut stream: TcpStream, text: &ropey::Rope) -> io::Result<()> {
+    let plain = Line::parse("Content-Type", "text/plain").expect("valid line");
+    let mut input = Vec::new();
+    let mut queue = WriteQueue::new();
+    loop {
+        // Read until a whole head is in; this example ignores request bodies.
+        let (len, path) = loop {
+            let mut fields = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut fields);
+            match req.parse(&input) {
+                Ok(httparse::Status::Complete(n)) => break (n, req.path.unwrap_or("/").to_owned()),
+                Ok(httparse::Status::Partial) => {
+                    let mut chunk = [0u8; 4096];
+                    match stream.read(&mut chunk)? {
+                        0 => return Ok(()),
+                        n => input.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+            }
+        };
+        input.drain(..len);
+
+        // The route: /{n} answers n characters of the shared text.
+        let n = path[1..]
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n <= text.len_bytes());
+        let date = DateLine::at(SystemTime::now());
+        let status = if n.is_some() {
+            Status::OK
+        } else {
+            Status::NOT_FOUND
+        };
+        let body_len = n.unwrap_or(0);
+        let mut head = Head::new(status, false);
+        head.line(&plain).expect("room for a line");
+        head.date(&date)
+            .content_length(body_len as u64)
+            .expect("one framing")
+            .persistence(Persistence::Default);
+
+        // Head: encoded into the queue's buffer; body: iovecs at the rope.
+        queue
+            .encode(&head, Encoding::Latin1, Mode::Strict)
+            .expect("a head is latin1");
+        queue.share_rope(text, 0..body_len);
+        queue.end_response();
+        flush(&mut stream, &mut queue)?;
+    }
+}
+
+/// Writes the queue with `write_vectored` until it is empty.
+fn flush(stream: &mut TcpStream, queue: &mut WriteQueue) -> io::Result<()> {
+    while !queue.is_empty() {
+        let mut iov = [IoSlice::new(&[]); IOV_MAX];
+        let n = queue.io_slices(&mut iov);
+        let written = stream.write_vectored(&iov[..n])?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        queue.advance(written);
+    }
+    Ok(())
+}

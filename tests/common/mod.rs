@@ -1,0 +1,195 @@
+//! Helpers shared by the server tests: starting servers on port 0, a small
+//! raw HTTP/1.1 client, and the expected bodies computed independently of
+//! the server's code.
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use unflat_server::{Config, Running, Strategy};
+
+/// A configuration for tests: 127.0.0.1 port 0, two workers.
+pub fn config(strategy: Strategy) -> Config {
+    let mut c = Config::default();
+    c.addr = "127.0.0.1:0".parse().unwrap();
+    c.workers = Some(2);
+    c.strategy = strategy;
+    c
+}
+
+/// Starts a server; it stops when dropped.
+pub fn start(strategy: Strategy) -> Running {
+    Running::start(config(strategy)).expect("server starts")
+}
+
+/// Connects with a read timeout, so that a broken server fails the test
+/// instead of hanging it.
+pub fn connect(server: &Running) -> TcpStream {
+    let s = TcpStream::connect(server.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+/// The body `/end-string/{len}?kind={kind}` must have.
+pub fn end_string_body(len: usize, kind: &str) -> Vec<u8> {
+    let c = match kind {
+        "ascii" => "a",
+        "latin1" => "é",
+        "twobyte" => "€",
+        _ => panic!("unknown kind {kind}"),
+    };
+    c.repeat(len).into_bytes()
+}
+
+/// The `/large/{size}` payload, written from its description: 0x61, with
+/// the little-endian u32 offset at every 4 KiB boundary.
+pub fn large_body(size: usize) -> Vec<u8> {
+    let mut v = vec![0x61u8; size];
+    let mut at = 0;
+    while at < size {
+        for (i, b) in (at as u32).to_le_bytes().iter().enumerate() {
+            if at + i < size {
+                v[at + i] = *b;
+            }
+        }
+        at += 4096;
+    }
+    v
+}
+
+/// Hex SHA-256.
+pub fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A response as read off the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Raw {
+    pub status: u16,
+    pub version: u8,
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The head exactly as received.
+    pub head: Vec<u8>,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    /// The value of the one header called `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let mut it = self
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name));
+        let v = it.next().map(|(_, v)| std::str::from_utf8(v).unwrap());
+        assert!(it.next().is_none(), "{name} sent twice");
+        v
+    }
+
+    /// Head and body, with the Date value blanked, for comparing servers.
+    pub fn without_date(&self) -> String {
+        let text = String::from_utf8_lossy(&self.head).into_owned();
+        let mut out: Vec<u8> = text
+            .split("\r\n")
+            .map(|l| {
+                if l.starts_with("Date: ") {
+                    "Date: *"
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\r\n")
+            .into_bytes();
+        out.extend_from_slice(&self.body);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// Reads one response from `stream`, with `buf` holding bytes already read
+/// past earlier responses. `head_request`: the body is not sent.
+pub fn read_response(
+    stream: &mut impl Read,
+    buf: &mut Vec<u8>,
+    head_request: bool,
+) -> io::Result<Raw> {
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut res = httparse::Response::new(&mut headers);
+        match res.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => {
+                let status = res.code.unwrap();
+                let version = res.version.unwrap();
+                let headers: Vec<(String, Vec<u8>)> = res
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.to_string(), h.value.to_vec()))
+                    .collect();
+                let length: usize = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |(_, v)| std::str::from_utf8(v).unwrap().parse().unwrap());
+                let length = if head_request || status < 200 || status == 204 || status == 304 {
+                    0
+                } else {
+                    length
+                };
+                while buf.len() < n + length {
+                    fill(stream, buf)?;
+                }
+                let head = buf[..n].to_vec();
+                let body = buf[n..n + length].to_vec();
+                buf.drain(..n + length);
+                return Ok(Raw {
+                    status,
+                    version,
+                    headers,
+                    head,
+                    body,
+                });
+            }
+            Ok(httparse::Status::Partial) => fill(stream, buf)?,
+            Err(e) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{e}: {:?}", String::from_utf8_lossy(buf)),
+                ))
+            }
+        }
+    }
+}
+
+fn fill(stream: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut chunk = [0u8; 64 * 1024];
+    let n = stream.read(&mut chunk)?;
+    if n == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
+}
+
+/// Sends `request` on a new connection and reads one response.
+pub fn exchange(server: &Running, request: &[u8]) -> Raw {
+    let mut s = connect(server);
+    s.write_all(request).unwrap();
+    let head = request.starts_with(b"HEAD ");
+    read_response(&mut s, &mut Vec::new(), head).unwrap()
+}
+
+/// True when the server closed the connection: EOF with nothing more sent.
+pub fn closed(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+    let mut rest = Vec::new();
+    match stream.read_to_end(&mut rest) {
+        Ok(_) => {
+            buf.extend_from_slice(&rest);
+            buf.is_empty()
+        }
+        Err(e) => e.kind() == io::ErrorKind::ConnectionReset,
+    }
+}

@@ -1,0 +1,206 @@
+//! The server over raw TCP: pipelining, HTTP/1.0, HEAD, chunked bodies,
+//! slow readers, and byte-identical output from both strategies.
+
+mod common;
+
+use std::io::{Read, Write};
+
+use common::{
+    closed, connect, end_string_body, exchange, large_body, read_response, sha256, start,
+};
+use unflat_server::Strategy;
+
+const KINDS: [&str; 3] = ["ascii", "latin1", "twobyte"];
+
+#[test]
+fn a_hundred_pipelined_requests_in_one_write_get_a_hundred_responses_in_order() {
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let server = start(strategy);
+        let mut s = connect(&server);
+        let mut batch = Vec::new();
+        for i in 0..100 {
+            let kind = KINDS[i % 3];
+            batch.extend_from_slice(
+                format!(
+                    "GET /end-string/{}?kind={kind} HTTP/1.1\r\nHost: t\r\n\r\n",
+                    i * 37
+                )
+                .as_bytes(),
+            );
+        }
+        s.write_all(&batch).unwrap();
+        let mut buf = Vec::new();
+        for i in 0..100 {
+            let r = read_response(&mut s, &mut buf, false).unwrap();
+            assert_eq!(r.status, 200);
+            assert_eq!(
+                r.body,
+                end_string_body(i * 37, KINDS[i % 3]),
+                "{strategy:?} response {i}"
+            );
+        }
+        assert!(buf.is_empty(), "no stray bytes");
+    }
+}
+
+#[test]
+fn both_strategies_answer_with_identical_bytes() {
+    let direct = start(Strategy::Direct);
+    let flatten = start(Strategy::Flatten);
+    // (`GET /` is left out: its text names the server's own address.)
+    let mut requests: Vec<String> = vec![
+        "HEAD /end-string/100 HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+        "GET /large/100000 HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+        "GET /large/10 HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+        "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello".into(),
+        "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+        "DELETE /large/5 HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+        "GET /end-string/x HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+        "GET /end-string/5 HTTP/1.0\r\n\r\n".into(),
+        "GET /end-string/1 HTTP/1.1\r\n\r\n".into(),
+    ];
+    for kind in KINDS {
+        for len in [0, 3, 5000, 70000] {
+            requests.push(format!(
+                "GET /end-string/{len}?kind={kind} HTTP/1.1\r\nHost: t\r\n\r\n"
+            ));
+        }
+    }
+    for req in &requests {
+        let a = exchange(&direct, req.as_bytes());
+        let b = exchange(&flatten, req.as_bytes());
+        assert_eq!(a.without_date(), b.without_date(), "{req:?}");
+    }
+}
+
+#[test]
+fn http10_closes_unless_asked_to_keep_alive() {
+    let server = start(Strategy::Direct);
+    let mut s = connect(&server);
+    s.write_all(b"GET /end-string/3 HTTP/1.0\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    let r = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"aaa"[..]));
+    assert_eq!(r.header("connection"), Some("close"));
+    assert!(
+        closed(&mut s, &mut buf),
+        "the server closes an HTTP/1.0 connection"
+    );
+
+    let mut s = connect(&server);
+    for _ in 0..3 {
+        s.write_all(b"GET /end-string/3 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.header("connection"), Some("keep-alive"));
+        assert_eq!(r.body, b"aaa");
+    }
+
+    // HTTP/1.1 with Connection: close: answered, then closed, and a request
+    // pipelined behind it is not processed.
+    let mut s = connect(&server);
+    s.write_all(b"GET /end-string/1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET /end-string/2 HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    let r = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!(
+        (r.body.as_slice(), r.header("connection")),
+        (&b"a"[..], Some("close"))
+    );
+    assert!(closed(&mut s, &mut buf));
+}
+
+#[test]
+fn head_sends_the_get_headers_and_no_body() {
+    let server = start(Strategy::Direct);
+    let mut s = connect(&server);
+    let mut buf = Vec::new();
+    for kind in KINDS {
+        s.write_all(format!("HEAD /end-string/1000?kind={kind} HTTP/1.1\r\nHost: t\r\n\r\nGET /end-string/1000?kind={kind} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap();
+        let head = read_response(&mut s, &mut buf, true).unwrap();
+        let get = read_response(&mut s, &mut buf, false).unwrap();
+        assert!(head.body.is_empty());
+        assert_eq!(head.header("content-length"), get.header("content-length"));
+        assert_eq!(
+            head.header("content-length").unwrap(),
+            end_string_body(1000, kind).len().to_string()
+        );
+        assert_eq!(get.body, end_string_body(1000, kind));
+    }
+    s.write_all(b"HEAD /large/100000 HTTP/1.1\r\nHost: t\r\n\r\nGET /end-string/2 HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let head = read_response(&mut s, &mut buf, true).unwrap();
+    assert_eq!(head.header("content-length"), Some("100000"));
+    assert_eq!(
+        read_response(&mut s, &mut buf, false).unwrap().body,
+        b"aa",
+        "no body bytes after a HEAD response"
+    );
+}
+
+#[test]
+fn chunked_request_to_echo() {
+    use base64::Engine as _;
+    let server = start(Strategy::Direct);
+    let mut s = connect(&server);
+    // Split in odd places across writes, with a chunk extension and a trailer.
+    let parts: [&[u8]; 5] = [
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhel",
+        b"lo\r\n",
+        b"7\r\n, world\r",
+        b"\n0\r\nX-Trailer: yes\r\n",
+        b"\r\nGET /end-string/2 HTTP/1.1\r\nHost: t\r\n\r\n",
+    ];
+    for p in parts {
+        s.write_all(p).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut buf = Vec::new();
+    let r = read_response(&mut s, &mut buf, false).unwrap();
+    let json = String::from_utf8(r.body).unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode("hello, world");
+    assert!(
+        json.ends_with(&format!("\"body\":\"{body}\"}}\n")),
+        "{json}"
+    );
+    assert_eq!(
+        read_response(&mut s, &mut buf, false).unwrap().body,
+        b"aa",
+        "keep-alive framing intact"
+    );
+}
+
+#[test]
+fn a_slow_reader_gets_every_byte_of_a_large_body() {
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let server = start(strategy);
+        let size = 64 << 20;
+        let mut s = connect(&server);
+        s.write_all(format!("GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+            .unwrap();
+        // Small reads, with pauses, so the server's writes are partial and
+        // resumed many times.
+        let mut got = Vec::with_capacity(size + 512);
+        let mut chunk = [0u8; 4096];
+        let mut reads = 0u64;
+        while got.len() < size + 100 {
+            let n = s.read(&mut chunk).unwrap();
+            assert!(n > 0, "connection closed early after {} bytes", got.len());
+            got.extend_from_slice(&chunk[..n]);
+            reads += 1;
+            if reads % 1024 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                if got.len() >= end + 4 + size {
+                    break;
+                }
+            }
+        }
+        let start = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(got.len() - start, size);
+        assert_eq!(
+            sha256(&got[start..]),
+            sha256(&large_body(size)),
+            "{strategy:?}"
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! System calls per batch, counted on an in-memory socket: the connection is
+//! generic over its IO, so a fake socket that takes every byte shows how many
+//! `write_vectored` calls a batch of pipelined responses costs.
+
+mod common;
+
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use unflat_server::{connection, shutdown, App, Strategy};
+
+/// Hands out `input` in one read, then end of stream; takes every write
+/// whole and counts the calls.
+struct FakeSocket {
+    input: Vec<u8>,
+    reads: usize,
+    vectored_writes: usize,
+    plain_writes: usize,
+    iovecs: Vec<usize>,
+    output: Vec<u8>,
+}
+
+impl FakeSocket {
+    fn new(input: Vec<u8>) -> FakeSocket {
+        FakeSocket {
+            input,
+            reads: 0,
+            vectored_writes: 0,
+            plain_writes: 0,
+            iovecs: Vec::new(),
+            output: Vec::new(),
+        }
+    }
+}
+
+impl AsyncRead for FakeSocket {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.reads += 1;
+        let n = self.input.len().min(buf.remaining());
+        let chunk: Vec<u8> = self.input.drain(..n).collect();
+        buf.put_slice(&chunk);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for FakeSocket {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.plain_writes += 1;
+        self.output.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.vectored_writes += 1;
+        self.iovecs.push(bufs.len());
+        let mut n = 0;
+        for b in bufs {
+            self.output.extend_from_slice(b);
+            n += b.len();
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn app(strategy: Strategy) -> App {
+    App::new(common::config(strategy), "127.0.0.1:0".parse().unwrap())
+}
+
+fn pipelined(lens: &[usize]) -> Vec<u8> {
+    lens.iter()
+        .flat_map(|len| format!("GET /end-string/{len} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes())
+        .collect()
+}
+
+async fn run(app: &App, input: Vec<u8>) -> FakeSocket {
+    let mut socket = FakeSocket::new(input);
+    let (_trigger, shutdown) = shutdown::channel();
+    connection::serve(&mut socket, app, shutdown).await.unwrap();
+    socket
+}
+
+fn bodies(output: &[u8]) -> Vec<usize> {
+    let mut buf = output.to_vec();
+    let mut lens = Vec::new();
+    while !buf.is_empty() {
+        let r = common::read_response(&mut io::empty(), &mut buf, false).unwrap();
+        assert!(r.body.iter().all(|&b| b == b'a'));
+        lens.push(r.body.len());
+    }
+    lens
+}
+
+#[tokio::test]
+async fn one_write_vectored_per_batch_of_pipelined_responses() {
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let app = app(strategy);
+        // 60 responses, small ones copied behind their heads and large ones
+        // (ropey ropes) as iovecs at their chunks: still one call.
+        let lens: Vec<usize> = (0..60)
+            .map(|i| if i % 10 == 0 { 20_000 } else { i * 17 })
+            .collect();
+        let socket = run(&app, pipelined(&lens)).await;
+        assert_eq!(
+            socket.vectored_writes, 1,
+            "{strategy:?}: iovecs per call {:?}",
+            socket.iovecs
+        );
+        assert_eq!(socket.plain_writes, 0);
+        assert_eq!(
+            bodies(&socket.output),
+            lens,
+            "{strategy:?}: every response, in order"
+        );
+    }
+}
+
+#[tokio::test]
+async fn small_responses_are_one_contiguous_iovec() {
+    let app = app(Strategy::Direct);
+    let socket = run(&app, pipelined(&[1024; 50])).await;
+    assert_eq!(
+        (socket.vectored_writes, socket.iovecs.as_slice()),
+        (1, &[1][..])
+    );
+}
+
+#[tokio::test]
+async fn backpressure_splits_a_batch_at_the_response_limit() {
+    // --max-queued-responses 64: a batch of 100 goes out as 64 + 36.
+    let app = app(Strategy::Direct);
+    let socket = run(&app, pipelined(&[10; 100])).await;
+    assert_eq!(socket.vectored_writes, 2);
+    assert_eq!(bodies(&socket.output), vec![10; 100]);
+}
