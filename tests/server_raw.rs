@@ -186,7 +186,7 @@ fn a_slow_reader_gets_every_byte_of_a_large_body() {
             assert!(n > 0, "connection closed early after {} bytes", got.len());
             got.extend_from_slice(&chunk[..n]);
             reads += 1;
-            if reads % 1024 == 0 {
+            if reads.is_multiple_of(1024) {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
             if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {

@@ -12,11 +12,12 @@ use unflat_server::{Config, Running, Strategy};
 
 /// A configuration for tests: 127.0.0.1 port 0, two workers.
 pub fn config(strategy: Strategy) -> Config {
-    let mut c = Config::default();
-    c.addr = "127.0.0.1:0".parse().unwrap();
-    c.workers = Some(2);
-    c.strategy = strategy;
-    c
+    Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: Some(2),
+        strategy,
+        ..Config::default()
+    }
 }
 
 /// Starts a server; it stops when dropped.
