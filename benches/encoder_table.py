@@ -32,7 +32,7 @@ def fmt_time(ns):
 
 head = {f: results[("head", f, None)] for f in ("direct", "flatten", "memcpy") if ("head", f, None) in results}
 if head:
-    print("| head rope (12 pieces, latin1) | time | GiB/s |")
+    print("| head rope (13 pieces, ~170 B, latin1) | time | GiB/s |")
     print("|---|---:|---:|")
     for f, (ns, nb) in head.items():
         print(f"| {f} | {fmt_time(ns)} | {gibs(ns, nb):.2f} |")

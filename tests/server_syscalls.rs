@@ -123,7 +123,7 @@ async fn one_write_vectored_per_batch_of_pipelined_responses() {
         // 60 responses, small ones copied behind their heads and large ones
         // (ropey ropes) as iovecs at their chunks: still one call.
         let lens: Vec<usize> = (0..60)
-            .map(|i| if i % 10 == 0 { 20_000 } else { i * 17 })
+            .map(|i| if i % 10 == 0 { 40_000 } else { i * 17 })
             .collect();
         let socket = run(&app, pipelined(&lens)).await;
         assert_eq!(

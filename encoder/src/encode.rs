@@ -10,8 +10,8 @@ use std::ops::ControlFlow;
 use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
-use crate::measure::{bound, plan, Path, Plan};
-use crate::rope::{Piece, Rope};
+use crate::measure::{bound, plan, plan_shaped, Path, Plan};
+use crate::rope::{Piece, Rope, Shape};
 use crate::{expand, two_byte};
 
 /// Writes `rope` in `encoding` into the start of `dst` and returns the bytes
@@ -34,10 +34,23 @@ pub fn write<R: Rope + ?Sized>(
     mode: Mode,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    if let Some(written) = write_unmeasured(rope, encoding, dst) {
+    write_shaped(rope, rope.shape(), encoding, mode, dst)
+}
+
+/// [`write()`] for a rope whose shape is already known. The shape is asked
+/// for once per write: for some ropes (a ropey rope of one leaf) it costs a
+/// pass over the text.
+pub(crate) fn write_shaped<R: Rope + ?Sized>(
+    rope: &R,
+    shape: Shape,
+    encoding: Encoding,
+    mode: Mode,
+    dst: &mut [u8],
+) -> Result<usize, EncodeError> {
+    if let Some(written) = write_unmeasured(rope, shape, encoding, dst) {
         return Ok(written);
     }
-    let plan = plan(rope, encoding, mode)?;
+    let plan = plan_shaped(rope, shape, encoding, mode)?;
     write_planned(rope, encoding, plan, dst)
 }
 
@@ -48,10 +61,10 @@ pub fn write<R: Rope + ?Sized>(
 /// Returns `None` when any of that is not so.
 fn write_unmeasured<R: Rope + ?Sized>(
     rope: &R,
+    s: Shape,
     encoding: Encoding,
     dst: &mut [u8],
 ) -> Option<usize> {
-    let s = rope.shape();
     let transcoded = match encoding {
         Encoding::Utf8 => s.two_byte > 0,
         Encoding::Utf16Le => true,
@@ -78,7 +91,7 @@ pub fn write_planned<R: Rope + ?Sized>(
     let dst = &mut dst[..needed];
     let written = match plan.path() {
         Path::OneByte => copy_pieces(rope, dst),
-        Path::Expand => expand::write(rope, dst),
+        Path::Expand => expand::write(rope, plan.shape(), dst),
         Path::TwoByte => two_byte::write(rope, encoding, dst),
     };
     debug_assert_eq!(

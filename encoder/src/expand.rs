@@ -28,12 +28,11 @@
 
 use std::ops::ControlFlow;
 
-use crate::rope::{Piece, Rope};
+use crate::rope::{Piece, Rope, Shape};
 
 /// Writes `rope` — one-byte and UTF-8 pieces only — as UTF-8 into `dst`,
 /// whose length must be exactly the encoded size. Returns `dst.len()`.
-pub(crate) fn write<R: Rope + ?Sized>(rope: &R, dst: &mut [u8]) -> usize {
-    let shape = rope.shape();
+pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) -> usize {
     let copied = shape.one_byte + shape.utf8;
     debug_assert_eq!(
         shape.two_byte, 0,
@@ -119,7 +118,7 @@ mod tests {
             .map(|p| crate::measure::count_high_bytes(p))
             .sum();
         let mut dst = vec![0u8; n + h];
-        assert_eq!(write(&rope, &mut dst), n + h);
+        assert_eq!(write(&rope, rope.shape(), &mut dst), n + h);
         dst
     }
 

@@ -36,6 +36,7 @@ pub enum Path {
 pub struct Plan {
     size: usize,
     path: Path,
+    shape: Shape,
 }
 
 impl Plan {
@@ -47,6 +48,11 @@ impl Plan {
     /// The path that writes it.
     pub fn path(&self) -> Path {
         self.path
+    }
+
+    /// The rope's shape, as measured (so that writing need not ask again).
+    pub(crate) fn shape(&self) -> Shape {
+        self.shape
     }
 }
 
@@ -104,13 +110,23 @@ pub fn plan<R: Rope + ?Sized>(
     encoding: Encoding,
     mode: Mode,
 ) -> Result<Plan, EncodeError> {
-    let s = rope.shape();
+    plan_shaped(rope, rope.shape(), encoding, mode)
+}
+
+/// [`plan`] for a rope whose shape is already known.
+pub(crate) fn plan_shaped<R: Rope + ?Sized>(
+    rope: &R,
+    s: Shape,
+    encoding: Encoding,
+    mode: Mode,
+) -> Result<Plan, EncodeError> {
     match encoding {
         Encoding::Latin1 | Encoding::Ascii => plan_one_byte_target(rope, s, encoding, mode),
         Encoding::Utf8 => Ok(plan_utf8(rope, s)),
         Encoding::Utf16Le => Ok(Plan {
             size: 2 * (s.one_byte + s.two_byte + utf16_units_of_utf8_pieces(rope, s)),
             path: Path::TwoByte,
+            shape: s,
         }),
     }
 }
@@ -154,6 +170,7 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
     Ok(Plan {
         size: s.one_byte + utf8_units + s.two_byte,
         path: if as_is { Path::OneByte } else { Path::TwoByte },
+        shape: s,
     })
 }
 
@@ -162,6 +179,7 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
         return Plan {
             size: s.one_byte + s.utf8,
             path: Path::OneByte,
+            shape: s,
         };
     }
     let mut highs = 0;
@@ -196,6 +214,7 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
     Plan {
         size: s.one_byte + highs + s.utf8 + two_byte,
         path,
+        shape: s,
     }
 }
 

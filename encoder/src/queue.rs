@@ -211,8 +211,9 @@ impl WriteQueue {
         // Room for the worst case, as Node's 3 × length buffer: the write
         // buffer is reused, so the slack costs nothing after warm-up, and it
         // lets the two-byte path skip its measuring pass.
-        let dst = self.reserve(crate::storage_size(rope, encoding));
-        let n = crate::write(rope, encoding, mode, dst)?;
+        let shape = rope.shape();
+        let dst = self.reserve(crate::measure::bound(shape, encoding));
+        let n = crate::encode::write_shaped(rope, shape, encoding, mode, dst)?;
         self.commit(n);
         Ok(n)
     }

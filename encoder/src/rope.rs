@@ -261,10 +261,13 @@ impl Rope for ropey::Rope {
         )
     }
 
-    /// O(1): ropey keeps both byte and char counts in its tree, and the text
-    /// is pure ASCII exactly when they are equal.
+    /// O(1) for ropes of more than one leaf: ropey keeps byte and char counts
+    /// in its tree, and the text is pure ASCII exactly when they are equal.
+    /// (For a rope of one leaf, ropey 1.x counts them anew, a pass over at
+    /// most 1 KiB.)
     fn shape(&self) -> Shape {
-        Shape::utf8(self.len_bytes(), self.len_bytes() == self.len_chars())
+        let bytes = self.len_bytes();
+        Shape::utf8(bytes, bytes == self.len_chars())
     }
 }
 
@@ -285,7 +288,8 @@ impl Rope for ropey::RopeSlice<'_> {
 
     /// O(1), as for [`ropey::Rope`].
     fn shape(&self) -> Shape {
-        Shape::utf8(self.len_bytes(), self.len_bytes() == self.len_chars())
+        let bytes = self.len_bytes();
+        Shape::utf8(bytes, bytes == self.len_chars())
     }
 }
 

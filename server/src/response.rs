@@ -30,13 +30,17 @@ use crate::config::Strategy;
 /// Bodies shorter than this many bytes are copied behind the head in the
 /// direct strategy.
 ///
-/// Measured with `cargo bench --bench end-string -- --lens 1024,16384
-/// --variants direct` against servers started with `--copy-below 0` and
-/// `--copy-below 65536` (see docs/results.md): at 1024 bytes copying was
-/// faster by a few percent (one iovec instead of two or three, and the
-/// kernel copies the bytes either way); at 16384 the two were within noise,
-/// so the threshold sits between, where the copy is still cheap.
-pub const DEFAULT_COPY_BELOW: usize = 4096;
+/// Measured on the 2-core development machine (docs/design.md has the
+/// commands): one worker, `wrk -t1 -c50 -d4s -s wrk_scripts/end-string.lua`,
+/// three alternating runs per cell, servers started with `--copy-below 0`
+/// (every rope body as iovecs at its ~1 KiB chunks) and with a threshold
+/// above the length (every body copied). At 16384 bytes copying won every
+/// run (+9 %, +12 %, +4 % req/s): one iovec instead of seventeen, and the
+/// kernel copies the bytes either way; at 1024 the runs disagreed (±10 %
+/// noise); at 65536 and 102400 req/s and server CPU per request were within
+/// noise of each other. So bodies are copied up to 32 KiB, and shared as
+/// iovecs above, where the saved copy is the larger share.
+pub const DEFAULT_COPY_BELOW: usize = 32 * 1024;
 
 /// The body of a response, in whatever form its route keeps it.
 #[derive(Debug)]
