@@ -54,4 +54,4 @@ mod two_byte;
 pub use encode::{write, write_buf, write_planned, GrowBuf};
 pub use encoding::{EncodeError, Encoding, Mode};
 pub use measure::{plan, size, storage_size, Path, Plan};
-pub use rope::{CharRange, Concat, Latin1, Piece, Rope, Shape, Utf16};
+pub use rope::{CharRange, Concat, Latin1, Measured, Piece, Rope, Shape, Utf16};

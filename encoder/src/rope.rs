@@ -143,7 +143,8 @@ impl Shape {
 /// Text that yields its pieces in order, without flattening.
 ///
 /// Implemented for [`ropey::Rope`], [`ropey::RopeSlice`], `str`, `String`,
-/// [`Piece`], `[Piece]`, [`Latin1`], [`Utf16`], [`Concat`] and `[&dyn Rope]`. The trait
+/// [`Piece`], `[Piece]`, [`Latin1`], [`Utf16`], [`Concat`], [`Measured`] and
+/// `[&dyn Rope]`. The trait
 /// is object safe, so ropes of different types can be joined in a [`Concat`].
 ///
 /// Every walk over the same rope must yield the same pieces: the encoder
@@ -413,5 +414,51 @@ impl Rope for [&dyn Rope] {
     /// O(number of parts): the parts' shapes added up.
     fn shape(&self) -> Shape {
         self.iter().fold(Shape::EMPTY, |acc, p| acc.then(p.shape()))
+    }
+}
+
+/// A rope together with its shape, measured once.
+///
+/// Some ropes pay for [`Rope::shape`]: a [`Concat`] walks its parts, and a
+/// ropey rope of a single leaf recounts its text (ropey 1.x caches counts
+/// only in inner nodes). A rope that is written many times — a cached
+/// response body — is best wrapped once:
+///
+/// ```
+/// use unflat::{Measured, Rope};
+/// let body = Measured::new(ropey::Rope::from_str("hello"));
+/// assert_eq!(body.shape().utf8, 5);
+/// assert_eq!(body.get().len_chars(), 5);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Measured<R> {
+    rope: R,
+    shape: Shape,
+}
+
+impl<R: Rope> Measured<R> {
+    /// Measures `rope`.
+    pub fn new(rope: R) -> Self {
+        let shape = rope.shape();
+        Measured { rope, shape }
+    }
+
+    /// The rope.
+    pub fn get(&self) -> &R {
+        &self.rope
+    }
+}
+
+impl<R: Rope> Rope for Measured<R> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.rope.for_each_piece(visit)
+    }
+
+    /// O(1): measured when wrapped.
+    fn shape(&self) -> Shape {
+        self.shape
     }
 }

@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use unflat::Measured;
 
 /// The character kinds of `/end-string`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,8 +47,8 @@ impl Kind {
 /// An `/end-string` body in its kind's representation.
 #[derive(Clone, Debug)]
 pub enum Text {
-    /// ASCII, as a ropey rope.
-    Rope(ropey::Rope),
+    /// ASCII, as a ropey rope (measured once, see [`unflat::Measured`]).
+    Rope(Measured<ropey::Rope>),
     /// One-byte (Latin-1) text.
     OneByte(Arc<[u8]>),
     /// Two-byte (UTF-16) text.
@@ -70,7 +71,7 @@ impl EndString {
         let c = kind.char();
         let utf8_len = len * c.len_utf8();
         let text = match kind {
-            Kind::Ascii => Text::Rope(ropey::Rope::from_str(&"a".repeat(len))),
+            Kind::Ascii => Text::Rope(Measured::new(ropey::Rope::from_str(&"a".repeat(len)))),
             Kind::Latin1 => Text::OneByte(vec![c as u8; len].into()),
             Kind::TwoByte => Text::TwoByte(vec![c as u16; len].into()),
         };
@@ -80,7 +81,7 @@ impl EndString {
     /// Bytes the text occupies in memory.
     fn footprint(&self) -> usize {
         match &self.text {
-            Text::Rope(r) => r.len_bytes(),
+            Text::Rope(r) => r.get().len_bytes(),
             Text::OneByte(b) => b.len(),
             Text::TwoByte(u) => 2 * u.len(),
         }

@@ -28,6 +28,9 @@ use crate::App;
 /// Bytes the input buffer grows by when full.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// iovecs tried first per `write_vectored`.
+const FEW_IOVECS: usize = 64;
+
 /// Serves one connection until the peer closes it, a response closes it, a
 /// timeout expires, or the server shuts down.
 pub async fn serve<S>(mut io: S, app: &App, mut shutdown: Shutdown) -> io::Result<()>
@@ -99,11 +102,17 @@ where
 {
     while !queue.is_empty() {
         let write = poll_fn(|cx| {
-            // The iovec array lives on the stack of this poll only, never in
-            // the connection's future.
-            let mut iov = [IoSlice::new(&[]); IOV_MAX];
-            let n = queue.io_slices(&mut iov);
-            Pin::new(&mut *io).poll_write_vectored(cx, &iov[..n])
+            // The iovec arrays live on the stack of this poll only, never in
+            // the connection's future. Most batches need a few slices; the
+            // IOV_MAX array (16 KiB to initialise) only when they need more.
+            let mut few = [IoSlice::new(&[]); FEW_IOVECS];
+            let n = queue.io_slices(&mut few);
+            if n < FEW_IOVECS {
+                return Pin::new(&mut *io).poll_write_vectored(cx, &few[..n]);
+            }
+            let mut many = [IoSlice::new(&[]); IOV_MAX];
+            let n = queue.io_slices(&mut many);
+            Pin::new(&mut *io).poll_write_vectored(cx, &many[..n])
         });
         match timeout(send_timeout, write).await {
             Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),

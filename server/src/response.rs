@@ -177,7 +177,7 @@ impl Writer<'_> {
             Body::Shared(b) => queue.share((*b).clone()),
             Body::Text(t) => match &t.text {
                 Text::Rope(rope) if small => encode(queue, rope, Encoding::Utf8),
-                Text::Rope(rope) => queue.share_rope(rope, 0..rope.len_bytes()),
+                Text::Rope(rope) => queue.share_rope(rope.get(), 0..t.utf8_len),
                 Text::OneByte(b) => encode(queue, &Latin1(b), Encoding::Utf8),
                 Text::TwoByte(u) => encode(queue, &Utf16(u), Encoding::Utf8),
             },
