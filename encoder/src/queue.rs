@@ -46,12 +46,11 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::ops::ControlFlow;
 
 use bytes::Bytes;
 
 use crate::encoding::{EncodeError, Encoding, Mode};
-use crate::rope::{visit_ropey_chunks, Piece, Rope};
+use crate::rope::Rope;
 
 /// Shared buffers of at most this many bytes are copied into the write buffer
 /// rather than queued as their own iovec (as the Deno change does for small
@@ -280,24 +279,18 @@ impl WriteQueue {
                     n += 1;
                 }
                 Segment::Rope { rope, start, end } => {
-                    let slice: ropey::RopeSlice<'a> = rope.byte_slice(start + skip..*end);
-                    let chunk_at = |i| {
-                        let (c, start, _, _) = slice.chunk_at_byte(i);
-                        (c, start)
-                    };
-                    let _ = visit_ropey_chunks(slice.len_bytes(), chunk_at, &mut |p| {
-                        if let Piece::Utf8(chunk) = p {
-                            if !chunk.is_empty() {
-                                out[n] = IoSlice::new(chunk.as_bytes());
-                                n += 1;
-                            }
-                        }
+                    // ropey's chunk iterator: O(1) per chunk (it allocates
+                    // its node stack once per call, which costs less than
+                    // looking each chunk up from the root).
+                    for chunk in rope.byte_slice(start + skip..*end).chunks() {
                         if n == out.len() {
-                            ControlFlow::Break(())
-                        } else {
-                            ControlFlow::Continue(())
+                            break;
                         }
-                    });
+                        if !chunk.is_empty() {
+                            out[n] = IoSlice::new(chunk.as_bytes());
+                            n += 1;
+                        }
+                    }
                 }
             }
             skip = 0;
