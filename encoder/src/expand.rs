@@ -45,24 +45,30 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) ->
     let copied_now = crate::encode::copy_pieces(rope, &mut dst[start..]);
     debug_assert_eq!(copied_now, copied);
 
-    // Step 2: expand forward.
+    // Step 2: expand forward. Without UTF-8 pieces the whole tail is
+    // Latin-1 and one call expands it; otherwise the pieces are walked again
+    // to tell the bytes to expand from the bytes to move.
     let (mut r, mut w) = (start, 0);
-    let _ = rope.for_each_piece(&mut |p| {
-        if w == r {
-            // Every two-byte character is written: the rest is in place.
-            return ControlFlow::Break(());
-        }
-        match p {
-            Piece::OneByte(b) => (r, w) = expand_latin1(dst, r, r + b.len(), w),
-            Piece::Utf8(s) => {
-                dst.copy_within(r..r + s.len(), w);
-                r += s.len();
-                w += s.len();
+    if shape.utf8 == 0 {
+        (r, w) = expand_latin1(dst, r, dst.len(), w);
+    } else {
+        let _ = rope.for_each_piece(&mut |p| {
+            if w == r {
+                // Every two-byte character is written: the rest is in place.
+                return ControlFlow::Break(());
             }
-            Piece::TwoByte(_) => {}
-        }
-        ControlFlow::Continue(())
-    });
+            match p {
+                Piece::OneByte(b) => (r, w) = expand_latin1(dst, r, r + b.len(), w),
+                Piece::Utf8(s) => {
+                    dst.copy_within(r..r + s.len(), w);
+                    r += s.len();
+                    w += s.len();
+                }
+                Piece::TwoByte(_) => {}
+            }
+            ControlFlow::Continue(())
+        });
+    }
     debug_assert_eq!(w, r);
     dst.len()
 }

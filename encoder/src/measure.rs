@@ -184,26 +184,36 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
     }
     let mut highs = 0;
     let mut two_byte = 0;
-    let mut joiner = Joiner::default();
-    let mut count = |j: Joined<'_>| {
-        two_byte += match j {
-            Joined::Pair(..) => 4,
-            Joined::Lone(_) => 3,
-            Joined::Units(u) => surrogate::utf8_len(u),
-        }
-    };
-    let _ = rope.for_each_piece(&mut |p| {
-        match p {
-            Piece::OneByte(b) => {
-                joiner.other(b.len(), &mut count);
+    if s.two_byte == 0 {
+        // No surrogates to pair: only the one-byte pieces need reading.
+        let _ = rope.for_each_piece(&mut |p| {
+            if let Piece::OneByte(b) = p {
                 highs += count_high_bytes(b);
             }
-            Piece::Utf8(t) => joiner.other(t.len(), &mut count),
-            Piece::TwoByte(u) => joiner.two_byte(u, &mut count),
-        }
-        ControlFlow::Continue(())
-    });
-    joiner.finish(&mut count);
+            ControlFlow::Continue(())
+        });
+    } else {
+        let mut joiner = Joiner::default();
+        let mut count = |j: Joined<'_>| {
+            two_byte += match j {
+                Joined::Pair(..) => 4,
+                Joined::Lone(_) => 3,
+                Joined::Units(u) => surrogate::utf8_len(u),
+            }
+        };
+        let _ = rope.for_each_piece(&mut |p| {
+            match p {
+                Piece::OneByte(b) => {
+                    joiner.other(b.len(), &mut count);
+                    highs += count_high_bytes(b);
+                }
+                Piece::Utf8(t) => joiner.other(t.len(), &mut count),
+                Piece::TwoByte(u) => joiner.two_byte(u, &mut count),
+            }
+            ControlFlow::Continue(())
+        });
+        joiner.finish(&mut count);
+    }
     let path = if s.two_byte > 0 {
         Path::TwoByte
     } else if highs > 0 {

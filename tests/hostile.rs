@@ -1,0 +1,256 @@
+//! Slow and hostile clients, timeouts and graceful shutdown. Timeouts are
+//! set short here; the assertions are on bytes, statuses and counts.
+
+mod common;
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{config, connect, read_response};
+use unflat_server::{Config, Running, Strategy};
+
+fn short_timeouts() -> Config {
+    Config {
+        head_timeout: 1.0,
+        idle_timeout: 1,
+        send_timeout: 1.0,
+        body_timeout: 1.0,
+        ..config(Strategy::Direct)
+    }
+}
+
+/// True when the peer closed: EOF or reset, within `within`.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 65536];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // drain whatever was still in flight
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn served(server: &Running) -> bool {
+    let r = common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
+    r.status == 200 && r.body == b"aaa"
+}
+
+#[test]
+fn slowloris_is_answered_408_and_closed_at_the_head_deadline() {
+    let server = Running::start(short_timeouts()).unwrap();
+    let mut slow = connect(&server);
+    let head = b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\nX-Slow: ";
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut buf = Vec::new();
+    // One byte every 100 ms: never a whole head.
+    let response = loop {
+        let byte = head.get(sent).copied().unwrap_or(b'a');
+        if slow.write_all(&[byte]).is_err() {
+            break read_response(&mut slow, &mut buf, false).ok();
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(served(&server), "others are served meanwhile");
+        slow.set_nonblocking(true).unwrap();
+        let mut probe = [0u8; 1];
+        let answered = matches!(slow.peek(&mut probe), Ok(n) if n > 0);
+        slow.set_nonblocking(false).unwrap();
+        if answered {
+            break read_response(&mut slow, &mut buf, false).ok();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "still open after 10 s"
+        );
+    };
+    let response = response.expect("a 408 response");
+    assert_eq!(response.status, 408);
+    assert_eq!(response.header("connection"), Some("close"));
+    assert!(closed_within(&mut slow, Duration::from_secs(5)));
+    // About one second's worth of bytes went in: 10 a second.
+    assert!(
+        (5..=30).contains(&sent),
+        "{sent} bytes sent before the deadline"
+    );
+}
+
+#[test]
+fn idle_keep_alive_connections_are_closed() {
+    let server = Running::start(short_timeouts()).unwrap();
+    let mut s = connect(&server);
+    s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.header("keep-alive"), Some("timeout=1"));
+    assert!(
+        closed_within(&mut s, Duration::from_secs(5)),
+        "closed after the idle timeout"
+    );
+}
+
+#[test]
+fn silent_body_is_closed_after_the_body_timeout() {
+    let server = Running::start(short_timeouts()).unwrap();
+    let mut s = connect(&server);
+    s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        .unwrap();
+    assert!(closed_within(&mut s, Duration::from_secs(5)));
+}
+
+#[test]
+fn max_requests_per_connection_closes_after_the_last() {
+    let server = Running::start(Config {
+        max_requests: Some(3),
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    let mut s = connect(&server);
+    let req = "GET /end-string/1 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(5);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    let answers: Vec<_> = (0..3)
+        .map(|_| read_response(&mut s, &mut buf, false).unwrap())
+        .collect();
+    assert_eq!(answers[2].header("connection"), Some("close"));
+    assert!(answers[..2]
+        .iter()
+        .all(|r| r.header("connection") == Some("keep-alive")));
+    assert!(buf.is_empty() && closed_within(&mut s, Duration::from_secs(5)));
+}
+
+/// Resident memory of this process (the server runs in it).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+#[test]
+fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
+    let server = Running::start(short_timeouts()).unwrap();
+    assert!(served(&server)); // warm-up: the body is cached
+    let before = rss();
+    let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
+    let mut hostile: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let s = connect(&server);
+            s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+            s
+        })
+        .collect();
+    for s in &mut hostile {
+        // The server may stop reading (backpressure) before it has all of it.
+        let _ = s.write_all(batch.as_bytes());
+    }
+    // A well-behaved client is served throughout.
+    for _ in 0..5 {
+        assert!(served(&server));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let peak = rss();
+    let growth = peak.saturating_sub(before);
+    eprintln!(
+        "memory growth with 100 non-reading clients: {:.1} MiB",
+        growth as f64 / 1048576.0
+    );
+    assert!(growth < 64 << 20, "grew {} MiB", growth >> 20);
+    // The send timeout closes them: a peer that then reads sees the end of
+    // the stream (after whatever the socket buffers held).
+    std::thread::sleep(Duration::from_secs(3));
+    let closed = hostile
+        .iter_mut()
+        .map(|s| closed_within(s, Duration::from_secs(10)))
+        .filter(|&c| c)
+        .count();
+    assert_eq!(closed, 100);
+    assert!(served(&server));
+}
+
+#[test]
+fn sigterm_under_load_completes_every_response_and_exits_zero() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_unflat-server"))
+        .args(["--addr", "127.0.0.1:0", "--workers", "2", "--grace", "5"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        if let Some(at) = line.find("http://") {
+            break line[at + 7..].trim().to_string();
+        }
+    };
+    let load: Vec<_> = (0..4)
+        .map(|i| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let len = [10, 5000, 70000, 300000][i];
+                let mut complete = 0u64;
+                let mut s = TcpStream::connect(&addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let req = format!("GET /end-string/{len} HTTP/1.1\r\nHost: t\r\n\r\n");
+                let mut buf = Vec::new();
+                loop {
+                    if s.write_all(req.as_bytes()).is_err() {
+                        break;
+                    }
+                    match read_response(&mut s, &mut buf, false) {
+                        Ok(r) => {
+                            assert_eq!(r.body.len(), len, "a response cut short");
+                            complete += 1;
+                        }
+                        // Closed between responses: nothing half-received.
+                        Err(e) => {
+                            assert!(
+                                buf.is_empty(),
+                                "partial response at close: {e}, {} bytes",
+                                buf.len()
+                            );
+                            break;
+                        }
+                    }
+                }
+                complete
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(700));
+    let killed = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "did not exit within the grace period"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit status {status}");
+    let counts: Vec<u64> = load.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        counts.iter().all(|&c| c > 0),
+        "every load thread was served: {counts:?}"
+    );
+}
