@@ -1,0 +1,41 @@
+//! The head builder with arbitrary names and values: invalid ones are
+//! refused; valid ones give a head that httparse parses back to the same
+//! fields, with no CR, LF or NUL outside the line ends.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use unflat::head::{Head, HeaderName, HeaderValue, Status};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&split, rest)) = data.split_first() else { return };
+    let (name, value) = rest.split_at(usize::from(split).min(rest.len()));
+    let name_ok = std::str::from_utf8(name).ok().map(HeaderName::new);
+    let value_ok = HeaderValue::new(value);
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    let valid_name = !name.is_empty() && name.iter().all(|&b| tchar(b));
+    let valid_value = value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7F))
+        && !matches!(value.first(), Some(b' ' | b'\t'))
+        && !matches!(value.last(), Some(b' ' | b'\t'));
+    assert_eq!(matches!(name_ok, Some(Ok(_))), valid_name);
+    assert_eq!(value_ok.is_ok(), valid_value);
+    if let (Some(Ok(n)), Ok(v)) = (name_ok, value_ok) {
+        let mut head = Head::new(Status::OK, false);
+        head.field(n, v).unwrap();
+        head.content_length(value.len() as u64).unwrap();
+        let bytes = head.to_vec();
+        for (i, &b) in bytes.iter().enumerate() {
+            assert!(b != 0);
+            if b == b'\n' {
+                assert_eq!(bytes[i - 1], b'\r');
+            }
+            if b == b'\r' {
+                assert_eq!(bytes[i + 1], b'\n');
+            }
+        }
+        let mut fields = [httparse::EMPTY_HEADER; 4];
+        let mut res = httparse::Response::new(&mut fields);
+        assert_eq!(res.parse(&bytes), Ok(httparse::Status::Complete(bytes.len())));
+        assert_eq!(res.headers[0].name.as_bytes(), name);
+        assert_eq!(res.headers[0].value, value);
+    }
+});

@@ -1,0 +1,238 @@
+//! Properties of the protocol code, run in memory through the sans-IO
+//! session (the same properties the fuzz targets check, on stable):
+//! a request split at any byte boundary is answered the same; every response
+//! parses back with httparse; a response never has both Content-Length and
+//! Transfer-Encoding; no CR, LF or NUL appears in a head outside line ends;
+//! the head builder refuses invalid names and values and round-trips valid
+//! ones.
+
+use std::io::IoSlice;
+
+use bytes::BytesMut;
+use proptest::prelude::*;
+use unflat::head::{Head, HeaderName, HeaderValue, Status};
+use unflat::queue::WriteQueue;
+use unflat_server::session::{Session, Step};
+use unflat_server::{App, Config, Strategy};
+
+fn app() -> App {
+    let config = Config {
+        strategy: Strategy::Direct,
+        ..Config::default()
+    };
+    App::new(config, "127.0.0.1:0".parse().unwrap())
+}
+
+fn drain(queue: &mut WriteQueue, out: &mut Vec<u8>) {
+    while !queue.is_empty() {
+        let mut iov = [IoSlice::new(&[]); 64];
+        let n = queue.io_slices(&mut iov);
+        let mut took = 0;
+        for s in &iov[..n] {
+            out.extend_from_slice(s);
+            took += s.len();
+        }
+        queue.advance(took);
+    }
+}
+
+/// Feeds `parts` one after the other, as separate reads, and returns all
+/// the output and whether the session closed.
+fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
+    let mut session = Session::new();
+    let mut queue = WriteQueue::new();
+    let mut input = BytesMut::new();
+    let mut out = Vec::new();
+    for part in parts {
+        input.extend_from_slice(part);
+        loop {
+            let step = session.process(&mut input, &mut queue, app);
+            drain(&mut queue, &mut out);
+            match step {
+                Step::Flush => continue,
+                Step::Close => return (out, true),
+                Step::Read(_) => break,
+            }
+        }
+    }
+    (out, false)
+}
+
+/// The output with every Date value blanked (it changes with the clock).
+fn undated(out: &[u8]) -> Vec<u8> {
+    let mut v = out.to_vec();
+    let mut at = 0;
+    while let Some(i) = find(&v[at..], b"\r\nDate: ") {
+        let start = at + i + 8;
+        v[start..start + 29].fill(b'*');
+        at = start;
+    }
+    v
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Splits `out` into responses and checks each head; returns their count.
+fn check_responses(mut out: &[u8], head_requests: &[bool]) -> Result<usize, TestCaseError> {
+    let mut n = 0;
+    while !out.is_empty() {
+        let mut fields = [httparse::EMPTY_HEADER; 32];
+        let mut res = httparse::Response::new(&mut fields);
+        let len = match res.parse(out) {
+            Ok(httparse::Status::Complete(len)) => len,
+            other => return Err(TestCaseError::fail(format!("unparsable response: {other:?}"))),
+        };
+        let head = &out[..len];
+        // CR and LF only as CRLF line ends; no NUL anywhere.
+        for (i, &b) in head.iter().enumerate() {
+            prop_assert!(b != 0, "NUL in a head");
+            if b == b'\r' {
+                prop_assert_eq!(head.get(i + 1), Some(&b'\n'));
+            }
+            if b == b'\n' {
+                prop_assert!(i > 0 && head[i - 1] == b'\r');
+            }
+        }
+        let has = |name: &str| res.headers.iter().filter(|h| h.name.eq_ignore_ascii_case(name)).count();
+        prop_assert!(!(has("content-length") > 0 && has("transfer-encoding") > 0), "CL and TE");
+        prop_assert!(has("content-length") <= 1);
+        let code = res.code.unwrap();
+        let body_len: usize = if code < 200 || head_requests.get(n).copied().unwrap_or(false) {
+            0
+        } else {
+            res.headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
+                .unwrap_or(0)
+        };
+        prop_assert!(out.len() >= len + body_len, "body cut short");
+        out = &out[len + body_len..];
+        if code >= 200 {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Requests, good and bad, the generator draws from.
+fn request() -> impl Strategy<Value = (Vec<u8>, bool)> {
+    let paths = prop_oneof![
+        (0usize..3000, 0usize..3).prop_map(|(n, k)| format!("/end-string/{n}?kind={}", ["ascii", "latin1", "twobyte"][k])),
+        (0usize..5000).prop_map(|n| format!("/large/{n}")),
+        Just("/".to_string()),
+        Just("/echo".to_string()),
+        "/[a-z%0-9]{0,12}".prop_map(|p| p),
+    ];
+    let methods = prop_oneof![Just("GET"), Just("HEAD"), Just("POST"), Just("PUT")];
+    let extra = prop::collection::vec(("[A-Za-z-]{1,10}", "[ -~]{0,20}"), 0..4);
+    let body = prop_oneof![
+        Just(None),
+        "[a-z]{0,40}".prop_map(|b| Some((false, b))),
+        "[a-z]{0,40}".prop_map(|b| Some((true, b))),
+    ];
+    (methods, paths, extra, body, any::<bool>()).prop_map(|(m, p, extra, body, v10)| {
+        let mut r = format!("{m} {p} HTTP/1.{}\r\nHost: t\r\n", if v10 { 0 } else { 1 });
+        if v10 {
+            r.push_str("Connection: keep-alive\r\n");
+        }
+        for (n, v) in extra {
+            r.push_str(&format!("X-{n}: {}\r\n", v.trim()));
+        }
+        match body {
+            None => r.push_str("\r\n"),
+            Some((true, b)) if !v10 => {
+                r.push_str("Transfer-Encoding: chunked\r\n\r\n");
+                if !b.is_empty() {
+                    r.push_str(&format!("{:x}\r\n{b}\r\n", b.len()));
+                }
+                r.push_str("0\r\n\r\n");
+            }
+            Some((_, b)) => r.push_str(&format!("Content-Length: {}\r\n\r\n{b}", b.len())),
+        }
+        (r.into_bytes(), m == "HEAD")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_request_split_anywhere_is_answered_the_same(reqs in prop::collection::vec(request(), 1..3), seed in any::<u64>()) {
+        let app = app();
+        let bytes: Vec<u8> = reqs.iter().flat_map(|r| r.0.clone()).collect();
+        let heads: Vec<bool> = reqs.iter().map(|r| r.1).collect();
+        let (whole, _) = serve(&app, &[&bytes]);
+        let answered = check_responses(&whole, &heads)?;
+        prop_assert!(answered >= 1);
+        // Every single split point, and one random multi-way split.
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            let (split, _) = serve(&app, &[a, b]);
+            prop_assert_eq!(undated(&split), undated(&whole), "split at {}", cut);
+        }
+        let mut cuts: Vec<usize> = (0..5).map(|i| (seed.rotate_left(i * 7) as usize) % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut parts = Vec::new();
+        let mut last = 0;
+        for c in cuts.into_iter().chain([bytes.len()]) {
+            parts.push(&bytes[last..c]);
+            last = c;
+        }
+        let (many, _) = serve(&app, &parts);
+        prop_assert_eq!(undated(&many), undated(&whole));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_any_output_is_well_formed(junk in prop::collection::vec(any::<u8>(), 0..600)) {
+        let app = app();
+        let (out, _) = serve(&app, &[&junk]);
+        check_responses(&out, &[])?;
+    }
+
+    #[test]
+    fn head_builder_refuses_invalid_fields_and_round_trips_valid_ones(
+        name in prop::collection::vec(any::<u8>(), 0..12),
+        value in prop::collection::vec(any::<u8>(), 0..24),
+    ) {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let name_ok = !name.is_empty() && name.iter().all(|&b| tchar(b));
+        let value_ok = value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7F))
+            && !value.first().is_some_and(|&b| b == b' ' || b == b'\t')
+            && !value.last().is_some_and(|&b| b == b' ' || b == b'\t');
+        let name_str = std::str::from_utf8(&name).ok();
+        let parsed_name = name_str.map(HeaderName::new);
+        let parsed_value = HeaderValue::new(&value);
+        prop_assert_eq!(parsed_value.is_ok(), value_ok);
+        match parsed_name {
+            Some(n) => prop_assert_eq!(n.is_ok(), name_ok),
+            None => prop_assert!(!name_ok),
+        }
+        if let (Some(Ok(n)), Ok(v)) = (parsed_name, parsed_value) {
+            let mut head = Head::new(Status::OK, false);
+            head.field(n, v).unwrap();
+            head.content_length(0).unwrap();
+            let bytes = head.to_vec();
+            let mut fields = [httparse::EMPTY_HEADER; 4];
+            let mut res = httparse::Response::new(&mut fields);
+            prop_assert!(matches!(res.parse(&bytes), Ok(httparse::Status::Complete(n)) if n == bytes.len()));
+            prop_assert_eq!(res.headers[0].name.as_bytes(), &name[..]);
+            prop_assert_eq!(res.headers[0].value, &value[..]);
+        }
+    }
+}
+
+#[test]
+fn framing_is_exclusive_in_the_head_builder() {
+    let mut head = Head::new(Status::OK, false);
+    head.content_length(3).unwrap();
+    assert!(head.chunked().is_err());
+    let mut head = Head::new(Status::OK, false);
+    head.chunked().unwrap();
+    assert!(head.content_length(3).is_err());
+    let mut head = Head::new(Status::NO_CONTENT, false);
+    assert!(head.content_length(0).is_err(), "204 carries no body framing");
+    assert!(!Head::new(Status::OK, true).body_allowed(), "no body after HEAD");
+}
