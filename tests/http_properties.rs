@@ -13,11 +13,11 @@ use proptest::prelude::*;
 use unflat::head::{Head, HeaderName, HeaderValue, Status};
 use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
-use unflat_server::{App, Config, Strategy};
+use unflat_server::{App, Config, Strategy as WriteStrategy};
 
 fn app() -> App {
     let config = Config {
-        strategy: Strategy::Direct,
+        strategy: WriteStrategy::Direct,
         ..Config::default()
     };
     App::new(config, "127.0.0.1:0".parse().unwrap())
@@ -82,7 +82,11 @@ fn check_responses(mut out: &[u8], head_requests: &[bool]) -> Result<usize, Test
         let mut res = httparse::Response::new(&mut fields);
         let len = match res.parse(out) {
             Ok(httparse::Status::Complete(len)) => len,
-            other => return Err(TestCaseError::fail(format!("unparsable response: {other:?}"))),
+            other => {
+                return Err(TestCaseError::fail(format!(
+                    "unparsable response: {other:?}"
+                )))
+            }
         };
         let head = &out[..len];
         // CR and LF only as CRLF line ends; no NUL anywhere.
@@ -95,8 +99,16 @@ fn check_responses(mut out: &[u8], head_requests: &[bool]) -> Result<usize, Test
                 prop_assert!(i > 0 && head[i - 1] == b'\r');
             }
         }
-        let has = |name: &str| res.headers.iter().filter(|h| h.name.eq_ignore_ascii_case(name)).count();
-        prop_assert!(!(has("content-length") > 0 && has("transfer-encoding") > 0), "CL and TE");
+        let has = |name: &str| {
+            res.headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case(name))
+                .count()
+        };
+        prop_assert!(
+            !(has("content-length") > 0 && has("transfer-encoding") > 0),
+            "CL and TE"
+        );
         prop_assert!(has("content-length") <= 1);
         let code = res.code.unwrap();
         let body_len: usize = if code < 200 || head_requests.get(n).copied().unwrap_or(false) {
@@ -120,7 +132,10 @@ fn check_responses(mut out: &[u8], head_requests: &[bool]) -> Result<usize, Test
 /// Requests, good and bad, the generator draws from.
 fn request() -> impl Strategy<Value = (Vec<u8>, bool)> {
     let paths = prop_oneof![
-        (0usize..3000, 0usize..3).prop_map(|(n, k)| format!("/end-string/{n}?kind={}", ["ascii", "latin1", "twobyte"][k])),
+        (0usize..3000, 0usize..3).prop_map(|(n, k)| format!(
+            "/end-string/{n}?kind={}",
+            ["ascii", "latin1", "twobyte"][k]
+        )),
         (0usize..5000).prop_map(|n| format!("/large/{n}")),
         Just("/".to_string()),
         Just("/echo".to_string()),
@@ -233,6 +248,12 @@ fn framing_is_exclusive_in_the_head_builder() {
     head.chunked().unwrap();
     assert!(head.content_length(3).is_err());
     let mut head = Head::new(Status::NO_CONTENT, false);
-    assert!(head.content_length(0).is_err(), "204 carries no body framing");
-    assert!(!Head::new(Status::OK, true).body_allowed(), "no body after HEAD");
+    assert!(
+        head.content_length(0).is_err(),
+        "204 carries no body framing"
+    );
+    assert!(
+        !Head::new(Status::OK, true).body_allowed(),
+        "no body after HEAD"
+    );
 }
