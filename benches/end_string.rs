@@ -431,12 +431,17 @@ fn chart(path: &std::path::Path, o: &Opts, runs: &[Run]) {
         .iter()
         .flat_map(|v| o.kinds.iter().map(move |k| (v.clone(), k.clone())))
         .collect();
-    for (panel, (title, pick)) in panels.iter().zip([
+    for (panel, (title, pick, legend)) in panels.iter().zip([
         (
             "requests per second",
             (|r: &Run| r.req_per_s) as fn(&Run) -> f64,
+            SeriesLabelPosition::UpperRight,
         ),
-        ("server CPU µs per request", |r: &Run| r.cpu_us_per_req),
+        (
+            "server CPU µs per request",
+            |r: &Run| r.cpu_us_per_req,
+            SeriesLabelPosition::UpperLeft,
+        ),
     ]) {
         let points = |v: &str, k: &str| -> Vec<(f64, f64)> {
             o.lens
@@ -478,6 +483,7 @@ fn chart(path: &std::path::Path, o: &Opts, runs: &[Run]) {
         c.configure_mesh()
             .x_desc("body length (characters, log scale)")
             .x_label_formatter(&|x| format!("{:.0}", 10f64.powf(*x)))
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .unwrap();
         for (i, (v, k)) in series.iter().enumerate() {
@@ -493,6 +499,7 @@ fn chart(path: &std::path::Path, o: &Opts, runs: &[Run]) {
                 .unwrap();
         }
         c.configure_series_labels()
+            .position(legend)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()

@@ -262,6 +262,7 @@ fn chart(path: &std::path::Path, traces: &[(String, Vec<(f64, u64)>)], size_mib:
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
     c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()

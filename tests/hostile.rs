@@ -257,22 +257,36 @@ fn sigterm_under_load_completes_every_response_and_exits_zero() {
 
 #[test]
 fn connections_past_the_limit_wait_in_the_backlog_until_one_closes() {
-    let server = Running::start(Config { max_connections: 2, ..config(Strategy::Direct) }).unwrap();
+    let server = Running::start(Config {
+        max_connections: 2,
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
     let req = b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n";
     let mut first = connect(&server);
     let mut second = connect(&server);
     for s in [&mut first, &mut second] {
         s.write_all(req).unwrap();
-        assert_eq!(read_response(s, &mut Vec::new(), false).unwrap().body, b"aaa");
+        assert_eq!(
+            read_response(s, &mut Vec::new(), false).unwrap().body,
+            b"aaa"
+        );
     }
     // The third connection is accepted by the kernel, not by the server.
     let mut third = connect(&server);
     third.write_all(req).unwrap();
-    third.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let mut probe = [0u8; 1];
-    assert!(third.read(&mut probe).is_err(), "served past the connection limit");
+    assert!(
+        third.read(&mut probe).is_err(),
+        "served past the connection limit"
+    );
     drop(first);
-    third.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let r = read_response(&mut third, &mut Vec::new(), false).unwrap();
     assert_eq!(r.body, b"aaa", "served once a slot is free");
 }
