@@ -232,7 +232,7 @@ impl Rope for String {
 /// allocates a node stack on every walk; this walk allocates nothing, which
 /// is what lets a server write a cached rope per response without touching
 /// the heap.
-pub(crate) fn visit_ropey_chunks<'a>(
+fn visit_ropey_chunks<'a>(
     len: usize,
     chunk_at_byte: impl Fn(usize) -> (&'a str, usize),
     visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
@@ -247,52 +247,39 @@ pub(crate) fn visit_ropey_chunks<'a>(
     ControlFlow::Continue(())
 }
 
-impl Rope for ropey::Rope {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_ropey_chunks(
-            self.len_bytes(),
-            |i| {
-                let (c, start, _, _) = self.chunk_at_byte(i);
-                (c, start)
-            },
-            visit,
-        )
-    }
+/// `ropey::Rope` and `ropey::RopeSlice` offer the same calls for what a rope
+/// needs, so one implementation serves both.
+macro_rules! ropey_rope {
+    ($ty:ty) => {
+        impl Rope for $ty {
+            fn for_each_piece<'a>(
+                &'a self,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                visit_ropey_chunks(
+                    self.len_bytes(),
+                    |i| {
+                        let (c, start, _, _) = self.chunk_at_byte(i);
+                        (c, start)
+                    },
+                    visit,
+                )
+            }
 
-    /// O(1) for ropes of more than one leaf: ropey keeps byte and char counts
-    /// in its tree, and the text is pure ASCII exactly when they are equal.
-    /// (For a rope of one leaf, ropey 1.x counts them anew, a pass over at
-    /// most 1 KiB.)
-    fn shape(&self) -> Shape {
-        let bytes = self.len_bytes();
-        Shape::utf8(bytes, bytes == self.len_chars())
-    }
+            /// O(1) for ropes of more than one leaf: ropey keeps byte and
+            /// char counts in its tree, and the text is pure ASCII exactly
+            /// when they are equal. (For a rope of one leaf, ropey 1.x counts
+            /// them anew, a pass over at most 1 KiB.)
+            fn shape(&self) -> Shape {
+                let bytes = self.len_bytes();
+                Shape::utf8(bytes, bytes == self.len_chars())
+            }
+        }
+    };
 }
 
-impl Rope for ropey::RopeSlice<'_> {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_ropey_chunks(
-            self.len_bytes(),
-            |i| {
-                let (c, start, _, _) = self.chunk_at_byte(i);
-                (c, start)
-            },
-            visit,
-        )
-    }
-
-    /// O(1), as for [`ropey::Rope`].
-    fn shape(&self) -> Shape {
-        let bytes = self.len_bytes();
-        Shape::utf8(bytes, bytes == self.len_chars())
-    }
-}
+ropey_rope!(ropey::Rope);
+ropey_rope!(ropey::RopeSlice<'_>);
 
 /// Latin-1 text: every byte is one character U+0000..=U+00FF (what V8 calls
 /// a one-byte string). Not to be confused with windows-1252.

@@ -132,10 +132,20 @@ fn char_floor(s: &str, max: usize) -> usize {
 /// # Panics
 /// If `dst` is shorter than that.
 pub(crate) fn convert_latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> usize {
+    convert_all(src, dst, encoding_rs::mem::convert_latin1_to_utf8_partial)
+}
+
+/// Runs one of encoding_rs's `_partial` converters until all of `src` is
+/// converted (with the exact room it needs, one call normally does it all)
+/// and returns the bytes written.
+fn convert_all<T>(
+    src: &[T],
+    dst: &mut [u8],
+    partial: fn(&[T], &mut [u8]) -> (usize, usize),
+) -> usize {
     let (mut read, mut written) = (0, 0);
     while read < src.len() {
-        let (r, w) =
-            encoding_rs::mem::convert_latin1_to_utf8_partial(&src[read..], &mut dst[written..]);
+        let (r, w) = partial(&src[read..], &mut dst[written..]);
         assert!(r > 0, "destination shorter than the encoded size");
         read += r;
         written += w;
@@ -149,15 +159,7 @@ pub(crate) fn convert_latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> usize {
 /// # Panics
 /// If `dst` is shorter than that.
 pub(crate) fn convert_utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> usize {
-    let (mut read, mut written) = (0, 0);
-    while read < src.len() {
-        let (r, w) =
-            encoding_rs::mem::convert_utf16_to_utf8_partial(&src[read..], &mut dst[written..]);
-        assert!(r > 0, "destination shorter than the encoded size");
-        read += r;
-        written += w;
-    }
-    written
+    convert_all(src, dst, encoding_rs::mem::convert_utf16_to_utf8_partial)
 }
 
 /// UTF-8 to Node's latin1: the low byte of each UTF-16 code unit. `dst` needs

@@ -424,6 +424,16 @@ pub struct Decoded {
     pub done: bool,
 }
 
+impl Decoded {
+    /// `consumed` bytes used, the body not finished yet.
+    fn partial(consumed: usize) -> Decoded {
+        Decoded {
+            consumed,
+            done: false,
+        }
+    }
+}
+
 impl BodyDecoder {
     /// A decoder for `framing`, or `None` when there is no body.
     pub fn new(framing: Framing) -> Option<BodyDecoder> {
@@ -446,10 +456,7 @@ impl BodyDecoder {
         loop {
             match self {
                 BodyDecoder::Length(left) => {
-                    let take = (*left).min((input.len() - at) as u64) as usize;
-                    sink(&input[at..at + take])?;
-                    at += take;
-                    *left -= take as u64;
+                    at += take(left, &input[at..], sink)?;
                     return Ok(Decoded {
                         consumed: at,
                         done: *left == 0,
@@ -472,23 +479,14 @@ impl BodyDecoder {
                                     "chunk size line too long",
                                 ));
                             }
-                            return Ok(Decoded {
-                                consumed: at,
-                                done: false,
-                            });
+                            return Ok(Decoded::partial(at));
                         }
                         Err(_) => return Err(reject(Status::BAD_REQUEST, "invalid chunk size")),
                     },
                     Chunked::Data(left) => {
-                        let take = (*left).min((input.len() - at) as u64) as usize;
-                        sink(&input[at..at + take])?;
-                        at += take;
-                        *left -= take as u64;
+                        at += take(left, &input[at..], sink)?;
                         if *left > 0 {
-                            return Ok(Decoded {
-                                consumed: at,
-                                done: false,
-                            });
+                            return Ok(Decoded::partial(at));
                         }
                         *state = Chunked::DataEnd;
                     }
@@ -497,12 +495,7 @@ impl BodyDecoder {
                             at += 2;
                             *state = Chunked::Size;
                         }
-                        [] | [b'\r'] => {
-                            return Ok(Decoded {
-                                consumed: at,
-                                done: false,
-                            })
-                        }
+                        [] | [b'\r'] => return Ok(Decoded::partial(at)),
                         _ => {
                             return Err(reject(
                                 Status::BAD_REQUEST,
@@ -519,10 +512,7 @@ impl BodyDecoder {
                                     "trailer section too large",
                                 ));
                             }
-                            return Ok(Decoded {
-                                consumed: at,
-                                done: false,
-                            });
+                            return Ok(Decoded::partial(at));
                         };
                         let line = &input[at..at + nl];
                         *seen += nl + 1;
@@ -553,4 +543,16 @@ impl BodyDecoder {
             }
         }
     }
+}
+
+/// Passes up to `left` bytes of `input` to `sink`; returns how many.
+fn take(
+    left: &mut u64,
+    input: &[u8],
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), Reject>,
+) -> Result<usize, Reject> {
+    let n = (*left).min(input.len() as u64) as usize;
+    sink(&input[..n])?;
+    *left -= n as u64;
+    Ok(n)
 }
