@@ -6,8 +6,6 @@
 //! the head builder refuses invalid names and values and round-trips valid
 //! ones.
 
-use std::io::IoSlice;
-
 use bytes::BytesMut;
 use proptest::prelude::*;
 use unflat::head::{Head, HeaderName, HeaderValue, Status};
@@ -23,19 +21,6 @@ fn app() -> App {
     App::new(config, "127.0.0.1:0".parse().unwrap())
 }
 
-fn drain(queue: &mut WriteQueue, out: &mut Vec<u8>) {
-    while !queue.is_empty() {
-        let mut iov = [IoSlice::new(&[]); 64];
-        let n = queue.io_slices(&mut iov);
-        let mut took = 0;
-        for s in &iov[..n] {
-            out.extend_from_slice(s);
-            took += s.len();
-        }
-        queue.advance(took);
-    }
-}
-
 /// Feeds `parts` one after the other, as separate reads, and returns all
 /// the output and whether the session closed.
 fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
@@ -47,7 +32,7 @@ fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
         input.extend_from_slice(part);
         loop {
             let step = session.process(&mut input, &mut queue, app);
-            drain(&mut queue, &mut out);
+            queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,
                 Step::Close => return (out, true),

@@ -7,12 +7,12 @@
 //! rope queued as iovecs at its own chunks, and both go out with
 //! `write_vectored`, resumed at the queue's cursor after partial writes.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::time::SystemTime;
 
 use unflat::head::{DateLine, Head, Line, Persistence, Status};
-use unflat::queue::{WriteQueue, IOV_MAX};
+use unflat::queue::WriteQueue;
 use unflat::{Encoding, Mode};
 
 fn main() -> io::Result<()> {
@@ -83,20 +83,7 @@ fn serve(mut stream: TcpStream, text: &ropey::Rope) -> io::Result<()> {
             .expect("a head is latin1");
         queue.share_rope(text, 0..body_len);
         queue.end_response();
-        flush(&mut stream, &mut queue)?;
+        // `write_vectored` until the queue is empty, resumed at its cursor.
+        queue.write_to(&mut stream)?;
     }
-}
-
-/// Writes the queue with `write_vectored` until it is empty.
-fn flush(stream: &mut TcpStream, queue: &mut WriteQueue) -> io::Result<()> {
-    while !queue.is_empty() {
-        let mut iov = [IoSlice::new(&[]); IOV_MAX];
-        let n = queue.io_slices(&mut iov);
-        let written = stream.write_vectored(&iov[..n])?;
-        if written == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        queue.advance(written);
-    }
-    Ok(())
 }

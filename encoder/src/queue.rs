@@ -33,6 +33,8 @@
 //! q.share(body.clone());
 //! q.end_response();
 //!
+//! // What a connection does, one call at a time (`write_to` wraps this loop
+//! // for blocking writers):
 //! let mut socket = Vec::new();
 //! while !q.is_empty() {
 //!     let mut iov = [IoSlice::new(&[]); 64];
@@ -298,6 +300,29 @@ impl WriteQueue {
         n
     }
 
+    /// Writes everything pending to a blocking writer, one `write_vectored`
+    /// call per batch of up to 64 iovecs, resuming at the cursor after each
+    /// partial write. Returns the bytes written. For blocking sockets, and
+    /// for tests and fuzzers that collect the output in a `Vec<u8>`.
+    ///
+    /// # Errors
+    /// What the writer returns; `WriteZero` if it takes nothing. The bytes
+    /// not written stay queued.
+    pub fn write_to<W: std::io::Write + ?Sized>(&mut self, w: &mut W) -> std::io::Result<usize> {
+        let mut total = 0;
+        while !self.is_empty() {
+            let mut iov = [IoSlice::new(&[]); 64];
+            let n = self.io_slices(&mut iov);
+            let written = w.write_vectored(&iov[..n])?;
+            if written == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            self.advance(written);
+            total += written;
+        }
+        Ok(total)
+    }
+
     /// Records that the first `n` pending bytes were written.
     ///
     /// # Panics
@@ -397,6 +422,32 @@ mod tests {
                 assert_eq!(q.copied_len(), 0);
             }
         }
+    }
+
+    #[test]
+    fn write_to_resumes_after_partial_writes() {
+        /// Takes at most 7 bytes per call.
+        struct Trickle(Vec<u8>, usize);
+        impl std::io::Write for Trickle {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                let n = b.len().min(7);
+                self.0.extend_from_slice(&b[..n]);
+                self.1 += 1;
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut q = WriteQueue::new();
+        q.copy(b"head|");
+        q.share(Bytes::from(vec![b'x'; 100]));
+        let mut w = Trickle(Vec::new(), 0);
+        assert_eq!(q.write_to(&mut w).unwrap(), 105);
+        assert_eq!(&w.0[..5], b"head|");
+        assert!(w.0[5..].iter().all(|&b| b == b'x'));
+        assert_eq!(w.1, 15, "one call per 7 bytes");
+        assert!(q.is_empty());
     }
 
     #[test]

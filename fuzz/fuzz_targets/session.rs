@@ -4,7 +4,6 @@
 //! responses.
 #![no_main]
 
-use std::io::IoSlice;
 use std::sync::OnceLock;
 
 use bytes::BytesMut;
@@ -72,16 +71,7 @@ fuzz_target!(|data: &[u8]| {
             // Bounded: past its limits the session asks for a flush before
             // it queues more than one more response.
             assert!(queue.pending_responses() <= app.config.max_queued_responses + 1);
-            while !queue.is_empty() {
-                let mut iov = [IoSlice::new(&[]); 64];
-                let n = queue.io_slices(&mut iov);
-                let mut took = 0;
-                for s in &iov[..n] {
-                    out.extend_from_slice(s);
-                    took += s.len();
-                }
-                queue.advance(took);
-            }
+            queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,
                 Step::Close => break 'feed,
