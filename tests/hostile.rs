@@ -180,9 +180,16 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
     assert!(served(&server));
 }
 
+/// The binary under test: `UNFLAT_SERVER_BIN` when set (`.ci/run` points it
+/// at the release build), else the one `cargo test` builds.
+fn server_binary() -> String {
+    std::env::var("UNFLAT_SERVER_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_unflat-server").to_string())
+}
+
 #[test]
 fn sigterm_under_load_completes_every_response_and_exits_zero() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_unflat-server"))
+    let mut child = Command::new(server_binary())
         .args(["--addr", "127.0.0.1:0", "--workers", "2", "--grace", "5"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
