@@ -25,6 +25,13 @@ use crate::App;
 /// send (RFC 9110 §10.1.1).
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// A request body over `--max-body`, whether announced by Content-Length or
+/// found while decoding chunks.
+const BODY_TOO_LARGE: Reject = Reject {
+    status: Status::PAYLOAD_TOO_LARGE,
+    reason: "request body too large",
+};
+
 /// What the connection must do after [`Session::process`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -125,10 +132,7 @@ impl Session {
                 } => {
                     let max_body = app.config.max_body;
                     let mut sink = |chunk: &[u8]| match &mut collected {
-                        Some(body) if body.len() + chunk.len() > max_body => Err(Reject {
-                            status: Status::PAYLOAD_TOO_LARGE,
-                            reason: "request body too large",
-                        }),
+                        Some(body) if body.len() + chunk.len() > max_body => Err(BODY_TOO_LARGE),
                         Some(body) => {
                             body.extend_from_slice(chunk);
                             Ok(())
@@ -147,7 +151,12 @@ impl Session {
                                 };
                                 return Step::Read(Waiting::Body);
                             }
-                            self.answer(queue, app, pending, collected.as_deref())
+                            self.answer(
+                                queue,
+                                app,
+                                pending,
+                                collected.as_deref().unwrap_or_default(),
+                            )
                         }
                     }
                 }
@@ -182,21 +191,14 @@ impl Session {
         input.advance(len);
 
         let Some(decoder) = BodyDecoder::new(framing) else {
-            return Some(self.answer(queue, app, pending, Some(&[])));
+            return Some(self.answer(queue, app, pending, &[]));
         };
         if pending.reply.wants_body() {
             if let Framing::Length(n) = framing {
                 if n > app.config.max_body as u64 {
                     // Refused before it is sent; the unread body makes the
                     // connection unusable, so it is closed.
-                    return Some(self.reject(
-                        queue,
-                        app,
-                        Reject {
-                            status: Status::PAYLOAD_TOO_LARGE,
-                            reason: "request body too large",
-                        },
-                    ));
+                    return Some(self.reject(queue, app, BODY_TOO_LARGE));
                 }
             }
         }
@@ -212,22 +214,9 @@ impl Session {
     }
 
     /// Queues the response to a request whose body has been read.
-    fn answer(
-        &mut self,
-        queue: &mut WriteQueue,
-        app: &App,
-        p: Pending,
-        body: Option<&[u8]>,
-    ) -> State {
+    fn answer(&mut self, queue: &mut WriteQueue, app: &App, p: Pending, body: &[u8]) -> State {
         self.served += 1;
-        respond(
-            queue,
-            app,
-            &p.reply,
-            body.unwrap_or_default(),
-            p.keep_alive,
-            p.head_request,
-        );
+        respond(queue, app, &p.reply, body, p.keep_alive, p.head_request);
         if p.keep_alive {
             State::Head
         } else {
