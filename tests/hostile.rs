@@ -13,10 +13,10 @@ use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
     Config {
-        head_timeout: 1.0,
-        idle_timeout: 1,
-        send_timeout: 1.0,
-        body_timeout: 1.0,
+        head_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
+        send_timeout: Duration::from_secs(1),
+        body_timeout: Duration::from_secs(1),
         ..config(Strategy::Direct)
     }
 }

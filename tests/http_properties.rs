@@ -35,6 +35,7 @@ fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,
+                Step::Build(size) => session.payload(app.large.build(size)),
                 Step::Close => return (out, true),
                 Step::Read(_) => break,
             }

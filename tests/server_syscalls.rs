@@ -93,15 +93,24 @@ fn app(strategy: Strategy) -> App {
 }
 
 fn pipelined(lens: &[usize]) -> Vec<u8> {
+    pipelined_with(lens, "")
+}
+
+/// `lens` requests for /end-string with `query` appended.
+fn pipelined_with(lens: &[usize], query: &str) -> Vec<u8> {
     lens.iter()
-        .flat_map(|len| format!("GET /end-string/{len} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes())
+        .flat_map(|len| {
+            format!("GET /end-string/{len}{query} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes()
+        })
         .collect()
 }
 
 async fn run(app: &App, input: Vec<u8>) -> FakeSocket {
     let mut socket = FakeSocket::new(input);
     let (_trigger, shutdown) = shutdown::channel();
-    connection::serve(&mut socket, app, shutdown).await.unwrap();
+    connection::serve(&mut socket, app, &shutdown)
+        .await
+        .unwrap();
     socket
 }
 
@@ -118,14 +127,19 @@ fn bodies(output: &[u8]) -> Vec<usize> {
 
 #[tokio::test]
 async fn one_write_vectored_per_batch_of_pipelined_responses() {
-    for strategy in [Strategy::Direct, Strategy::Flatten] {
+    for (strategy, query) in [
+        (Strategy::Direct, ""),
+        (Strategy::Direct, "?body=rope"),
+        (Strategy::Flatten, ""),
+    ] {
         let app = app(strategy);
         // 60 responses, small ones copied behind their heads and large ones
-        // (ropey ropes) as iovecs at their chunks: still one call.
+        // as iovecs at their own memory (one buffer, or a rope's chunks):
+        // still one call.
         let lens: Vec<usize> = (0..60)
             .map(|i| if i % 10 == 0 { 40_000 } else { i * 17 })
             .collect();
-        let socket = run(&app, pipelined(&lens)).await;
+        let socket = run(&app, pipelined_with(&lens, query)).await;
         assert_eq!(
             socket.vectored_writes, 1,
             "{strategy:?}: iovecs per call {:?}",

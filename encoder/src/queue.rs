@@ -3,26 +3,34 @@
 //!
 //! Three kinds of segment:
 //!
-//! - **copied** — bytes in the queue's own write buffer: response heads, and
-//!   text encoded by [`WriteQueue::encode`] (one-byte and two-byte bodies,
-//!   small bodies the caller chose to copy). Consecutive copied segments
-//!   merge, so many small pipelined responses are one contiguous slice;
+//! - **copied** — bytes in the queue's own write buffer: response heads,
+//!   text encoded by [`WriteQueue::encode`] (one-byte and two-byte bodies),
+//!   and whatever the copy-or-share policy copies. Consecutive copied
+//!   segments merge, so a head and a small body, or many small pipelined
+//!   responses, are one contiguous slice;
 //! - **shared** — a [`Bytes`] sent as an iovec at its own memory, never copied
-//!   (the fix of the Deno write-up); ones of at most [`COPY_MAX`] bytes are
-//!   copied instead, where an iovec costs more than the copy;
+//!   (the fix of the Deno write-up);
 //! - **rope** — a byte range of a [`ropey::Rope`] sent as one iovec per chunk
 //!   of its own; the queue holds a clone of the rope (an `Arc` increment),
 //!   which keeps the chunks alive until they are written.
 //!
-//! The connection asks for the pending bytes as iovecs
-//! ([`WriteQueue::io_slices`]), hands them to `write_vectored`, and reports
-//! how much the socket took ([`WriteQueue::advance`]). A partial write moves
-//! a cursor — the front segment and an offset into it, O(1) per finished
-//! segment — and the rest waits where it is, by reference. Order is the order
-//! of the pushes.
+//! **Copy or share** is decided here and nowhere else, by the queue's
+//! [`Policy`]: a [`Bytes`] shorter than [`Policy::copy_below`] is copied
+//! behind what is queued, as is every run of rope chunks shorter than it; a
+//! longer buffer or chunk is shared. An iovec costs the kernel a segment to
+//! walk and the writer a slot; a copy costs a `memcpy` and cache. Below the
+//! threshold the copy is cheaper (docs/design.md has the measurements).
+//!
+//! The queue is a [`bytes::Buf`]: [`Buf::chunks_vectored`] gives the pending
+//! bytes as iovecs for `write_vectored`, and [`Buf::advance`] records how much
+//! the socket took. A partial write moves a cursor — the front segment and an
+//! offset into it, O(1) per finished segment — and the rest waits where it
+//! is, by reference. Order is the order of the pushes. Anything written for
+//! `Buf` drains it, tokio's `AsyncWriteExt::write_all_buf` included.
 //!
 //! ```
 //! use std::io::{IoSlice, Write};
+//! use bytes::Buf;
 //! use unflat::queue::WriteQueue;
 //! use unflat::{Encoding, Mode};
 //!
@@ -36,9 +44,9 @@
 //! // What a connection does, one call at a time (`write_to` wraps this loop
 //! // for blocking writers):
 //! let mut socket = Vec::new();
-//! while !q.is_empty() {
+//! while q.has_remaining() {
 //!     let mut iov = [IoSlice::new(&[]); 64];
-//!     let n = q.io_slices(&mut iov);
+//!     let n = q.chunks_vectored(&mut iov);
 //!     let written = socket.write_vectored(&iov[..n]).unwrap();
 //!     q.advance(written);
 //! }
@@ -48,22 +56,59 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::ops::{ControlFlow, Range};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::rope::Rope;
-
-/// Shared buffers of at most this many bytes are copied into the write buffer
-/// rather than queued as their own iovec (as the Deno change does for small
-/// typed arrays).
-pub const COPY_MAX: usize = 64;
 
 /// Linux's `IOV_MAX`: the most slices one `writev` takes.
 pub const IOV_MAX: usize = 1024;
 
 /// How much write buffer an empty queue keeps for reuse by default.
 pub const DEFAULT_RETAIN: usize = 256 * 1024;
+
+/// When the queue copies bytes it is asked to share. See the
+/// [module documentation](self).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// A [`Bytes`], or a whole rope range, shorter than this is copied into
+    /// the write buffer rather than sent as iovecs at its own memory.
+    pub copy_below: usize,
+    /// In a longer rope range, runs of chunks shorter than this are copied;
+    /// chunks at least this long are shared.
+    pub copy_chunks_below: usize,
+}
+
+impl Policy {
+    /// Measured on the development machine (docs/design.md): a contiguous
+    /// body is cheaper copied up to 4 KiB, a rope of ~1 KiB chunks up to
+    /// 32 KiB; a rope chunk of 256 bytes or more pays for its iovec.
+    pub const DEFAULT: Policy = Policy {
+        copy_below: 4 * 1024,
+        copy_chunks_below: 256,
+    };
+
+    /// Never copy: every buffer and chunk is shared (for tests and
+    /// measurements).
+    pub const SHARE_ALL: Policy = Policy {
+        copy_below: 0,
+        copy_chunks_below: 0,
+    };
+
+    /// Always copy (for tests and measurements).
+    pub const COPY_ALL: Policy = Policy {
+        copy_below: usize::MAX,
+        copy_chunks_below: usize::MAX,
+    };
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::DEFAULT
+    }
+}
 
 #[derive(Debug)]
 enum Segment {
@@ -74,16 +119,47 @@ enum Segment {
     Shared(Bytes),
     Rope {
         rope: ropey::Rope,
-        start: usize,
-        end: usize,
+        range: Range<usize>,
     },
 }
 
 impl Segment {
     fn len(&self) -> usize {
         match self {
-            Segment::Copied { start, end } | Segment::Rope { start, end, .. } => end - start,
+            Segment::Copied { start, end } => end - start,
+            Segment::Rope { range, .. } => range.len(),
             Segment::Shared(b) => b.len(),
+        }
+    }
+}
+
+/// Calls `visit` with the bytes of each chunk of `rope` that overlaps
+/// `range`, cut to the range, in order, until it breaks. Bytes, not `str`: a
+/// range of the UTF-8 encoding may cut a character, and a partial write may
+/// stop inside one.
+///
+/// ropey's chunk iterator: O(1) per chunk after one descent, for one small
+/// allocation (its node stack) per walk; looking each chunk up from the root
+/// allocates nothing but costs a descent per chunk (docs/design.md).
+fn for_each_chunk<'r>(
+    rope: &'r ropey::Rope,
+    range: Range<usize>,
+    mut visit: impl FnMut(&'r [u8]) -> ControlFlow<()>,
+) {
+    if range.is_empty() {
+        return;
+    }
+    let (chunks, mut at, _, _) = rope.chunks_at_byte(range.start);
+    for chunk in chunks {
+        let bytes = chunk.as_bytes();
+        let from = range.start.saturating_sub(at);
+        let to = (range.end - at).min(bytes.len());
+        if from < to && visit(&bytes[from..to]).is_break() {
+            return;
+        }
+        at += bytes.len();
+        if at >= range.end {
+            return;
         }
     }
 }
@@ -108,6 +184,7 @@ pub struct WriteQueue {
     written_total: u64,
     response_ends: VecDeque<u64>,
     retain: usize,
+    policy: Policy,
 }
 
 impl Default for WriteQueue {
@@ -117,8 +194,14 @@ impl Default for WriteQueue {
 }
 
 impl WriteQueue {
-    /// An empty queue. Nothing is allocated until something is pushed.
+    /// An empty queue with the [default policy](Policy::DEFAULT). Nothing is
+    /// allocated until something is pushed.
     pub fn new() -> WriteQueue {
+        WriteQueue::with_policy(Policy::DEFAULT)
+    }
+
+    /// An empty queue that copies or shares by `policy`.
+    pub fn with_policy(policy: Policy) -> WriteQueue {
         WriteQueue {
             buf: Vec::new(),
             filled: 0,
@@ -130,23 +213,19 @@ impl WriteQueue {
             written_total: 0,
             response_ends: VecDeque::new(),
             retain: DEFAULT_RETAIN,
+            policy,
         }
+    }
+
+    /// The copy-or-share policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
     }
 
     /// Sets how many bytes of write buffer an empty queue keeps for reuse; a
     /// larger buffer (grown by one large encoded body) is freed once drained.
     pub fn set_retain(&mut self, bytes: usize) {
         self.retain = bytes;
-    }
-
-    /// True when nothing is waiting to be written.
-    pub fn is_empty(&self) -> bool {
-        self.pending == 0
-    }
-
-    /// Bytes waiting to be written.
-    pub fn len(&self) -> usize {
-        self.pending
     }
 
     /// Of the bytes waiting, those held in the queue's own write buffer
@@ -225,10 +304,10 @@ impl WriteQueue {
         self.commit(bytes.len());
     }
 
-    /// Queues `bytes` as an iovec at its own memory (copied instead when at
-    /// most [`COPY_MAX`] bytes).
+    /// Queues `bytes` as an iovec at its own memory, or copies them when the
+    /// policy says a copy is cheaper ([`Policy::copy_below`]).
     pub fn share(&mut self, bytes: Bytes) {
-        if bytes.len() <= COPY_MAX {
+        if bytes.len() < self.policy.copy_below {
             self.copy(&bytes);
             return;
         }
@@ -236,22 +315,54 @@ impl WriteQueue {
         self.segments.push_back(Segment::Shared(bytes));
     }
 
-    /// Queues the UTF-8 bytes `range` of `rope` as iovecs at its own chunks,
-    /// keeping a clone of the rope until they are written.
+    /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough
+    /// to pay for an iovec are sent from the rope's own memory (the queue
+    /// keeps a clone of the rope until they are written), runs of shorter
+    /// ones are copied, as is a range shorter than [`Policy::copy_below`].
+    /// The range may cut a character: the queue moves bytes.
     ///
     /// # Panics
-    /// If `range` is out of bounds.
-    pub fn share_rope(&mut self, rope: &ropey::Rope, range: std::ops::Range<usize>) {
-        assert!(range.start <= range.end && range.end <= rope.len_bytes());
-        let n = range.end - range.start;
-        if n == 0 {
+    /// If `range` is not within `0..=rope.len_bytes()` or runs backwards.
+    pub fn share_rope(&mut self, rope: &ropey::Rope, range: Range<usize>) {
+        assert!(
+            range.start <= range.end && range.end <= rope.len_bytes(),
+            "byte range {range:?} is outside the rope's {} bytes",
+            rope.len_bytes()
+        );
+        if range.len() < self.policy.copy_below {
+            for_each_chunk(rope, range, |chunk| {
+                self.copy(chunk);
+                ControlFlow::Continue(())
+            });
             return;
         }
-        self.grew(n, 0);
+        // One walk: short chunks are copied as they come; a run of long
+        // ones becomes one segment, which the writer walks again.
+        let min = self.policy.copy_chunks_below;
+        let mut at = range.start;
+        let mut shared: Option<Range<usize>> = None;
+        for_each_chunk(rope, range, |chunk| {
+            if chunk.len() >= min {
+                shared.get_or_insert(at..at).end = at + chunk.len();
+            } else {
+                if let Some(run) = shared.take() {
+                    self.push_rope(rope, run);
+                }
+                self.copy(chunk);
+            }
+            at += chunk.len();
+            ControlFlow::Continue(())
+        });
+        if let Some(run) = shared {
+            self.push_rope(rope, run);
+        }
+    }
+
+    fn push_rope(&mut self, rope: &ropey::Rope, range: Range<usize>) {
+        self.grew(range.len(), 0);
         self.segments.push_back(Segment::Rope {
             rope: rope.clone(),
-            start: range.start,
-            end: range.end,
+            range,
         });
     }
 
@@ -259,45 +370,6 @@ impl WriteQueue {
     /// or to earlier ones.
     pub fn end_response(&mut self) {
         self.response_ends.push_back(self.pushed_total);
-    }
-
-    /// Fills `out` with iovecs for the pending bytes, in order, from the
-    /// cursor on, and returns how many it filled (at most `out.len()`; pass at
-    /// most [`IOV_MAX`]).
-    pub fn io_slices<'a>(&'a self, out: &mut [IoSlice<'a>]) -> usize {
-        let mut n = 0;
-        let mut skip = self.offset;
-        for seg in &self.segments {
-            if n == out.len() {
-                break;
-            }
-            match seg {
-                Segment::Copied { start, end } => {
-                    out[n] = IoSlice::new(&self.buf[start + skip..*end]);
-                    n += 1;
-                }
-                Segment::Shared(b) => {
-                    out[n] = IoSlice::new(&b[skip..]);
-                    n += 1;
-                }
-                Segment::Rope { rope, start, end } => {
-                    // ropey's chunk iterator: O(1) per chunk (it allocates
-                    // its node stack once per call, which costs less than
-                    // looking each chunk up from the root).
-                    for chunk in rope.byte_slice(start + skip..*end).chunks() {
-                        if n == out.len() {
-                            break;
-                        }
-                        if !chunk.is_empty() {
-                            out[n] = IoSlice::new(chunk.as_bytes());
-                            n += 1;
-                        }
-                    }
-                }
-            }
-            skip = 0;
-        }
-        n
     }
 
     /// Writes everything pending to a blocking writer, one `write_vectored`
@@ -310,9 +382,9 @@ impl WriteQueue {
     /// not written stay queued.
     pub fn write_to<W: std::io::Write + ?Sized>(&mut self, w: &mut W) -> std::io::Result<usize> {
         let mut total = 0;
-        while !self.is_empty() {
+        while self.has_remaining() {
             let mut iov = [IoSlice::new(&[]); 64];
-            let n = self.io_slices(&mut iov);
+            let n = self.chunks_vectored(&mut iov);
             let written = w.write_vectored(&iov[..n])?;
             if written == 0 {
                 return Err(std::io::ErrorKind::WriteZero.into());
@@ -322,13 +394,78 @@ impl WriteQueue {
         }
         Ok(total)
     }
+}
+
+impl Buf for WriteQueue {
+    /// Bytes queued and not yet written.
+    fn remaining(&self) -> usize {
+        self.pending
+    }
+
+    /// The pending bytes of the front segment (its first chunk, for a rope).
+    fn chunk(&self) -> &[u8] {
+        let mut first: &[u8] = &[];
+        if let Some(seg) = self.segments.front() {
+            match seg {
+                Segment::Copied { start, end } => first = &self.buf[start + self.offset..*end],
+                Segment::Shared(b) => first = &b[self.offset..],
+                Segment::Rope { rope, range } => {
+                    for_each_chunk(rope, range.start + self.offset..range.end, |c| {
+                        first = c;
+                        ControlFlow::Break(())
+                    });
+                }
+            }
+        }
+        first
+    }
+
+    /// Fills `dst` with iovecs for the pending bytes, in order, from the
+    /// cursor on, and returns how many it filled (at most `dst.len()`; pass
+    /// at most [`IOV_MAX`]).
+    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        let mut n = 0;
+        let mut skip = self.offset;
+        for seg in &self.segments {
+            if n == dst.len() {
+                break;
+            }
+            match seg {
+                Segment::Copied { start, end } => {
+                    dst[n] = IoSlice::new(&self.buf[start + skip..*end]);
+                    n += 1;
+                }
+                Segment::Shared(b) => {
+                    dst[n] = IoSlice::new(&b[skip..]);
+                    n += 1;
+                }
+                Segment::Rope { rope, range } => {
+                    for_each_chunk(rope, range.start + skip..range.end, |chunk| {
+                        dst[n] = IoSlice::new(chunk);
+                        n += 1;
+                        if n == dst.len() {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        }
+                    });
+                }
+            }
+            skip = 0;
+        }
+        n
+    }
 
     /// Records that the first `n` pending bytes were written.
     ///
     /// # Panics
-    /// If `n` is more than [`WriteQueue::len`].
-    pub fn advance(&mut self, mut n: usize) {
-        assert!(n <= self.pending, "advanced past the queued bytes");
+    /// If `n` is more than [`Buf::remaining`].
+    fn advance(&mut self, mut n: usize) {
+        assert!(
+            n <= self.pending,
+            "advanced {n} bytes past the {} queued",
+            self.pending
+        );
         self.pending -= n;
         self.written_total += n as u64;
         while n > 0 {
@@ -367,12 +504,16 @@ impl WriteQueue {
 mod tests {
     use super::*;
 
+    /// Drains `q` as a socket would that takes at most `step` bytes per
+    /// call and at most `iov_max` iovecs, checking on every call that
+    /// `chunk()` is the first iovec.
     fn drain_in_steps(q: &mut WriteQueue, step: usize, iov_max: usize) -> Vec<u8> {
         let mut out = Vec::new();
-        while !q.is_empty() {
+        while q.has_remaining() {
             let mut iov = vec![IoSlice::new(&[]); iov_max];
-            let n = q.io_slices(&mut iov);
+            let n = q.chunks_vectored(&mut iov);
             assert!(n > 0);
+            assert_eq!(q.chunk(), &*iov[0]);
             let mut budget = step;
             let mut took = 0;
             for s in &iov[..n] {
@@ -389,6 +530,25 @@ mod tests {
         out
     }
 
+    /// Every iovec `chunks_vectored` gives for the whole queue.
+    fn iovecs(q: &WriteQueue) -> Vec<Vec<u8>> {
+        let mut iov = vec![IoSlice::new(&[]); IOV_MAX];
+        let n = q.chunks_vectored(&mut iov);
+        iov[..n].iter().map(|s| s.to_vec()).collect()
+    }
+
+    /// The byte offsets where `rope`'s chunks begin.
+    fn chunk_starts(rope: &ropey::Rope) -> Vec<usize> {
+        let mut at = 0;
+        rope.chunks()
+            .map(|c| {
+                let start = at;
+                at += c.len();
+                start
+            })
+            .collect()
+    }
+
     #[test]
     fn partial_writes_resume_in_order_across_every_segment_kind() {
         let text: String = (0..20_000)
@@ -396,32 +556,150 @@ mod tests {
             .collect();
         let rope = ropey::Rope::from_str(&text);
         let big = Bytes::from(vec![7u8; 1000]);
-        for step in [1, 7, 64, 1000, 100_000] {
-            for iov_max in [1, 3, 64] {
-                let mut q = WriteQueue::new();
-                q.copy(b"head1|");
-                q.share(big.clone());
-                q.share(Bytes::from_static(b"tiny"));
-                q.share_rope(&rope, 5..text.len() - 3);
-                q.end_response();
-                q.encode(&"|head2", Encoding::Latin1, Mode::Strict).unwrap();
-                q.end_response();
-                assert_eq!(q.pending_responses(), 2);
-                let mut expected = b"head1|".to_vec();
-                expected.extend_from_slice(&big);
-                expected.extend_from_slice(b"tiny");
-                expected.extend_from_slice(&text.as_bytes()[5..text.len() - 3]);
-                expected.extend_from_slice(b"|head2");
-                assert_eq!(q.len(), expected.len());
-                assert_eq!(
-                    drain_in_steps(&mut q, step, iov_max),
-                    expected,
-                    "step {step}, iov {iov_max}"
-                );
-                assert_eq!(q.pending_responses(), 0);
-                assert_eq!(q.copied_len(), 0);
+        for policy in [Policy::DEFAULT, Policy::SHARE_ALL, Policy::COPY_ALL] {
+            for step in [1, 7, 64, 1000, 100_000] {
+                for iov_max in [1, 3, 64] {
+                    let mut q = WriteQueue::with_policy(policy);
+                    q.copy(b"head1|");
+                    q.share(big.clone());
+                    q.share(Bytes::from_static(b"tiny"));
+                    q.share_rope(&rope, 5..text.len() - 3);
+                    q.end_response();
+                    q.encode(&"|head2", Encoding::Latin1, Mode::Strict).unwrap();
+                    q.end_response();
+                    assert_eq!(q.pending_responses(), 2);
+                    let mut expected = b"head1|".to_vec();
+                    expected.extend_from_slice(&big);
+                    expected.extend_from_slice(b"tiny");
+                    expected.extend_from_slice(&text.as_bytes()[5..text.len() - 3]);
+                    expected.extend_from_slice(b"|head2");
+                    assert_eq!(q.remaining(), expected.len());
+                    assert_eq!(
+                        drain_in_steps(&mut q, step, iov_max),
+                        expected,
+                        "{policy:?}, step {step}, iov {iov_max}"
+                    );
+                    assert_eq!(q.pending_responses(), 0);
+                    assert_eq!(q.copied_len(), 0);
+                }
             }
         }
+    }
+
+    #[test]
+    fn rope_ranges_that_cut_characters_are_written_byte_for_byte() {
+        // Two-, three- and four-byte characters: every partial write and
+        // every range boundary below falls inside some character.
+        let text = "é€😀x".repeat(3000);
+        let rope = ropey::Rope::from_str(&text);
+        let bytes = text.as_bytes();
+        for policy in [Policy::DEFAULT, Policy::SHARE_ALL, Policy::COPY_ALL] {
+            for (start, end) in [(0, bytes.len()), (1, bytes.len() - 1), (3, 5), (2, 9001)] {
+                for step in [1, 3, 1000] {
+                    let mut q = WriteQueue::with_policy(policy);
+                    q.share_rope(&rope, start..end);
+                    assert_eq!(
+                        drain_in_steps(&mut q, step, 16),
+                        &bytes[start..end],
+                        "{policy:?} {start}..{end} step {step}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the rope")]
+    fn a_rope_range_past_the_end_is_refused() {
+        let rope = ropey::Rope::from_str("abc");
+        WriteQueue::new().share_rope(&rope, 1..4);
+    }
+
+    #[test]
+    fn short_chunks_are_copied_and_long_ones_shared() {
+        let text = "r".repeat(10_000);
+        let rope = ropey::Rope::from_str(&text);
+        let starts = chunk_starts(&rope);
+        assert!(starts.len() > 4, "a rope of several chunks");
+        let (from, to) = (starts[1] - 10, starts[3] + 10);
+        let policy = Policy {
+            copy_below: 0,
+            copy_chunks_below: 256,
+        };
+        let mut q = WriteQueue::with_policy(policy);
+        q.copy(b"head|");
+        q.share_rope(&rope, from..to);
+        // The head and the 10-byte tail of chunk 0 are one copied slice,
+        // chunks 1 and 2 are shared, the 10-byte head of chunk 3 is copied.
+        let iov = iovecs(&q);
+        assert_eq!(
+            iov.len(),
+            4,
+            "{:?}",
+            iov.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        assert_eq!(iov[0].len(), 5 + 10);
+        assert_eq!(iov[1].len(), starts[2] - starts[1]);
+        assert_eq!(iov[3].len(), 10);
+        assert_eq!(q.copied_len(), 5 + 20);
+        // Shared chunks point into the rope.
+        let chunk1 = rope.chunks().nth(1).unwrap().as_bytes();
+        assert_eq!(iov[1].as_slice(), chunk1);
+        let mut iov = [IoSlice::new(&[]); 4];
+        q.chunks_vectored(&mut iov);
+        assert_eq!(iov[1].as_ptr(), chunk1.as_ptr());
+    }
+
+    #[test]
+    fn short_buffers_and_ranges_are_copied_behind_the_head() {
+        let mut q = WriteQueue::with_policy(Policy {
+            copy_below: 100,
+            copy_chunks_below: 0,
+        });
+        let rope = ropey::Rope::from_str(&"x".repeat(5000));
+        q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
+        q.share(Bytes::from_static(b"small body"));
+        q.share_rope(&rope, 10..109);
+        q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!(iovecs(&q).len(), 1);
+        assert_eq!(q.copied_len(), q.remaining());
+        q.share(Bytes::from(vec![1; 100]));
+        q.share_rope(&rope, 0..100);
+        assert_eq!(iovecs(&q).len(), 3);
+    }
+
+    #[test]
+    fn buf_laws_hold_at_every_cursor_position() {
+        let rope = ropey::Rope::from_str(&"é".repeat(2000));
+        let mut q = WriteQueue::with_policy(Policy::SHARE_ALL);
+        q.copy(b"head");
+        q.share(Bytes::from(vec![b's'; 300]));
+        q.share_rope(&rope, 1..3001);
+        q.copy(b"tail");
+        let expected: Vec<u8> = iovecs(&q).concat();
+        let total = q.remaining();
+        assert_eq!(expected.len(), total);
+        // Advance by every amount from every position: what remains is
+        // always the suffix of the whole, and remaining() its length.
+        for step in [1, 3, 299, 4096] {
+            let mut q2 = WriteQueue::with_policy(Policy::SHARE_ALL);
+            q2.copy(b"head");
+            q2.share(Bytes::from(vec![b's'; 300]));
+            q2.share_rope(&rope, 1..3001);
+            q2.copy(b"tail");
+            let mut done = 0;
+            while q2.has_remaining() {
+                assert_eq!(q2.remaining(), total - done);
+                assert_eq!(iovecs(&q2).concat(), &expected[done..]);
+                let k = step.min(q2.remaining());
+                q2.advance(k);
+                done += k;
+            }
+            assert_eq!(q2.chunk(), b"");
+            assert_eq!(q2.chunks_vectored(&mut [IoSlice::new(&[])]), 0);
+        }
+        // `Buf`'s own helpers work on it.
+        assert_eq!(q.copy_to_bytes(total), expected);
     }
 
     #[test]
@@ -439,7 +717,7 @@ mod tests {
                 Ok(())
             }
         }
-        let mut q = WriteQueue::new();
+        let mut q = WriteQueue::with_policy(Policy::SHARE_ALL);
         q.copy(b"head|");
         q.share(Bytes::from(vec![b'x'; 100]));
         let mut w = Trickle(Vec::new(), 0);
@@ -449,18 +727,7 @@ mod tests {
         // The default `write_vectored` writes the first slice only: one call
         // for the head, then one per 7 bytes of the body.
         assert_eq!(w.1, 1 + 15);
-        assert!(q.is_empty());
-    }
-
-    #[test]
-    fn small_shared_buffers_and_consecutive_copies_merge_into_one_slice() {
-        let mut q = WriteQueue::new();
-        q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
-        q.share(Bytes::from_static(b"small body"));
-        q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
-        let mut iov = [IoSlice::new(&[]); 8];
-        assert_eq!(q.io_slices(&mut iov), 1);
-        assert_eq!(q.copied_len(), q.len());
+        assert!(!q.has_remaining());
     }
 
     #[test]

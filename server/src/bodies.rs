@@ -1,12 +1,28 @@
 //! The bodies the benchmark routes send, built once and shared.
 //!
-//! An `/end-string` body is kept in the representation of its kind, so that
-//! each encoder path is exercised: `ascii` as a ropey rope (sent as iovecs at
-//! its chunks), `latin1` as one-byte text (back-of-buffer expansion), and
-//! `twobyte` as UTF-16 (the two-byte path). A `/large` payload is one
-//! [`Bytes`]; only the most recent size is kept.
+//! An `/end-string` body is kept in the form that suits sending it, chosen
+//! by its kind and the `body` query parameter:
+//!
+//! | kind      | `body=flat` (default)                                  | `body=rope`                      |
+//! |-----------|--------------------------------------------------------|----------------------------------|
+//! | `ascii`   | one contiguous [`Bytes`]: one iovec at its own memory   | a ropey rope: its ~1 KiB chunks  |
+//! | `latin1`  | one flat one-byte string: back-of-buffer expansion      | a ropey rope (UTF-8 chunks)      |
+//! | `twobyte` | one flat two-byte string: the two-byte path             | a ropey rope (UTF-8 chunks)      |
+//!
+//! The flat ascii body is what Node's body string is once V8 has flattened
+//! it, and what hyper sends; a rope costs the write queue a walk over its
+//! chunks (see `unflat::queue`). A `/large` payload is one [`Bytes`]; only the
+//! most recent size is kept.
+//!
+//! **No lock on the request path.** The cache is shared by every worker
+//! behind a mutex, but a connection asks it only when its own [`Memo`] does
+//! not hold the body: a keep-alive client asking for the same body again
+//! (every benchmark client) costs a comparison and a reference count, never
+//! the lock. An eviction bumps the cache's generation, which makes every
+//! memo ask again, so a memo never keeps an evicted body alive for long.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -44,10 +60,45 @@ impl Kind {
     }
 }
 
-/// An `/end-string` body in its kind's representation.
+/// How an `/end-string` body is held: the `body` query value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Form {
+    /// `body=flat`, the default: one flat string in the kind's own
+    /// representation (see the module table).
+    #[default]
+    Flat,
+    /// `body=rope`: a ropey rope of the text, whatever the kind.
+    Rope,
+}
+
+impl Form {
+    /// Parses the `body` query value.
+    pub fn parse(s: &str) -> Option<Form> {
+        match s {
+            "flat" => Some(Form::Flat),
+            "rope" => Some(Form::Rope),
+            _ => None,
+        }
+    }
+}
+
+/// Which `/end-string` body: length in characters, kind and form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// Characters.
+    pub len: usize,
+    /// Which character.
+    pub kind: Kind,
+    /// How it is held.
+    pub form: Form,
+}
+
+/// An `/end-string` body in the form it is sent from.
 #[derive(Clone, Debug)]
 pub enum Text {
-    /// ASCII, as a ropey rope (measured once, see [`unflat::Measured`]).
+    /// ASCII as one contiguous buffer, already its UTF-8 encoding.
+    Ascii(Bytes),
+    /// A ropey rope (measured once, see [`unflat::Measured`]).
     Rope(Measured<ropey::Rope>),
     /// One-byte (Latin-1) text.
     OneByte(Arc<[u8]>),
@@ -66,14 +117,18 @@ pub struct EndString {
 }
 
 impl EndString {
-    /// Builds the body of `len` characters of `kind`.
-    pub fn build(len: usize, kind: Kind) -> EndString {
-        let c = kind.char();
-        let utf8_len = len * c.len_utf8();
-        let text = match kind {
-            Kind::Ascii => Text::Rope(Measured::new(ropey::Rope::from_str(&"a".repeat(len)))),
-            Kind::Latin1 => Text::OneByte(vec![c as u8; len].into()),
-            Kind::TwoByte => Text::TwoByte(vec![c as u16; len].into()),
+    /// Builds the body for `key`.
+    pub fn build(key: Key) -> EndString {
+        let c = key.kind.char();
+        let utf8_len = key.len * c.len_utf8();
+        let text = match (key.form, key.kind) {
+            (Form::Rope, _) => {
+                let s = c.to_string().repeat(key.len);
+                Text::Rope(Measured::new(ropey::Rope::from_str(&s)))
+            }
+            (Form::Flat, Kind::Ascii) => Text::Ascii(Bytes::from(vec![c as u8; key.len])),
+            (Form::Flat, Kind::Latin1) => Text::OneByte(vec![c as u8; key.len].into()),
+            (Form::Flat, Kind::TwoByte) => Text::TwoByte(vec![c as u16; key.len].into()),
         };
         EndString { text, utf8_len }
     }
@@ -81,6 +136,7 @@ impl EndString {
     /// Bytes the text occupies in memory.
     fn footprint(&self) -> usize {
         match &self.text {
+            Text::Ascii(b) => b.len(),
             Text::Rope(r) => r.get().len_bytes(),
             Text::OneByte(b) => b.len(),
             Text::TwoByte(u) => 2 * u.len(),
@@ -93,14 +149,24 @@ impl EndString {
 #[derive(Debug)]
 pub struct EndStrings {
     inner: Mutex<Entries>,
+    /// Bumped on every eviction: a [`Memo`] from an older generation may
+    /// hold an evicted body and asks again.
+    generation: AtomicU64,
     max_bytes: usize,
 }
 
 #[derive(Debug, Default)]
 struct Entries {
-    map: HashMap<(usize, Kind), EndString>,
-    order: VecDeque<(usize, Kind)>,
+    map: HashMap<Key, EndString>,
+    order: VecDeque<Key>,
     bytes: usize,
+}
+
+/// One connection's last `/end-string` body, so that asking for it again
+/// takes no lock.
+#[derive(Debug, Default)]
+pub struct Memo {
+    last: Option<(Key, u64, EndString)>,
 }
 
 impl EndStrings {
@@ -109,20 +175,36 @@ impl EndStrings {
     pub fn new(max_bytes: usize) -> EndStrings {
         EndStrings {
             inner: Mutex::new(Entries::default()),
+            generation: AtomicU64::new(0),
             max_bytes,
         }
     }
 
-    /// The body for `(len, kind)`, built on first use. Cloning it costs a
-    /// reference-count increment.
-    pub fn get(&self, len: usize, kind: Kind) -> EndString {
-        if let Some(hit) = self.lock().map.get(&(len, kind)) {
+    /// The body for `key`: from `memo` when it holds it and nothing was
+    /// evicted since, else from the shared cache (built on first use), which
+    /// `memo` then remembers.
+    pub fn get<'m>(&self, key: Key, memo: &'m mut Memo) -> &'m EndString {
+        // Acquire pairs with the Release of an eviction: a memo stamped with
+        // the current generation was filled after the last eviction.
+        let generation = self.generation.load(Ordering::Acquire);
+        let fresh = matches!(&memo.last, Some((k, g, _)) if *k == key && *g == generation);
+        if !fresh {
+            memo.last = Some((key, generation, self.get_shared(key)));
+        }
+        let (_, _, body) = memo.last.as_ref().expect("filled above");
+        body
+    }
+
+    /// The body for `key` from the shared cache, built on first use. Cloning
+    /// it costs a reference-count increment.
+    fn get_shared(&self, key: Key) -> EndString {
+        if let Some(hit) = self.lock().map.get(&key) {
             return hit.clone();
         }
         // Built outside the lock: a large body takes a while.
-        let body = EndString::build(len, kind);
+        let body = EndString::build(key);
         let mut e = self.lock();
-        if let Some(raced) = e.map.get(&(len, kind)) {
+        if let Some(raced) = e.map.get(&key) {
             return raced.clone();
         }
         while e.bytes + body.footprint() > self.max_bytes {
@@ -131,11 +213,12 @@ impl EndStrings {
             };
             if let Some(gone) = e.map.remove(&old) {
                 e.bytes -= gone.footprint();
+                self.generation.fetch_add(1, Ordering::Release);
             }
         }
         e.bytes += body.footprint();
-        e.order.push_back((len, kind));
-        e.map.insert((len, kind), body.clone());
+        e.order.push_back(key);
+        e.map.insert(key, body.clone());
         body
     }
 
@@ -159,33 +242,92 @@ pub fn large_payload(size: usize) -> Bytes {
     Bytes::from(v)
 }
 
-/// The most recent `/large` payload.
-#[derive(Debug, Default)]
+/// The `/large` payloads: the most recent one is kept, and at most
+/// `max_bytes` are held at once, counting the cached payload and those being
+/// built. A payload is built off the async workers (the connection calls
+/// [`Large::build`] on tokio's blocking pool) and no request waits on a lock
+/// while one is built.
+///
+/// The bound covers what this cache holds; a payload that responses still
+/// reference lives until they are written, as any queued body does.
+#[derive(Debug)]
 pub struct Large {
-    last: Mutex<Option<Bytes>>,
+    inner: Mutex<LargeState>,
+    max_bytes: usize,
 }
 
+#[derive(Debug, Default)]
+struct LargeState {
+    last: Option<Bytes>,
+    building: usize,
+}
+
+/// A payload could not be held within the memory bound (`--large-bytes`)
+/// because others are being built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Busy;
+
 impl Large {
-    /// The payload of `size` bytes, built unless it is the most recent one.
-    pub fn get(&self, size: usize) -> Bytes {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        match &*last {
-            Some(b) if b.len() == size => b.clone(),
-            _ => {
-                // Drop the old payload before building the new one, so that
-                // two large payloads never coexist here.
-                *last = None;
-                let b = large_payload(size);
-                *last = Some(b.clone());
-                b
-            }
+    /// A cache holding at most `max_bytes` of payloads.
+    pub fn new(max_bytes: usize) -> Large {
+        Large {
+            inner: Mutex::new(LargeState::default()),
+            max_bytes,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LargeState> {
+        // Every update is a single assignment: a poisoned lock is consistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The payload of `size` bytes if it is the cached one.
+    pub fn cached(&self, size: usize) -> Option<Bytes> {
+        self.lock()
+            .last
+            .as_ref()
+            .filter(|b| b.len() == size)
+            .cloned()
+    }
+
+    /// The payload of `size` bytes: the cached one, or built now (blocking;
+    /// call it off the async workers) and cached. Fails with [`Busy`] when
+    /// the payloads being built leave no room for it.
+    pub fn build(&self, size: usize) -> Result<Bytes, Busy> {
+        {
+            let mut state = self.lock();
+            if let Some(hit) = state.last.as_ref().filter(|b| b.len() == size) {
+                return Ok(hit.clone());
+            }
+            let cached = state.last.as_ref().map_or(0, Bytes::len);
+            if state.building + cached + size > self.max_bytes {
+                // Make room: the cached payload goes first.
+                state.last = None;
+            }
+            if state.building + size > self.max_bytes {
+                return Err(Busy);
+            }
+            state.building += size;
+        }
+        let payload = large_payload(size);
+        let mut state = self.lock();
+        state.building -= size;
+        state.last = Some(payload.clone());
+        Ok(payload)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn key(len: usize, kind: Kind) -> Key {
+        Key {
+            len,
+            kind,
+            form: Form::Flat,
+        }
+    }
 
     #[test]
     fn large_payload_is_stamped_at_every_4k() {
@@ -196,13 +338,54 @@ mod tests {
     }
 
     #[test]
+    fn large_payloads_stay_within_their_bound() {
+        let large = Large::new(100);
+        assert_eq!(large.build(60).unwrap().len(), 60);
+        assert_eq!(large.cached(60).unwrap().len(), 60);
+        assert!(large.cached(59).is_none());
+        // Replacing the cached payload is always possible.
+        assert_eq!(large.build(90).unwrap().len(), 90);
+        assert!(large.cached(60).is_none());
+        assert_eq!(large.build(101), Err(Busy));
+        // While one is being built, another must fit beside it.
+        large.lock().building = 70;
+        assert_eq!(large.build(40), Err(Busy));
+        assert!(
+            large.cached(90).is_none(),
+            "the cached one was dropped to make room"
+        );
+        assert_eq!(large.build(30).unwrap().len(), 30);
+    }
+
+    #[test]
     fn end_strings_are_evicted_oldest_first() {
         let cache = EndStrings::new(100);
-        cache.get(60, Kind::Ascii);
-        cache.get(30, Kind::Latin1);
-        cache.get(20, Kind::TwoByte); // 40 bytes: evicts the ascii one
+        let mut memo = Memo::default();
+        cache.get(key(60, Kind::Ascii), &mut memo);
+        cache.get(key(30, Kind::Latin1), &mut memo);
+        cache.get(key(20, Kind::TwoByte), &mut memo); // 40 bytes: evicts the ascii one
         let e = cache.lock();
-        assert!(!e.map.contains_key(&(60, Kind::Ascii)));
+        assert!(!e.map.contains_key(&key(60, Kind::Ascii)));
         assert_eq!(e.bytes, 70);
+    }
+
+    #[test]
+    fn a_memo_keeps_its_body_until_an_eviction() {
+        let cache = EndStrings::new(100);
+        let mut memo = Memo::default();
+        let ptr = |body: &EndString| match &body.text {
+            Text::Ascii(b) => b.as_ptr(),
+            _ => panic!("ascii bodies are flat"),
+        };
+        let first = ptr(cache.get(key(10, Kind::Ascii), &mut memo));
+        assert_eq!(ptr(cache.get(key(10, Kind::Ascii), &mut memo)), first);
+        // Another connection's body evicts it: the memo asks again and gets
+        // a body built anew (the old one is still alive while it is built,
+        // so the buffer cannot be the same).
+        cache.get(key(95, Kind::Ascii), &mut Memo::default());
+        assert!(!cache.lock().map.contains_key(&key(10, Kind::Ascii)));
+        let renewed = ptr(cache.get(key(10, Kind::Ascii), &mut memo));
+        assert_ne!(renewed, first);
+        assert!(cache.lock().map.contains_key(&key(10, Kind::Ascii)));
     }
 }

@@ -1,47 +1,38 @@
 //! The command line: options, logging, the banner, signals.
-
-use std::net::SocketAddr;
+//!
+//! The banner goes to stdout (harnesses wait for its `http://` address);
+//! logs go to stderr.
 
 use clap::Parser;
 use tracing::info;
 
-use crate::config::{Config, Strategy};
-use crate::routes::ROUTES;
+use crate::config::Config;
+use crate::reply::help_text;
 use crate::server::Server;
 
-/// The text of `GET /` and of the start-up banner.
-pub fn help_text(addr: SocketAddr, strategy: Strategy) -> String {
-    format!(
-        "unflat-server ({strategy} strategy) at http://{addr}\n\n\
-         Routes:\n{ROUTES}\n\
-         Benchmark it:\n  wrk -s wrk_scripts/end-string.lua http://{addr} -- 1024\n",
-        strategy = strategy.name()
-    )
-}
-
-/// Runs the server from the command line until Ctrl-C or SIGTERM.
+/// Runs the server from the command line until Ctrl-C or SIGTERM. A
+/// configuration that cannot work exits with status 2 before anything starts.
 pub fn main() -> std::io::Result<()> {
     let config = Config::parse();
+    if let Err(e) = config.validate() {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    }
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.worker_threads())
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let workers = config.worker_threads();
-        let server = Server::bind(config).await?;
-        let addr = server.local_addr()?;
-        println!("{}", help_text(addr, server.app().config.strategy));
-        info!(%addr, workers, "listening");
-        server.run(stop_signal()).await?;
-        info!("stopped");
-        Ok(())
-    })
+    let (workers, runtime) = (config.worker_threads(), config.runtime.name());
+    let server = Server::bind(config)?;
+    let addr = server.local_addr();
+    println!("{}", help_text(addr, server.app().config.strategy));
+    info!(%addr, workers, runtime, "listening");
+    server.run(stop_signal())?;
+    info!("stopped");
+    Ok(())
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -8,17 +8,24 @@
 //! takes goes out in one system call. A partial write leaves the rest in the
 //! queue, by reference, and the next call resumes at the cursor.
 //!
+//! Timeouts cost little per request: the connection has **one** timer,
+//! moved to each new deadline (tokio moves a timer to a later deadline
+//! without touching its wheel), and a write arms it only when the socket
+//! cannot take the bytes at once. The shutdown future is pinned once
+//! ([`Shutdown::stopped`]).
+//!
 //! The connection is generic over its IO, so tests drive it with in-memory
 //! sockets that count calls.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::time::{timeout, Instant};
+use tokio::time::{Instant, Sleep};
 use unflat::queue::{WriteQueue, IOV_MAX};
 
 use crate::session::{Session, Step, Waiting};
@@ -31,22 +38,66 @@ const READ_CHUNK: usize = 16 * 1024;
 /// iovecs tried first per `write_vectored`.
 const FEW_IOVECS: usize = 64;
 
+/// Why a connection ended, when it was not a clean close.
+#[derive(Debug)]
+pub enum Ended {
+    /// The peer did not take a write for `--send-timeout`: its socket
+    /// buffer is full of unsent data, which the caller should discard
+    /// (reset the connection) rather than leave to drain.
+    SendTimeout,
+    /// Any other IO error.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::SendTimeout => f.write_str("send timeout: the peer stopped reading"),
+            Ended::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<io::Error> for Ended {
+    fn from(e: io::Error) -> Ended {
+        Ended::Io(e)
+    }
+}
+
 /// Serves one connection until the peer closes it, a response closes it, a
 /// timeout expires, or the server shuts down.
-pub async fn serve<S>(mut io: S, app: &App, mut shutdown: Shutdown) -> io::Result<()>
+pub async fn serve<S>(io: &mut S, app: &App, shutdown: &Shutdown) -> Result<(), Ended>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let config = &app.config;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
-    let mut queue = WriteQueue::new();
+    let mut queue = WriteQueue::with_policy(config.policy());
     let mut session = Session::new();
-    let mut head_started: Option<Instant> = None;
+    let timer = tokio::time::sleep(config.idle_timeout);
+    tokio::pin!(timer);
+    let stopped = shutdown.stopped();
+    tokio::pin!(stopped);
+    // When the head being read began to arrive, and how many requests had
+    // been answered then: a head that follows another answered request is a
+    // new head, with a deadline of its own.
+    let mut head_started: Option<(u64, Instant)> = None;
     loop {
         let step = session.process(&mut input, &mut queue, app);
-        flush(&mut io, &mut queue, app.config.send_timeout()).await?;
+        flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
         let waiting = match step {
             Step::Flush => continue,
             Step::Close => break,
+            Step::Build(size) => {
+                // On tokio's blocking pool: the payload may be a gigabyte,
+                // and no other connection waits for it to be built.
+                let large = app.large.clone();
+                let built = tokio::task::spawn_blocking(move || large.build(size))
+                    .await
+                    .map_err(io::Error::other)?;
+                session.payload(built);
+                continue;
+            }
             Step::Read(w) => w,
         };
         if shutdown.is_triggered() {
@@ -54,36 +105,40 @@ where
             // not started.
             break;
         }
-        // The head deadline runs from the first byte of a request.
-        let limit = match waiting {
-            Waiting::Idle => {
-                head_started = None;
-                app.config.idle_timeout()
-            }
+        let now = Instant::now();
+        let deadline = match waiting {
+            Waiting::Idle => now + config.idle_timeout,
             Waiting::Head => {
-                let started = *head_started.get_or_insert_with(Instant::now);
-                app.config.head_timeout().saturating_sub(started.elapsed())
+                let served = session.served();
+                let started = match head_started {
+                    Some((n, t)) if n == served => t,
+                    _ => {
+                        head_started = Some((served, now));
+                        now
+                    }
+                };
+                started + config.head_timeout
             }
-            Waiting::Body => {
-                head_started = None;
-                app.config.body_timeout()
-            }
+            Waiting::Body => now + config.body_timeout,
         };
+        timer.as_mut().reset(deadline);
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK);
         }
         let read = tokio::select! {
-            read = timeout(limit, io.read_buf(&mut input)) => read,
-            () = shutdown.triggered(), if waiting == Waiting::Idle => break,
+            biased;
+            read = io.read_buf(&mut input) => Some(read),
+            () = timer.as_mut() => None,
+            () = stopped.as_mut(), if waiting == Waiting::Idle => break,
         };
         match read {
-            Ok(Ok(0)) => break, // the peer closed its side
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(_elapsed) => {
+            Some(Ok(0)) => break, // the peer closed its side
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(e.into()),
+            None => {
                 if waiting == Waiting::Head {
-                    session.timed_out(&mut queue, app);
-                    flush(&mut io, &mut queue, app.config.send_timeout()).await?;
+                    session.timed_out(&input, &mut queue, app);
+                    flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
                 }
                 break;
             }
@@ -95,36 +150,55 @@ where
 }
 
 /// Writes the whole queue, one `write_vectored` per iteration, failing when a
-/// call makes no progress for `send_timeout`.
-pub async fn flush<S>(io: &mut S, queue: &mut WriteQueue, send_timeout: Duration) -> io::Result<()>
+/// call makes no progress for `send_timeout`. `timer` is armed only when the
+/// socket cannot take a write at once.
+pub async fn flush<S>(
+    io: &mut S,
+    queue: &mut WriteQueue,
+    send_timeout: Duration,
+    mut timer: Pin<&mut Sleep>,
+) -> Result<(), Ended>
 where
     S: AsyncWrite + Unpin,
 {
-    while !queue.is_empty() {
-        let write = poll_fn(|cx| {
-            // The iovec arrays live on the stack of this poll only, never in
-            // the connection's future. Most batches need a few slices; the
-            // IOV_MAX array (16 KiB to initialise) only when they need more.
-            let mut few = [IoSlice::new(&[]); FEW_IOVECS];
-            let n = queue.io_slices(&mut few);
-            if n < FEW_IOVECS {
-                return Pin::new(&mut *io).poll_write_vectored(cx, &few[..n]);
+    while queue.has_remaining() {
+        let mut armed = false;
+        let written = poll_fn(|cx| {
+            if let Poll::Ready(r) = poll_write(&mut *io, queue, cx) {
+                return Poll::Ready(Some(r));
             }
-            let mut many = [IoSlice::new(&[]); IOV_MAX];
-            let n = queue.io_slices(&mut many);
-            Pin::new(&mut *io).poll_write_vectored(cx, &many[..n])
-        });
-        match timeout(send_timeout, write).await {
-            Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(Ok(n)) => queue.advance(n),
-            Ok(Err(e)) => return Err(e),
-            Err(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "send timeout: the peer stopped reading",
-                ))
+            if !armed {
+                timer.as_mut().reset(Instant::now() + send_timeout);
+                armed = true;
             }
+            timer.as_mut().poll(cx).map(|()| None)
+        })
+        .await;
+        match written {
+            Some(Ok(0)) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
+            Some(Ok(n)) => queue.advance(n),
+            Some(Err(e)) => return Err(e.into()),
+            None => return Err(Ended::SendTimeout),
         }
     }
     Ok(())
+}
+
+/// One `poll_write_vectored` of the queue's pending bytes. The iovec arrays
+/// live on the stack of this poll only, never in the connection's future.
+/// Most batches need a few slices; the IOV_MAX array (16 KiB to initialise)
+/// only when they need more.
+fn poll_write<S: AsyncWrite + Unpin>(
+    io: &mut S,
+    queue: &WriteQueue,
+    cx: &mut std::task::Context<'_>,
+) -> Poll<io::Result<usize>> {
+    let mut few = [IoSlice::new(&[]); FEW_IOVECS];
+    let n = queue.chunks_vectored(&mut few);
+    if n < FEW_IOVECS {
+        return Pin::new(io).poll_write_vectored(cx, &few[..n]);
+    }
+    let mut many = [IoSlice::new(&[]); IOV_MAX];
+    let n = queue.chunks_vectored(&mut many);
+    Pin::new(io).poll_write_vectored(cx, &many[..n])
 }

@@ -7,17 +7,19 @@
 //! that both can be measured from one binary.
 //!
 //! The data flow, one module each:
-//! [`request`] (parse and check a head, decode a body) →
-//! [`routes`] (choose the reply) → [`bodies`] (the cached bodies) →
-//! [`response`] (head rope and body into the write queue, by strategy) →
-//! [`session`] (one connection's protocol state, no IO) →
-//! [`connection`] (reads, `write_vectored`, timeouts) →
-//! [`server`] (accept loop, connection limit, graceful shutdown).
+//! [`request`] (parse and check a head) → [`decode`] (the body's framing) →
+//! [`routes`] (choose the reply) → [`reply`] (each reply writes itself) →
+//! [`bodies`] (the cached bodies) → [`response`] (head rope and body into
+//! the write queue, by strategy) → [`session`] (one connection's protocol
+//! state, no IO) → [`connection`] (reads, `write_vectored`, timeouts) →
+//! [`server`] (accept loops, runtimes, connection limit, graceful shutdown).
 
 pub mod bodies;
 pub mod cli;
 pub mod config;
 pub mod connection;
+pub mod decode;
+pub mod reply;
 pub mod request;
 pub mod response;
 pub mod routes;
@@ -26,22 +28,23 @@ pub mod session;
 pub mod shutdown;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-pub use config::{Config, Strategy};
+pub use config::{Config, Runtime, Strategy};
 pub use server::{Running, Server};
 
-/// What every connection shares: the configuration, the header lines
-/// rendered at start-up, and the body caches.
+/// What every connection shares: the configuration, the response writer,
+/// and the body caches.
 #[derive(Debug)]
 pub struct App {
     /// The configuration.
     pub config: Config,
-    /// Header lines every response may carry.
-    pub lines: response::Lines,
+    /// Writes responses, by the configured strategy.
+    pub writer: response::Writer,
     /// `/end-string` bodies.
     pub end_strings: bodies::EndStrings,
-    /// The `/large` payload.
-    pub large: bodies::Large,
+    /// `/large` payloads (shared with the blocking pool that builds them).
+    pub large: Arc<bodies::Large>,
     /// The `GET /` text.
     pub help: String,
 }
@@ -50,10 +53,10 @@ impl App {
     /// The shared state for a server listening on `addr`.
     pub fn new(config: Config, addr: SocketAddr) -> App {
         App {
-            lines: response::Lines::new(config.idle_timeout),
+            writer: response::Writer::new(config.strategy, config.idle_timeout.as_secs()),
             end_strings: bodies::EndStrings::new(config.cache_bytes),
-            large: bodies::Large::default(),
-            help: cli::help_text(addr, config.strategy),
+            large: Arc::new(bodies::Large::new(config.large_bytes)),
+            help: reply::help_text(addr, config.strategy),
             config,
         }
     }

@@ -1,5 +1,6 @@
-//! The request side, without IO: the head parsed by httparse and checked
-//! against RFC 9112, and the body framing decoded.
+//! The request head, without IO: parsed by httparse and checked against
+//! RFC 9112; the body's framing is read here and decoded in
+//! [`crate::decode`].
 //!
 //! [`parse_head`] answers like httparse does — complete, partial, or a
 //! rejection — and every rejection names the status to send and a short
@@ -35,7 +36,7 @@ pub struct Reject {
     pub reason: &'static str,
 }
 
-const fn reject(status: Status, reason: &'static str) -> Reject {
+pub(crate) const fn reject(status: Status, reason: &'static str) -> Reject {
     Reject { status, reason }
 }
 
@@ -72,19 +73,19 @@ pub struct RequestHead<'b> {
     pub expect_continue: bool,
 }
 
-impl RequestHead<'_> {
+impl<'b> RequestHead<'b> {
     /// True for `HEAD`.
     pub fn is_head(&self) -> bool {
         self.method == "HEAD"
     }
 
     /// The path of an origin-form or absolute-form target, without query.
-    pub fn path(&self) -> &str {
+    pub fn path(&self) -> &'b str {
         split_target(self.target).0
     }
 
     /// The query of the target, if any.
-    pub fn query(&self) -> Option<&str> {
+    pub fn query(&self) -> Option<&'b str> {
         split_target(self.target).1
     }
 }
@@ -92,18 +93,21 @@ impl RequestHead<'_> {
 /// `(path, query)` of an origin-form (`/p?q`) or absolute-form
 /// (`http://host/p?q`) target; other forms give themselves as the path.
 fn split_target(target: &str) -> (&str, Option<&str>) {
-    let rest = match target.find("://") {
-        Some(i)
-            if target[..i].eq_ignore_ascii_case("http")
-                || target[..i].eq_ignore_ascii_case("https") =>
-        {
-            let after = &target[i + 3..];
-            after.find('/').map_or("/", |j| &after[j..])
+    // Origin form, what nearly every request has, needs no scheme search.
+    let rest = if target.starts_with('/') {
+        target
+    } else {
+        let after_scheme = ["http://", "https://"].iter().find_map(|scheme| {
+            let n = scheme.len();
+            (target.len() >= n && target[..n].eq_ignore_ascii_case(scheme)).then(|| &target[n..])
+        });
+        match after_scheme {
+            Some(after) => after.find('/').map_or("/", |j| &after[j..]),
+            None => target,
         }
-        _ => target,
     };
-    match rest.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
+    match rest.bytes().position(|b| b == b'?') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
         None => (rest, None),
     }
 }
@@ -214,7 +218,12 @@ fn looks_like_other_http_version(input: &[u8]) -> bool {
         .find(|l| !l.is_empty() && *l != b"\r");
     let Some(line) = line else { return false };
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let Some(version) = line.rsplit(|&b| b == b' ').next() else {
+    // `method SP target SP version`: a target with a space in it is a
+    // malformed request line (400), whatever its last word looks like.
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(_), Some(_), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
     matches!(version, [b'H', b'T', b'T', b'P', b'/', d, b'.', m] if d.is_ascii_digit() && m.is_ascii_digit())
@@ -391,168 +400,4 @@ fn valid_host(v: &[u8]) -> bool {
     };
     let reg_name = |b: &u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(b);
     host.iter().all(reg_name) && port.iter().all(u8::is_ascii_digit) && port.len() <= 5
-}
-
-/// Decodes a request body as it arrives.
-#[derive(Debug)]
-pub enum BodyDecoder {
-    /// `Content-Length`: bytes still to come.
-    Length(u64),
-    /// `Transfer-Encoding: chunked`.
-    Chunked(Chunked),
-}
-
-/// Where a chunked body decoder stands.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Chunked {
-    /// Expecting a chunk-size line.
-    Size,
-    /// Inside chunk data, this many bytes to go.
-    Data(u64),
-    /// Expecting the CRLF after chunk data.
-    DataEnd,
-    /// Reading trailer fields; the count of bytes read so far.
-    Trailers(usize),
-}
-
-/// What [`BodyDecoder::decode`] did with the input.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Decoded {
-    /// Input bytes used.
-    pub consumed: usize,
-    /// The whole body has been read.
-    pub done: bool,
-}
-
-impl Decoded {
-    /// `consumed` bytes used, the body not finished yet.
-    fn partial(consumed: usize) -> Decoded {
-        Decoded {
-            consumed,
-            done: false,
-        }
-    }
-}
-
-impl BodyDecoder {
-    /// A decoder for `framing`, or `None` when there is no body.
-    pub fn new(framing: Framing) -> Option<BodyDecoder> {
-        match framing {
-            Framing::None => None,
-            Framing::Length(n) => Some(BodyDecoder::Length(n)),
-            Framing::Chunked => Some(BodyDecoder::Chunked(Chunked::Size)),
-        }
-    }
-
-    /// Decodes what `input` holds, passing body bytes to `sink`. Trailer
-    /// fields are read and dropped; at most `max_trailers` bytes of them.
-    pub fn decode(
-        &mut self,
-        input: &[u8],
-        max_trailers: usize,
-        sink: &mut dyn FnMut(&[u8]) -> Result<(), Reject>,
-    ) -> Result<Decoded, Reject> {
-        let mut at = 0;
-        loop {
-            match self {
-                BodyDecoder::Length(left) => {
-                    at += take(left, &input[at..], sink)?;
-                    return Ok(Decoded {
-                        consumed: at,
-                        done: *left == 0,
-                    });
-                }
-                BodyDecoder::Chunked(state) => match state {
-                    Chunked::Size => match httparse::parse_chunk_size(&input[at..]) {
-                        Ok(httparse::Status::Complete((used, size))) => {
-                            at += used;
-                            *state = if size == 0 {
-                                Chunked::Trailers(0)
-                            } else {
-                                Chunked::Data(size)
-                            };
-                        }
-                        Ok(httparse::Status::Partial) => {
-                            if input.len() - at > 1024 {
-                                return Err(reject(
-                                    Status::BAD_REQUEST,
-                                    "chunk size line too long",
-                                ));
-                            }
-                            return Ok(Decoded::partial(at));
-                        }
-                        Err(_) => return Err(reject(Status::BAD_REQUEST, "invalid chunk size")),
-                    },
-                    Chunked::Data(left) => {
-                        at += take(left, &input[at..], sink)?;
-                        if *left > 0 {
-                            return Ok(Decoded::partial(at));
-                        }
-                        *state = Chunked::DataEnd;
-                    }
-                    Chunked::DataEnd => match &input[at..] {
-                        [b'\r', b'\n', ..] => {
-                            at += 2;
-                            *state = Chunked::Size;
-                        }
-                        [] | [b'\r'] => return Ok(Decoded::partial(at)),
-                        _ => {
-                            return Err(reject(
-                                Status::BAD_REQUEST,
-                                "chunk data not followed by CRLF",
-                            ))
-                        }
-                    },
-                    Chunked::Trailers(seen) => {
-                        // One line at a time; an empty line ends the body.
-                        let Some(nl) = input[at..].iter().position(|&b| b == b'\n') else {
-                            if *seen + input.len() - at > max_trailers {
-                                return Err(reject(
-                                    Status::HEADER_FIELDS_TOO_LARGE,
-                                    "trailer section too large",
-                                ));
-                            }
-                            return Ok(Decoded::partial(at));
-                        };
-                        let line = &input[at..at + nl];
-                        *seen += nl + 1;
-                        at += nl + 1;
-                        if *seen > max_trailers {
-                            return Err(reject(
-                                Status::HEADER_FIELDS_TOO_LARGE,
-                                "trailer section too large",
-                            ));
-                        }
-                        match line {
-                            b"" | b"\r" => {
-                                return Ok(Decoded {
-                                    consumed: at,
-                                    done: true,
-                                })
-                            }
-                            _ if line.strip_suffix(b"\r").is_none() => {
-                                return Err(reject(
-                                    Status::BAD_REQUEST,
-                                    "trailer line without CRLF",
-                                ))
-                            }
-                            _ => {}
-                        }
-                    }
-                },
-            }
-        }
-    }
-}
-
-/// Passes up to `left` bytes of `input` to `sink`; returns how many.
-fn take(
-    left: &mut u64,
-    input: &[u8],
-    sink: &mut dyn FnMut(&[u8]) -> Result<(), Reject>,
-) -> Result<usize, Reject> {
-    let n = (*left).min(input.len() as u64) as usize;
-    sink(&input[..n])?;
-    *left -= n as u64;
-    Ok(n)
 }

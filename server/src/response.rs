@@ -2,45 +2,34 @@
 //! strategy.
 //!
 //! **direct** — the head is a [`Head`] rope composed on the stack and encoded
-//! by the one-byte fast path straight into the write buffer. The body then:
-//! a ropey rope becomes iovecs at its own chunks (the queue keeps a clone of
-//! the rope, an `Arc` increment), a [`Bytes`] payload one iovec at its own
-//! memory, one-byte text is encoded by back-of-buffer expansion and two-byte
-//! text by the two-byte path, both into the write buffer behind the head.
-//! Bodies shorter than `--copy-below` are copied behind the head instead, so
-//! that a small response is one contiguous slice.
+//! by the one-byte fast path straight into the write buffer. The body then
+//! goes to the queue in the form its route keeps it: a [`Bytes`] (a flat
+//! ASCII body, a `/large` payload) or a ropey rope is *shared* — iovecs at
+//! its own memory — and one-byte and two-byte text is encoded into the write
+//! buffer behind the head (back-of-buffer expansion, the two-byte path).
+//! Whether a shared body is really sent from its own memory or copied behind
+//! the head is the queue's decision ([`unflat::queue::Policy`]), made in one
+//! place for every body.
 //!
 //! **flatten** — what Node did before the change: the head and the body are
 //! collected into one new flat string, which is then encoded into the write
-//! buffer, so every byte is copied twice; a `/large` payload is copied into a
-//! fresh owned buffer first (the Deno write path before its fix).
+//! buffer (the head part as latin1, the body as UTF-8), so every byte is
+//! copied twice; a `/large` payload is copied into a fresh owned buffer first
+//! (the Deno write path before its fix).
+//!
+//! Both write the same bytes (Date aside).
 
 use std::cell::Cell;
 use std::time::SystemTime;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use unflat::flatten::{flatten, Flat};
 use unflat::head::{DateLine, Head, Line, Persistence, Status};
 use unflat::queue::WriteQueue;
-use unflat::{write_buf, Encoding, Latin1, Mode, Rope, Utf16};
+use unflat::{Encoding, Latin1, Mode, Rope, Utf16};
 
 use crate::bodies::{EndString, Text};
 use crate::config::Strategy;
-
-/// Bodies shorter than this many bytes are copied behind the head in the
-/// direct strategy.
-///
-/// Measured on the 2-core development machine (docs/design.md has the
-/// commands): one worker, `wrk -t1 -c50 -d4s -s wrk_scripts/end-string.lua`,
-/// three alternating runs per cell, servers started with `--copy-below 0`
-/// (every rope body as iovecs at its ~1 KiB chunks) and with a threshold
-/// above the length (every body copied). At 16384 bytes copying won every
-/// run (+9 %, +12 %, +4 % req/s): one iovec instead of seventeen, and the
-/// kernel copies the bytes either way; at 1024 the runs disagreed (±10 %
-/// noise); at 65536 and 102400 req/s and server CPU per request were within
-/// noise of each other. So bodies are copied up to 32 KiB, and shared as
-/// iovecs above, where the saved copy is the larger share.
-pub const DEFAULT_COPY_BELOW: usize = 32 * 1024;
 
 /// The body of a response, in whatever form its route keeps it.
 #[derive(Debug)]
@@ -49,21 +38,30 @@ pub enum Body<'a> {
     Empty,
     /// Bytes sent as they are (help text, error reasons, echo JSON).
     Bytes(&'a [u8]),
-    /// An `/end-string` body in its kind's representation.
+    /// An `/end-string` body in its form.
     Text(&'a EndString),
     /// A shared payload (`/large`).
     Shared(&'a Bytes),
+    /// A body of this many bytes that is announced but never sent: the
+    /// answer to a `HEAD` that knows its length without building the body.
+    Unsent(usize),
 }
 
 impl Body<'_> {
     /// The body's length on the wire.
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         match self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len(),
             Body::Text(t) => t.utf8_len,
             Body::Shared(b) => b.len(),
+            Body::Unsent(n) => *n,
         }
+    }
+
+    /// True when the body has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -74,6 +72,8 @@ pub struct Lines {
     pub text_plain: Line,
     /// `Content-Type: application/json`.
     pub json: Line,
+    /// `Content-Type: application/octet-stream`.
+    pub octet_stream: Line,
     /// `Keep-Alive: timeout=N`.
     pub keep_alive: Line,
     /// `Allow: GET, HEAD`.
@@ -87,6 +87,7 @@ impl Lines {
         Lines {
             text_plain: line("Content-Type", "text/plain; charset=utf-8"),
             json: line("Content-Type", "application/json"),
+            octet_stream: line("Content-Type", "application/octet-stream"),
             keep_alive: line("Keep-Alive", &format!("timeout={idle_secs}")),
             allow: line("Allow", "GET, HEAD"),
         }
@@ -125,18 +126,34 @@ fn date_line() -> DateLine {
     })
 }
 
-/// How responses are written on one connection.
-#[derive(Clone, Copy, Debug)]
-pub struct Writer<'a> {
-    /// The strategy.
-    pub strategy: Strategy,
-    /// The lines.
-    pub lines: &'a Lines,
-    /// `--copy-below`.
-    pub copy_below: usize,
+/// How responses are written: one per server, shared by every connection.
+#[derive(Debug)]
+pub struct Writer {
+    strategy: Strategy,
+    lines: Lines,
 }
 
-impl Writer<'_> {
+impl Writer {
+    /// A writer by `strategy`, advertising an idle timeout of `idle_secs`.
+    pub fn new(strategy: Strategy, idle_secs: u64) -> Writer {
+        Writer {
+            strategy,
+            lines: Lines::new(idle_secs),
+        }
+    }
+
+    /// The header lines, for building responses.
+    pub fn lines(&self) -> &Lines {
+        &self.lines
+    }
+
+    /// Queues an interim (1xx) response: the status line alone, which ends
+    /// no response of the queue's count.
+    pub fn interim(&self, queue: &mut WriteQueue, status: Status) {
+        debug_assert!(status.code() < 200, "an interim status");
+        encode(queue, &Head::new(status, false), Encoding::Latin1);
+    }
+
     /// Queues `r`, marking the end of a response.
     pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>) {
         let date = date_line();
@@ -156,33 +173,42 @@ impl Writer<'_> {
             Persistence::Close
         });
         let body = if head.body_allowed() {
+            debug_assert!(
+                !matches!(r.body, Body::Unsent(_)),
+                "only HEAD leaves a body unsent"
+            );
             &r.body
         } else {
             &Body::Empty
         };
         match self.strategy {
-            Strategy::Direct => self.direct(queue, &head, body),
+            Strategy::Direct => direct(queue, &head, body),
             Strategy::Flatten => flattened(queue, &head, body),
         }
         queue.end_response();
     }
+}
 
-    fn direct(&self, queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
-        encode(queue, head, Encoding::Latin1);
-        let small = body.len() < self.copy_below;
-        match body {
-            Body::Empty => {}
-            Body::Bytes(b) => queue.copy(b),
-            Body::Shared(b) if small => queue.copy(b),
-            Body::Shared(b) => queue.share((*b).clone()),
-            Body::Text(t) => match &t.text {
-                Text::Rope(rope) if small => encode(queue, rope, Encoding::Utf8),
-                Text::Rope(rope) => queue.share_rope(rope.get(), 0..t.utf8_len),
-                Text::OneByte(b) => encode(queue, &Latin1(b), Encoding::Utf8),
-                Text::TwoByte(u) => encode(queue, &Utf16(u), Encoding::Utf8),
-            },
-        }
+/// The direct strategy.
+fn direct(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
+    encode(queue, head, Encoding::Latin1);
+    let before = queue.remaining();
+    match body {
+        Body::Empty | Body::Unsent(_) => {}
+        Body::Bytes(b) => queue.copy(b),
+        Body::Shared(b) => queue.share((*b).clone()),
+        Body::Text(t) => match &t.text {
+            Text::Ascii(b) => queue.share(b.clone()),
+            Text::Rope(rope) => queue.share_rope(rope.get(), 0..t.utf8_len),
+            Text::OneByte(b) => encode(queue, &Latin1(b), Encoding::Utf8),
+            Text::TwoByte(u) => encode(queue, &Utf16(u), Encoding::Utf8),
+        },
     }
+    debug_assert_eq!(
+        queue.remaining() - before,
+        body.len(),
+        "the body bytes queued are the Content-Length sent"
+    );
 }
 
 /// Encodes text that cannot fail to encode: heads are one-byte (their
@@ -193,47 +219,50 @@ fn encode<R: Rope + ?Sized>(queue: &mut WriteQueue, rope: &R, encoding: Encoding
         .expect("heads are latin1 and bodies utf8: nothing to refuse");
 }
 
-/// The flatten strategy. Heads here are ASCII, so encoding them as UTF-8
-/// with the body gives the bytes the direct strategy's latin1 gives.
+/// The flatten strategy.
 fn flattened(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
     match body {
-        Body::Empty => flatten_into(queue, &[head]),
+        Body::Empty | Body::Unsent(_) => flatten_into(queue, head, &[head]),
         Body::Bytes(b) => {
-            // Bytes are no text: they join the flat head as they are.
-            let mut flat = flat_text(&[head]);
+            // Bytes are no text: they join the flat head as they are, and
+            // the whole is copied into the write buffer.
+            let Flat::OneByte(mut flat) = flatten(head) else {
+                unreachable!("a head is one-byte text");
+            };
             flat.extend_from_slice(b);
             queue.copy(&flat);
         }
         Body::Text(t) => match &t.text {
-            Text::Rope(r) => flatten_into(queue, &[head, r]),
-            Text::OneByte(b) => flatten_into(queue, &[head, &Latin1(b)]),
-            Text::TwoByte(u) => flatten_into(queue, &[head, &Utf16(u)]),
+            Text::Ascii(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
+            Text::Rope(r) => flatten_into(queue, head, &[head, r]),
+            Text::OneByte(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
+            Text::TwoByte(u) => flatten_into(queue, head, &[head, &Utf16(u)]),
         },
         Body::Shared(payload) => {
             // The pre-fix Deno path: the payload is copied into an owned
             // buffer, which is then written.
-            flatten_into(queue, &[head]);
-            queue.share(Bytes::from(payload.to_vec()));
+            flatten_into(queue, head, &[head]);
+            let owned = Bytes::from(payload.to_vec());
+            let before = queue.remaining();
+            queue.share(owned);
+            debug_assert_eq!(queue.remaining() - before, payload.len());
         }
     }
 }
 
-/// Collects `parts` into one new flat string, then encodes it into the write
-/// buffer: the two copies of Node's old `WriteString`.
-fn flatten_into(queue: &mut WriteQueue, parts: &[&dyn Rope]) {
+/// Collects `parts` — the head first — into one new flat string (copy 1),
+/// then encodes it into the write buffer (copy 2): the head's part as
+/// latin1, as a head is sent, and the rest as UTF-8.
+fn flatten_into(queue: &mut WriteQueue, head: &Head<'_>, parts: &[&dyn Rope]) {
+    let head_len = head.shape().one_byte;
     match flatten(parts) {
-        Flat::OneByte(flat) => encode(queue, &Latin1(&flat), Encoding::Utf8),
-        Flat::TwoByte(flat) => encode(queue, &Utf16(&flat), Encoding::Utf8),
+        Flat::OneByte(flat) => {
+            encode(queue, &Latin1(&flat[..head_len]), Encoding::Latin1);
+            encode(queue, &Latin1(&flat[head_len..]), Encoding::Utf8);
+        }
+        Flat::TwoByte(flat) => {
+            encode(queue, &Utf16(&flat[..head_len]), Encoding::Latin1);
+            encode(queue, &Utf16(&flat[head_len..]), Encoding::Utf8);
+        }
     }
-}
-
-/// `parts` flattened and encoded as UTF-8 into a new vector.
-fn flat_text(parts: &[&dyn Rope]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let written = match flatten(parts) {
-        Flat::OneByte(flat) => write_buf(&Latin1(&flat), Encoding::Utf8, Mode::Strict, &mut out),
-        Flat::TwoByte(flat) => write_buf(&Utf16(&flat), Encoding::Utf8, Mode::Strict, &mut out),
-    };
-    written.expect("utf8 refuses nothing");
-    out
 }

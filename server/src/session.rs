@@ -9,21 +9,22 @@
 //! Backpressure: while the queue holds more than `--max-queued-bytes` of
 //! copied output or `--max-queued-responses` responses, `process` stops and
 //! asks for a flush before it parses further pipelined requests.
+//!
+//! A `GET /large/{n}` whose payload is not cached stops the session too
+//! ([`Step::Build`]): the connection builds the payload off the async
+//! workers, hands it over with [`Session::payload`], and the session goes on
+//! in request order.
 
-use std::borrow::Cow;
-
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
-use crate::request::{parse_head, BodyDecoder, Framing, HeadLimits, Parsed, Reject, FIELDS_CAP};
-use crate::response::{Body, Response, Writer};
-use crate::routes::{route, Reply};
+use crate::bodies::{Busy, Memo};
+use crate::decode::BodyDecoder;
+use crate::reply::{Reply, To};
+use crate::request::{parse_head, Framing, HeadLimits, Parsed, Reject, FIELDS_CAP};
+use crate::routes::route;
 use crate::App;
-
-/// `HTTP/1.1 100 Continue`, sent before reading a body the client waits to
-/// send (RFC 9110 §10.1.1).
-const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// A request body over `--max-body`, whether announced by Content-Length or
 /// found while decoding chunks.
@@ -40,6 +41,10 @@ pub enum Step {
     /// Flush the queue (it is over its limits), then call `process` again
     /// before reading.
     Flush,
+    /// Build the `/large` payload of this many bytes
+    /// ([`crate::bodies::Large::build`]), pass it to [`Session::payload`],
+    /// then call `process` again. The queue may be flushed meanwhile.
+    Build(usize),
     /// Flush the queue, then close the connection.
     Close,
 }
@@ -64,10 +69,12 @@ enum State {
         /// The body so far, for routes that use it.
         collected: Option<Vec<u8>>,
     },
+    /// Waiting for the payload the pending reply sends.
+    Payload(Pending),
     Closed,
 }
 
-/// A reply waiting for its request body to be read.
+/// A reply waiting for its request body (or its payload).
 #[derive(Debug)]
 struct Pending {
     reply: Reply,
@@ -80,6 +87,9 @@ struct Pending {
 pub struct Session {
     state: State,
     served: u64,
+    memo: Memo,
+    /// The payload handed over by [`Session::payload`].
+    payload: Option<Result<Bytes, Busy>>,
 }
 
 impl Default for Session {
@@ -94,12 +104,19 @@ impl Session {
         Session {
             state: State::Head,
             served: 0,
+            memo: Memo::default(),
+            payload: None,
         }
     }
 
     /// Requests answered so far.
     pub fn served(&self) -> u64 {
         self.served
+    }
+
+    /// Hands over the payload asked for by [`Step::Build`].
+    pub fn payload(&mut self, built: Result<Bytes, Busy>) {
+        self.payload = Some(built);
     }
 
     /// Answers the requests `input` holds, consuming them, and says what to
@@ -140,7 +157,7 @@ impl Session {
                         None => Ok(()),
                     };
                     match decoder.decode(input, app.config.max_head, &mut sink) {
-                        Err(reject) => self.reject(queue, app, reject),
+                        Err(reject) => self.reject(queue, app, reject, pending.head_request),
                         Ok(d) => {
                             input.advance(d.consumed);
                             if !d.done {
@@ -160,8 +177,13 @@ impl Session {
                         }
                     }
                 }
+                State::Payload(pending) => self.answer(queue, app, pending, &[]),
                 State::Closed => State::Closed,
             };
+            if let State::Payload(pending) = &self.state {
+                let size = pending.reply.needs_payload(pending.head_request);
+                return Step::Build(size.expect("waiting for a payload it needs"));
+            }
         }
     }
 
@@ -175,7 +197,11 @@ impl Session {
         let mut fields = [httparse::EMPTY_HEADER; FIELDS_CAP];
         let head = match parse_head(input, &mut fields, limits) {
             Parsed::Partial => return None,
-            Parsed::Rejected(reject) => return Some(self.reject(queue, app, reject)),
+            Parsed::Rejected(reject) => {
+                // No body may follow even a refusal of a HEAD request.
+                let head_request = starts_with_head_method(input);
+                return Some(self.reject(queue, app, reject, head_request));
+            }
             Parsed::Complete(head) => head,
         };
         let last_allowed = app
@@ -198,12 +224,12 @@ impl Session {
                 if n > app.config.max_body as u64 {
                     // Refused before it is sent; the unread body makes the
                     // connection unusable, so it is closed.
-                    return Some(self.reject(queue, app, BODY_TOO_LARGE));
+                    return Some(self.reject(queue, app, BODY_TOO_LARGE, pending.head_request));
                 }
             }
         }
         if expect_continue {
-            queue.copy(CONTINUE);
+            app.writer.interim(queue, Status::CONTINUE);
         }
         let collected = pending.reply.wants_body().then(Vec::new);
         Some(State::Body {
@@ -213,10 +239,29 @@ impl Session {
         })
     }
 
-    /// Queues the response to a request whose body has been read.
+    /// Queues the response to a request whose body has been read, unless it
+    /// needs a payload that is not at hand yet.
     fn answer(&mut self, queue: &mut WriteQueue, app: &App, p: Pending, body: &[u8]) -> State {
+        let mut payload = None;
+        if let Some(size) = p.reply.needs_payload(p.head_request) {
+            payload = match self.payload.take() {
+                Some(built) => built.ok(),
+                None => match app.large.cached(size) {
+                    Some(hit) => Some(hit),
+                    None => return State::Payload(p),
+                },
+            };
+        }
         self.served += 1;
-        respond(queue, app, &p.reply, body, p.keep_alive, p.head_request);
+        let to = To {
+            app,
+            memo: &mut self.memo,
+            request_body: body,
+            payload: payload.as_ref(),
+            keep_alive: p.keep_alive,
+            head_request: p.head_request,
+        };
+        p.reply.respond(to, queue);
         if p.keep_alive {
             State::Head
         } else {
@@ -225,86 +270,38 @@ impl Session {
     }
 
     /// Queues the answer to a refused request; the connection then closes.
-    fn reject(&mut self, queue: &mut WriteQueue, app: &App, reject: Reject) -> State {
-        self.served += 1;
-        let reply = Reply::error(reject.status, reject.reason);
-        respond(queue, app, &reply, &[], false, false);
-        State::Closed
+    fn reject(
+        &mut self,
+        queue: &mut WriteQueue,
+        app: &App,
+        reject: Reject,
+        head_request: bool,
+    ) -> State {
+        let pending = Pending {
+            reply: Reply::error(reject.status, reject.reason),
+            keep_alive: false,
+            head_request,
+        };
+        self.answer(queue, app, pending, &[])
     }
 
-    /// Queues `408 Request Timeout` for a head that did not arrive in time;
-    /// the connection then closes.
-    pub fn timed_out(&mut self, queue: &mut WriteQueue, app: &App) {
-        self.reject(
-            queue,
-            app,
-            Reject {
-                status: Status::REQUEST_TIMEOUT,
-                reason: "request head not received in time",
-            },
-        );
+    /// Queues `408 Request Timeout` for the head in `input` that did not
+    /// arrive in time; the connection then closes.
+    pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, app: &App) {
+        let reject = Reject {
+            status: Status::REQUEST_TIMEOUT,
+            reason: "request head not received in time",
+        };
+        self.state = self.reject(queue, app, reject, starts_with_head_method(input));
     }
 }
 
-/// Queues the response for `reply`.
-fn respond(
-    queue: &mut WriteQueue,
-    app: &App,
-    reply: &Reply,
-    request_body: &[u8],
-    keep_alive: bool,
-    head_request: bool,
-) {
-    let writer = Writer {
-        strategy: app.config.strategy,
-        lines: &app.lines,
-        copy_below: app.config.copy_below,
-    };
-    let lines = &app.lines;
-    let mut r = Response {
-        status: Status::OK,
-        content_type: Some(&lines.text_plain),
-        extra: None,
-        body: Body::Empty,
-        keep_alive,
-        head_request,
-    };
-    match reply {
-        Reply::Help => {
-            r.body = Body::Bytes(app.help.as_bytes());
-            writer.write(queue, &r);
-        }
-        Reply::EndString { len, kind } => {
-            let text = app.end_strings.get(*len, *kind);
-            r.body = Body::Text(&text);
-            writer.write(queue, &r);
-        }
-        Reply::Large(size) => {
-            let payload = app.large.get(*size);
-            r.content_type = None;
-            r.body = Body::Shared(&payload);
-            writer.write(queue, &r);
-        }
-        Reply::Echo(json) => {
-            let json = json.finish(request_body);
-            r.content_type = Some(&lines.json);
-            r.body = Body::Bytes(&json);
-            writer.write(queue, &r);
-        }
-        Reply::Error {
-            status,
-            reason,
-            allow,
-        } => {
-            let text: Cow<'_, str> = if reason.ends_with('\n') {
-                Cow::Borrowed(reason)
-            } else {
-                Cow::Owned(format!("{reason}\n"))
-            };
-            r.status = *status;
-            r.extra = allow.then_some(&lines.allow);
-            r.body = Body::Bytes(text.as_bytes());
-            writer.write(queue, &r);
-        }
-    }
+/// True when `input` holds the start of a `HEAD` request (after the empty
+/// lines a request may begin with).
+fn starts_with_head_method(input: &[u8]) -> bool {
+    let start = input
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(input.len());
+    input[start..].starts_with(b"HEAD ")
 }

@@ -1,0 +1,241 @@
+//! What a request is answered with, and how each answer writes itself.
+//!
+//! [`crate::routes`] chooses a [`Reply`] from the request head; the session
+//! calls [`Reply::respond`] once the request body has been read, and the
+//! reply turns itself into a [`Response`] for the server's [`Writer`]: the
+//! help text, an `/end-string` body from the cache, a `/large` payload, the
+//! echo (JSON or raw), or an error with its reason. Nothing else in the
+//! server knows what a reply's response looks like.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use unflat::head::Status;
+use unflat::queue::WriteQueue;
+
+use crate::bodies::{Key, Memo};
+use crate::config::Strategy;
+use crate::request::RequestHead;
+use crate::response::{Body, Response};
+use crate::App;
+
+/// The routes, for the help text and 404s.
+pub const ROUTES: &str = "\
+GET|HEAD /end-string/{len}?kind=ascii|latin1|twobyte&body=flat|rope
+GET|HEAD /large/{bytes}
+*        /echo[?format=json|raw]
+GET|HEAD /
+";
+
+/// The text of `GET /` and of the start-up banner.
+pub fn help_text(addr: SocketAddr, strategy: Strategy) -> String {
+    format!(
+        "unflat-server ({strategy} strategy) at http://{addr}\n\n\
+         Routes:\n{ROUTES}\n\
+         /end-string bodies: body=flat (the default) keeps the text as one flat\n\
+         string, sent as one iovec (ascii) or encoded behind the head (latin1,\n\
+         twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, sent as\n\
+         an iovec per chunk, or copied where chunks are short.\n\n\
+         Benchmark it:\n  wrk -s wrk_scripts/end-string.lua http://{addr} -- 1024\n",
+        strategy = strategy.name()
+    )
+}
+
+/// What a request is answered with.
+#[derive(Debug)]
+pub enum Reply {
+    /// `GET /`: the help text.
+    Help,
+    /// `/end-string/{len}?kind=…&body=…`.
+    EndString(Key),
+    /// `/large/{bytes}`.
+    Large(usize),
+    /// `/echo`: the request as received; the body is added once read.
+    Echo(Echo),
+    /// An error with a plain-text reason.
+    Error {
+        /// The status.
+        status: Status,
+        /// Why.
+        reason: Cow<'static, str>,
+        /// Whether to send `Allow: GET, HEAD` (for 405).
+        allow: bool,
+    },
+}
+
+/// How `/echo` answers.
+#[derive(Debug)]
+pub enum Echo {
+    /// `format=json` (the default): method, target, version, fields and
+    /// body, each base64-encoded.
+    Json(EchoJson),
+    /// `format=raw`: the request body exactly as received, as
+    /// `application/octet-stream`.
+    Raw,
+}
+
+impl Reply {
+    /// An error reply.
+    pub fn error(status: Status, reason: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error {
+            status,
+            reason: reason.into(),
+            allow: false,
+        }
+    }
+
+    /// True for `/echo`, whose request body is kept.
+    pub fn wants_body(&self) -> bool {
+        matches!(self, Reply::Echo(_))
+    }
+
+    /// The size of the `/large` payload this reply sends: a `GET` needs it
+    /// built (or from the cache) before it is written; a `HEAD` is answered
+    /// from the size alone.
+    pub fn needs_payload(&self, head_request: bool) -> Option<usize> {
+        match *self {
+            Reply::Large(size) if !head_request => Some(size),
+            _ => None,
+        }
+    }
+
+    /// Queues the response.
+    pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) {
+        let app = to.app;
+        let lines = app.writer.lines();
+        let mut r = Response {
+            status: Status::OK,
+            content_type: Some(&lines.text_plain),
+            extra: None,
+            body: Body::Empty,
+            keep_alive: to.keep_alive,
+            head_request: to.head_request,
+        };
+        match self {
+            Reply::Help => {
+                r.body = Body::Bytes(app.help.as_bytes());
+                app.writer.write(queue, &r);
+            }
+            Reply::EndString(key) => {
+                let text = app.end_strings.get(*key, to.memo);
+                r.body = Body::Text(text);
+                app.writer.write(queue, &r);
+            }
+            Reply::Large(size) => {
+                r.content_type = None;
+                r.body = match to.payload {
+                    _ if to.head_request => Body::Unsent(*size),
+                    Some(payload) => Body::Shared(payload),
+                    None => {
+                        return Reply::error(
+                            Status::SERVICE_UNAVAILABLE,
+                            "the payload cannot be held within --large-bytes now; try again",
+                        )
+                        .respond(to, queue)
+                    }
+                };
+                app.writer.write(queue, &r);
+            }
+            Reply::Echo(Echo::Json(json)) => {
+                let json = json.finish(to.request_body);
+                r.content_type = Some(&lines.json);
+                r.body = Body::Bytes(&json);
+                app.writer.write(queue, &r);
+            }
+            Reply::Echo(Echo::Raw) => {
+                r.content_type = Some(&lines.octet_stream);
+                r.body = Body::Bytes(to.request_body);
+                app.writer.write(queue, &r);
+            }
+            Reply::Error {
+                status,
+                reason,
+                allow,
+            } => {
+                let text: Cow<'_, str> = if reason.ends_with('\n') {
+                    Cow::Borrowed(reason)
+                } else {
+                    Cow::Owned(format!("{reason}\n"))
+                };
+                r.status = *status;
+                r.extra = allow.then_some(&lines.allow);
+                r.body = Body::Bytes(text.as_bytes());
+                app.writer.write(queue, &r);
+            }
+        }
+    }
+}
+
+/// Who a reply answers, and what it needs from the connection.
+#[derive(Debug)]
+pub struct To<'a> {
+    /// The server.
+    pub app: &'a App,
+    /// The connection's body memo (see [`crate::bodies::Memo`]).
+    pub memo: &'a mut Memo,
+    /// The request body, for the echo.
+    pub request_body: &'a [u8],
+    /// The `/large` payload, for a `GET` of one (see
+    /// [`Reply::needs_payload`]); `None` when it could not be held.
+    pub payload: Option<&'a Bytes>,
+    /// Whether the connection stays open.
+    pub keep_alive: bool,
+    /// Whether the request was `HEAD`.
+    pub head_request: bool,
+}
+
+/// The JSON `/echo` answers with: method, target, version, fields (name,
+/// value pairs in order) and body, every one base64-encoded — the origin
+/// format of the HTTP Garden differential harness.
+#[derive(Debug)]
+pub struct EchoJson {
+    /// Everything up to the body's value.
+    prefix: String,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+impl EchoJson {
+    /// The JSON for `head`, waiting for its body.
+    pub fn new(head: &RequestHead<'_>) -> EchoJson {
+        let version = if head.version == 0 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        };
+        let mut prefix = String::with_capacity(256);
+        // base64 has no character JSON must escape, so plain formatting is
+        // well-formed JSON.
+        let _ = write!(
+            prefix,
+            "{{\"method\":\"{}\",\"target\":\"{}\",\"version\":\"{}\",\"headers\":[",
+            b64(head.method.as_bytes()),
+            b64(head.target.as_bytes()),
+            b64(version.as_bytes())
+        );
+        for (i, f) in head.fields.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(
+                prefix,
+                "{sep}[\"{}\",\"{}\"]",
+                b64(f.name.as_bytes()),
+                b64(f.value)
+            );
+        }
+        prefix.push_str("],\"body\":\"");
+        EchoJson { prefix }
+    }
+
+    /// The whole JSON document, with `body`.
+    pub fn finish(&self, body: &[u8]) -> Vec<u8> {
+        let mut out = self.prefix.clone().into_bytes();
+        out.extend_from_slice(b64(body).as_bytes());
+        out.extend_from_slice(b"\"}\n");
+        out
+    }
+}
