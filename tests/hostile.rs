@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{config, connect, read_response};
+use common::{config, connect, read_response, start};
 use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
@@ -296,4 +296,117 @@ fn connections_past_the_limit_wait_in_the_backlog_until_one_closes() {
         .unwrap();
     let r = read_response(&mut third, &mut Vec::new(), false).unwrap();
     assert_eq!(r.body, b"aaa", "served once a slot is free");
+}
+
+#[test]
+fn each_pipelined_head_has_a_deadline_of_its_own() {
+    // --head-timeout 2s. Head #2 arrives split at t=0 and t=1.2; head #3
+    // begins at t=1.2 and ends at t=2.5: 1.3 s after its first byte, well
+    // inside its own deadline, though 2.5 s after head #2 began.
+    let server = Running::start(Config {
+        head_timeout: Duration::from_secs(2),
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    let mut s = connect(&server);
+    s.write_all(b"GET /end-string/1 HTTP/1.1\r\nHost: t\r\n\r\nGET /end-string/2 HTTP/1.1\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    s.write_all(b"Host: t\r\n\r\nGET /end-string/3 HTTP/1.1\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1300));
+    s.write_all(b"Host: t\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    for len in 1..=3 {
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((r.status, r.body.len()), (200, len), "response {len}");
+    }
+}
+
+#[test]
+fn a_send_timeout_resets_the_connection() {
+    let server = Running::start(short_timeouts()).unwrap();
+    let mut s = connect(&server);
+    // Enough responses to fill both socket buffers, then never read.
+    let batch = "GET /end-string/1048576 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(16);
+    s.write_all(batch.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // The server gave up at its send timeout and reset the connection: the
+    // unsent bytes are discarded, and reading ends in a reset, not a clean
+    // end of stream after the buffered bytes.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut chunk = vec![0u8; 1 << 20];
+    let outcome = loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break "clean end of stream",
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break "reset",
+            Err(e) => panic!("read: {e}"),
+        }
+    };
+    assert_eq!(outcome, "reset");
+}
+
+#[test]
+fn a_large_payload_is_built_off_the_event_loop() {
+    // One worker: were the payload built on it, the small request would
+    // wait for the whole build.
+    let server = Running::start(Config {
+        workers: Some(1),
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    assert!(served(&server));
+    let size = 1 << 30;
+    let mut big = connect(&server);
+    big.write_all(format!("GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    let large = &server.app().large;
+    let begun = Instant::now();
+    while large.building() == 0 {
+        assert!(
+            begun.elapsed() < Duration::from_secs(10),
+            "the build never began"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Answered while the gigabyte is still being built.
+    assert!(served(&server));
+    assert!(
+        large.building() > 0,
+        "the build ended before a small request was answered"
+    );
+    let mut buf = Vec::new();
+    let mut head = [0u8; 1];
+    // Read the head, then count the body without keeping it.
+    while !buf.ends_with(b"\r\n\r\n") {
+        big.read_exact(&mut head).unwrap();
+        buf.push(head[0]);
+    }
+    assert!(buf.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut got = 0;
+    while got < size {
+        let n = big.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed after {got} bytes");
+        got += n;
+    }
+    assert_eq!(got, size);
+}
+
+#[test]
+fn head_of_a_large_payload_is_answered_from_its_size_alone() {
+    let server = start(Strategy::Direct);
+    let size = 1 << 30;
+    let r = common::exchange(
+        &server,
+        format!("HEAD /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("1073741824"));
+    assert!(r.body.is_empty());
+    assert!(
+        server.app().large.cached(size).is_none(),
+        "nothing was built"
+    );
 }

@@ -281,6 +281,11 @@ impl Large {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Bytes of payloads being built now.
+    pub fn building(&self) -> usize {
+        self.lock().building
+    }
+
     /// The payload of `size` bytes if it is the cached one.
     pub fn cached(&self, size: usize) -> Option<Bytes> {
         self.lock()

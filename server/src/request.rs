@@ -7,6 +7,7 @@
 //! reason; the connection is always closed after one, because after a
 //! malformed head the framing of whatever follows cannot be trusted.
 
+use std::mem::MaybeUninit;
 use std::str;
 
 use unflat::head::Status;
@@ -127,12 +128,12 @@ pub enum Parsed<'b> {
 /// `fields` for httparse's header array.
 pub fn parse_head<'b>(
     input: &'b [u8],
-    fields: &'b mut [httparse::Header<'b>],
+    fields: &'b mut [MaybeUninit<httparse::Header<'b>>],
     limits: HeadLimits,
 ) -> Parsed<'b> {
     let max_fields = limits.fields.min(fields.len());
-    let mut req = httparse::Request::new(&mut fields[..max_fields]);
-    let len = match req.parse(input) {
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(input, &mut fields[..max_fields]) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => {
             return match over_limits(input, limits) {

@@ -32,7 +32,7 @@ use crate::bodies::{EndString, Text};
 use crate::config::Strategy;
 
 /// The body of a response, in whatever form its route keeps it.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Body<'a> {
     /// No body.
     Empty,
@@ -263,6 +263,68 @@ fn flatten_into(queue: &mut WriteQueue, head: &Head<'_>, parts: &[&dyn Rope]) {
         Flat::TwoByte(flat) => {
             encode(queue, &Utf16(&flat[..head_len]), Encoding::Latin1);
             encode(queue, &Utf16(&flat[head_len..]), Encoding::Utf8);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bodies::{EndString, Form, Key, Kind};
+    use unflat::head::{HeaderName, HeaderValue};
+
+    /// Everything the writer queues for `r`, Date value blanked.
+    fn written(strategy: Strategy, r: &Response<'_>) -> Vec<u8> {
+        let mut queue = WriteQueue::new();
+        Writer::new(strategy, 5).write(&mut queue, r);
+        let mut out = Vec::new();
+        queue.write_to(&mut out).unwrap();
+        let at = out
+            .windows(6)
+            .position(|w| w == b"Date: ")
+            .expect("a Date line")
+            + 6;
+        out[at..at + 29].fill(b'*');
+        out
+    }
+
+    #[test]
+    fn both_strategies_write_the_same_bytes_obs_text_included() {
+        // obs-text in a field value is sent as the bytes it is (Latin-1) by
+        // both strategies, whatever the body's representation.
+        let obs = Line::new(
+            HeaderName::new("X-Obs").unwrap(),
+            HeaderValue::new(b"caf\xe9 \xff").unwrap(),
+        );
+        let texts: Vec<EndString> = [Kind::Ascii, Kind::Latin1, Kind::TwoByte]
+            .into_iter()
+            .flat_map(|kind| {
+                [Form::Flat, Form::Rope].map(|form| {
+                    EndString::build(Key {
+                        len: 70_000,
+                        kind,
+                        form,
+                    })
+                })
+            })
+            .collect();
+        let payload = Bytes::from_static(b"payload");
+        let mut bodies: Vec<Body<'_>> = texts.iter().map(Body::Text).collect();
+        bodies.extend([Body::Empty, Body::Bytes(b"plain"), Body::Shared(&payload)]);
+        for body in bodies {
+            for head_request in [false, true] {
+                let r = Response {
+                    status: Status::OK,
+                    content_type: None,
+                    extra: Some(&obs),
+                    body,
+                    keep_alive: true,
+                    head_request,
+                };
+                let direct = written(Strategy::Direct, &r);
+                assert!(direct.windows(8).any(|w| w == b"caf\xe9 \xff\r\n"));
+                assert_eq!(direct, written(Strategy::Flatten, &r), "{body:?}");
+            }
         }
     }
 }

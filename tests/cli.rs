@@ -1,0 +1,118 @@
+//! The server binary's command line: every value is checked at start-up
+//! (a clear one-line error and exit status 2, never a panic later), every
+//! flag can come from an `UNFLAT_*` environment variable, the banner goes to
+//! stdout and logs to stderr.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn server() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_unflat-server"));
+    // A clean environment for the variables under test.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("UNFLAT_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// Runs the binary with `args` and the `env` variables; it must exit within
+/// 10 s. Returns (status code, stdout, stderr).
+fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut cmd = server();
+    cmd.args(args).envs(env.iter().copied());
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let begun = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if begun.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("{args:?} {env:?}: still running after 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    (
+        status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
+    for (args, env, names) in [
+        (&["--send-timeout", "1e30"][..], &[][..], "1e30"),
+        (
+            &["--max-queued-responses", "0"],
+            &[],
+            "--max-queued-responses",
+        ),
+        (&["--head-timeout", "0"], &[], "--head-timeout"),
+        (&["--body-timeout", "-5"], &[], "-5"),
+        (&["--idle-timeout", "NaN"], &[], "NaN"),
+        (&["--grace", "3 fortnights"], &[], "fortnights"),
+        (&["--workers", "0"], &[], "--workers"),
+        (&["--max-connections", "0"], &[], "--max-connections"),
+        (&[], &[("UNFLAT_SEND_TIMEOUT", "inf")], "inf"),
+        (&[], &[("UNFLAT_MAX_FIELDS", "9999")], "--max-fields"),
+    ] {
+        let (code, _, stderr) = run(args, env);
+        assert_eq!(code, Some(2), "{args:?} {env:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?} {env:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?} {env:?}: {stderr}");
+    }
+}
+
+#[test]
+fn version_and_help() {
+    let (code, stdout, _) = run(&["--version"], &[]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.starts_with("unflat-server "), "{stdout}");
+    let (code, stdout, _) = run(&["--help"], &[]);
+    assert_eq!(code, Some(0));
+    for flag in [
+        "--runtime",
+        "--copy-below",
+        "UNFLAT_ADDR",
+        "UNFLAT_SEND_TIMEOUT",
+    ] {
+        assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
+    }
+}
+
+#[test]
+fn flags_come_from_the_environment_and_logs_go_to_stderr() {
+    let mut child = server()
+        .env("UNFLAT_ADDR", "127.0.0.1:0")
+        .env("UNFLAT_WORKERS", "1")
+        .env("UNFLAT_STRATEGY", "flatten")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    stdout.read_line(&mut banner).unwrap();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        banner.contains("(flatten strategy) at http://127.0.0.1:"),
+        "{banner}"
+    );
+    assert!(
+        stderr.contains("listening"),
+        "the log line is on stderr: {stderr}"
+    );
+    assert!(!banner.contains("listening"));
+}
