@@ -1,15 +1,26 @@
 //! `cargo bench --bench end-string -- [options]`: Node's
-//! `benchmark/http/end-string.js`, driven by wrk, against three servers
+//! `benchmark/http/end-string.js`, driven by wrk, against four servers
 //! started by the harness — unflat-server `--strategy flatten`, unflat-server
-//! `--strategy direct`, and hyper-peer — with Node's comparison table.
+//! `--strategy direct`, hyper-peer, and `ceiling` (src/bin/ceiling.rs: parse
+//! and one write of a prebuilt response, the floor any server pays on this
+//! kernel) — with each variant's ratio to the ceiling and Node's comparison
+//! tables.
 //!
 //! Every run is `wrk -c 50 -d {duration} -s wrk_scripts/end-string.lua`; the
 //! variants alternate run by run, as Node's compare.js does. Server CPU time
 //! is read from /proc/PID/stat around each run, giving CPU µs per request, a
-//! figure that holds even when wrk is the bottleneck.
+//! figure that holds even when wrk is the bottleneck; wrk's own CPU time
+//! (getrusage of the harness's children) is recorded too, since wrk shares
+//! the cores with the server.
 //!
 //! On a 2-core machine the servers get both cores (`--workers 2`) and wrk
 //! one thread (`--threads 1`): the server has the larger share.
+//!
+//! Written to target/unflat-bench/: `end-string.csv` in the layout of Node's
+//! compare.js, one `end-string.OLD-NEW.csv` per comparison with the variants
+//! renamed `old` and `new` (`Rscript benchmark/compare.R < FILE` reads it
+//! unchanged), `end-string-runs.csv` with every figure of every run, and
+//! `end-string.svg`.
 
 mod support;
 
@@ -17,12 +28,25 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
 use statrs::distribution::{ContinuousCDF, StudentsT};
-use support::{build_release, installed, machine, out_dir, root, Proc};
+use statrs::statistics::Statistics;
+use support::{build_release, children_cpu_time, installed, machine, out_dir, root, Proc};
+
+/// The variants, in their default order.
+const VARIANTS: [&str; 4] = ["flatten", "direct", "hyper", "ceiling"];
+/// The comparisons, old → new: Node's tables and the pair CSV files.
+const PAIRS: [(&str, &str); 3] = [
+    ("flatten", "direct"),
+    ("hyper", "direct"),
+    ("ceiling", "direct"),
+];
+/// The comparisons printed as Node's tables; the ceiling has its own column.
+const TABLE_PAIRS: usize = 2;
 
 /// The end-string benchmark.
 #[derive(Parser, Debug)]
@@ -37,11 +61,12 @@ struct Opts {
     /// Body lengths, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [4usize, 64, 1024, 16384, 102400])]
     lens: Vec<usize>,
-    /// Kinds, comma-separated: ascii, latin1, twobyte.
+    /// Kinds, comma-separated: ascii, latin1, twobyte (the ceiling serves
+    /// ascii only).
     #[arg(long, value_delimiter = ',', default_values_t = ["ascii".to_string()])]
     kinds: Vec<String>,
-    /// Variants, comma-separated: flatten, direct, hyper.
-    #[arg(long, value_delimiter = ',', default_values_t = ["flatten".to_string(), "direct".to_string(), "hyper".to_string()])]
+    /// Variants, comma-separated: flatten, direct, hyper, ceiling.
+    #[arg(long, value_delimiter = ',', default_values_t = VARIANTS.map(String::from))]
     variants: Vec<String>,
     /// wrk threads.
     #[arg(long, default_value_t = 1)]
@@ -49,6 +74,14 @@ struct Opts {
     /// Server worker threads.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Passed as `--runtime` to unflat-server and the ceiling (multi or
+    /// per-core); their default when not given.
+    #[arg(long, value_parser = ["multi", "per-core"])]
+    runtime: Option<String>,
+    /// How unflat-server keeps the ascii body: shared, or rope (a ropey
+    /// rope); the wrk script's third argument.
+    #[arg(long, default_value = "shared", value_parser = ["shared", "rope"])]
+    body: String,
     /// wrk connections.
     #[arg(long, default_value_t = 50)]
     connections: usize,
@@ -75,7 +108,10 @@ struct Run {
     len: usize,
     run: usize,
     req_per_s: f64,
+    /// wrk's measured duration, seconds.
+    duration_s: f64,
     cpu_us_per_req: f64,
+    wrk_cpu_us_per_req: f64,
     p99_us: f64,
     errors: u64,
 }
@@ -88,8 +124,9 @@ fn main() {
     }
     for v in &o.variants {
         assert!(
-            ["flatten", "direct", "hyper"].contains(&v.as_str()),
-            "unknown variant {v:?}: flatten, direct or hyper"
+            VARIANTS.contains(&v.as_str()),
+            "unknown variant {v:?}: {}",
+            VARIANTS.join(", ")
         );
     }
     for k in &o.kinds {
@@ -102,47 +139,37 @@ fn main() {
         eprintln!("end-string: wrk is not installed. Install it with `apt-get install wrk` (Debian/Ubuntu) and run again.");
         std::process::exit(2);
     }
-    let bin = build_release(&["unflat-server", "hyper-peer"]);
-    let workers = o.workers.to_string();
-    let servers: Vec<Proc> = o
-        .variants
-        .iter()
-        .map(|v| {
-            let mut args = vec![
-                "--addr".into(),
-                "127.0.0.1:0".into(),
-                "--workers".into(),
-                workers.clone(),
-            ];
-            let exe = if v == "hyper" {
-                bin.join("hyper-peer")
-            } else {
-                args.extend(["--strategy".into(), v.clone()]);
-                bin.join("unflat-server")
-            };
-            Proc::start(v, &exe, &args)
-        })
-        .collect();
+    let bin = build_release(&["unflat-server", "hyper-peer", "ceiling"]);
+    let servers: Vec<Proc> = o.variants.iter().map(|v| start(&o, &bin, v)).collect();
 
     println!("machine: {}", machine());
     println!(
-        "wrk -t{} -c{} -d{}s; servers with {} workers; {} run(s) per cell, variants alternating\n",
-        o.threads, o.connections, o.duration, o.workers, o.runs
+        "wrk -t{} -c{} -d{}s; servers with {} workers{}; body={}; {} run(s) per cell, variants alternating\n",
+        o.threads,
+        o.connections,
+        o.duration,
+        o.workers,
+        o.runtime
+            .as_ref()
+            .map_or(String::new(), |r| format!(", --runtime {r}")),
+        o.body,
+        o.runs
     );
     let mut runs = Vec::new();
     for run in 0..o.runs {
         for kind in &o.kinds {
             for &len in &o.lens {
-                for s in &servers {
+                for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                     let r = wrk(&o, s, len, kind, run);
                     println!(
-                        "run {} {:>7} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  p99 {:>6} µs{}",
+                        "run {} {:>7} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs{}",
                         run + 1,
                         s.name,
                         kind,
                         len,
                         r.req_per_s,
                         r.cpu_us_per_req,
+                        r.wrk_cpu_us_per_req,
                         r.p99_us,
                         if r.errors > 0 { format!("  {} errors", r.errors) } else { String::new() }
                     );
@@ -152,25 +179,69 @@ fn main() {
         }
     }
     println!();
-    report(&o, &runs);
-    let dir = out_dir();
-    let csv = dir.join("end-string.csv");
-    write_csv(&csv, &runs);
-    let svg = dir.join("end-string.svg");
+    let by = group(&runs);
+    summary(&by);
+    for metric in [Metric::ReqPerS, Metric::CpuPerReq] {
+        compare_table(&o, &by, metric);
+    }
+    let files = write_csvs(&o, &runs);
+    let svg = out_dir().join("end-string.svg");
     chart(&svg, &o, &runs);
     if o.syscalls {
         syscalls(&o, &servers);
     }
-    println!("\nraw runs: {}\nchart:    {}", csv.display(), svg.display());
+    println!();
+    for f in files.iter().chain([&svg]) {
+        println!("wrote {}", f.display());
+    }
     if runs.iter().any(|r| r.errors > 0) {
         eprintln!("some runs had socket errors or non-2xx responses");
         std::process::exit(1);
     }
 }
 
+/// Starts one variant's server on a free port.
+fn start(o: &Opts, bin: &Path, variant: &str) -> Proc {
+    let mut args = vec![
+        "--addr".to_string(),
+        "127.0.0.1:0".into(),
+        "--workers".into(),
+        o.workers.to_string(),
+    ];
+    let exe = match variant {
+        "hyper" => "hyper-peer",
+        "ceiling" => "ceiling",
+        strategy => {
+            args.extend(["--strategy".into(), strategy.into()]);
+            "unflat-server"
+        }
+    };
+    if let (Some(runtime), "unflat-server" | "ceiling") = (&o.runtime, exe) {
+        args.extend(["--runtime".into(), runtime.clone()]);
+    }
+    Proc::start(variant, &bin.join(exe), &args)
+}
+
+/// The ceiling prebuilds ascii bodies only.
+fn serves(variant: &str, kind: &str) -> bool {
+    variant != "ceiling" || kind == "ascii"
+}
+
+/// The wrk script's body argument for `variant`: `--body` chooses how
+/// unflat-server keeps the body; hyper-peer and the ceiling have one way (a
+/// contiguous buffer) and take no body parameter.
+fn body_arg<'a>(o: &'a Opts, variant: &str) -> &'a str {
+    if matches!(variant, "flatten" | "direct") {
+        &o.body
+    } else {
+        "shared"
+    }
+}
+
 fn wrk(o: &Opts, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
     let script = root().join("wrk_scripts/end-string.lua");
-    let before = s.cpu_time();
+    let server_before = s.cpu_time();
+    let wrk_before = children_cpu_time();
     let out = Command::new("wrk")
         .args([
             "-t",
@@ -183,61 +254,167 @@ fn wrk(o: &Opts, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
         .arg("-s")
         .arg(&script)
         .arg(&s.url)
-        .args(["--", &len.to_string(), kind])
+        .args(["--", &len.to_string(), kind, body_arg(o, &s.name)])
         .stderr(Stdio::inherit())
         .output()
         .expect("run wrk");
-    let cpu = s.cpu_time() - before;
+    let wrk_cpu = children_cpu_time() - wrk_before;
+    let cpu = s.cpu_time() - server_before;
     assert!(
         out.status.success(),
         "wrk failed: {}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON line from wrk:\n{stdout}"));
-    let num = |key: &str| -> f64 {
-        let at = json
-            .find(&format!("\"{key}\":"))
-            .unwrap_or_else(|| panic!("{key} missing in {json}"))
-            + key.len()
-            + 3;
-        json[at..]
-            .split([',', '}'])
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+    let json = done_json(&String::from_utf8_lossy(&out.stdout));
+    let num = |path: &[&str]| -> f64 {
+        path.iter()
+            .fold(&json, |v, key| &v[*key])
+            .as_f64()
+            .unwrap_or_else(|| panic!("{} missing in {json}", path.join(".")))
     };
-    let requests = num("requests");
+    let requests = num(&["requests"]).max(1.0);
     let errors = ["connect", "read", "write", "timeout", "status"]
         .iter()
-        .map(|k| num(k) as u64)
+        .map(|k| num(&["errors", k]) as u64)
         .sum();
     Run {
         variant: s.name.clone(),
         kind: kind.into(),
         len,
         run,
-        req_per_s: num("req_per_s"),
-        cpu_us_per_req: cpu.as_secs_f64() * 1e6 / requests.max(1.0),
-        p99_us: num("p99"),
+        req_per_s: num(&["req_per_s"]),
+        duration_s: num(&["duration_s"]),
+        cpu_us_per_req: cpu.as_secs_f64() * 1e6 / requests,
+        wrk_cpu_us_per_req: wrk_cpu.as_secs_f64() * 1e6 / requests,
+        p99_us: num(&["latency_us", "p99"]),
         errors,
     }
 }
 
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+/// The JSON line the script's done() prints after wrk's own report.
+fn done_json(stdout: &str) -> serde_json::Value {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line from wrk:\n{stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("wrk's JSON line: {e}: {line}"))
+}
+
+/// Runs by (kind, len, variant).
+type Groups<'a> = BTreeMap<(String, usize, String), Vec<&'a Run>>;
+
+fn group(runs: &[Run]) -> Groups<'_> {
+    let mut by = Groups::new();
+    for r in runs {
+        by.entry((r.kind.clone(), r.len, r.variant.clone()))
+            .or_default()
+            .push(r);
+    }
+    by
+}
+
+/// A figure compared between variants.
+#[derive(Clone, Copy)]
+enum Metric {
+    ReqPerS,
+    CpuPerReq,
+}
+
+impl Metric {
+    fn of(self, r: &Run) -> f64 {
+        match self {
+            Metric::ReqPerS => r.req_per_s,
+            Metric::CpuPerReq => r.cpu_us_per_req,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Metric::ReqPerS => "req/s: old → new (+ is faster)",
+            Metric::CpuPerReq => "CPU µs/req: old → new (− is less CPU)",
+        }
+    }
+}
+
+/// `mean ± sd` of `values` (sd `–` from a single run).
+fn mean_sd(values: &[f64], decimals: usize) -> String {
+    let sd = values.std_dev();
+    let sd = if sd.is_nan() {
+        "–".to_string()
     } else {
-        f64::NAN
+        format!("{sd:.decimals$}")
     };
-    (mean, var.sqrt())
+    format!("{:.decimals$} ± {sd}", values.mean())
+}
+
+/// Per (kind, len, variant): req/s, server CPU and wrk CPU per request, and
+/// the variant's req/s and CPU as a multiple of the ceiling's.
+fn summary(by: &Groups) {
+    let pick = |rs: &[&Run], f: fn(&Run) -> f64| rs.iter().map(|r| f(r)).collect::<Vec<f64>>();
+    let rows: Vec<Vec<String>> = by
+        .iter()
+        .map(|((kind, len, variant), rs)| {
+            let req = pick(rs, |r| r.req_per_s);
+            let cpu = pick(rs, |r| r.cpu_us_per_req);
+            let ceiling = by.get(&(kind.clone(), *len, "ceiling".to_string()));
+            let ratio = |mine: &[f64], f: fn(&Run) -> f64| {
+                ceiling.map_or("–".to_string(), |c| {
+                    format!("{:.2}×", mine.mean() / pick(c, f).mean())
+                })
+            };
+            vec![
+                kind.clone(),
+                len.to_string(),
+                variant.clone(),
+                mean_sd(&req, 0),
+                mean_sd(&cpu, 2),
+                mean_sd(&pick(rs, |r| r.wrk_cpu_us_per_req), 2),
+                ratio(&req, |r| r.req_per_s),
+                ratio(&cpu, |r| r.cpu_us_per_req),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "kind",
+            "len",
+            "variant",
+            "req/s (mean ± sd)",
+            "server CPU µs/req",
+            "wrk CPU µs/req",
+            "req/s ratio to ceiling",
+            "CPU ratio to ceiling",
+        ],
+        &rows,
+    );
+}
+
+/// Prints `rows` under `header`, each column as wide as its widest cell or
+/// label; the first column left-aligned, the others right-aligned.
+fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            let _ = match i {
+                0 => write!(s, "{cell:<w$}"),
+                _ => write!(s, "  {cell:>w$}"),
+            };
+        }
+        println!("{}", s.trim_end());
+    };
+    line(header.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
 }
 
 /// Welch's two-sided t-test of `new` against `old`: improvement %, p-value,
@@ -253,9 +430,11 @@ fn welch(old: &[f64], new: &[f64]) -> Option<Compare> {
     if old.len() < 2 || new.len() < 2 {
         return None;
     }
-    let (m1, s1) = mean_sd(old);
-    let (m2, s2) = mean_sd(new);
-    let (v1, v2) = (s1 * s1 / old.len() as f64, s2 * s2 / new.len() as f64);
+    let (m1, m2) = (old.mean(), new.mean());
+    let (v1, v2) = (
+        old.variance() / old.len() as f64,
+        new.variance() / new.len() as f64,
+    );
     let se = (v1 + v2).sqrt();
     let improvement = (m2 / m1 - 1.0) * 100.0;
     if se == 0.0 {
@@ -289,82 +468,62 @@ fn stars(p: f64) -> &'static str {
     }
 }
 
-fn report(o: &Opts, runs: &[Run]) {
-    let mut by: BTreeMap<(String, usize, String), Vec<&Run>> = BTreeMap::new();
-    for r in runs {
-        by.entry((r.kind.clone(), r.len, r.variant.clone()))
-            .or_default()
-            .push(r);
-    }
-    println!(
-        "{:<8} {:>7} {:>8} {:>22} {:>20}",
-        "kind", "len", "variant", "req/s (mean ± sd)", "CPU µs/req"
-    );
-    for ((kind, len, variant), rs) in &by {
-        let (rm, rsd) = mean_sd(&rs.iter().map(|r| r.req_per_s).collect::<Vec<_>>());
-        let (cm, csd) = mean_sd(&rs.iter().map(|r| r.cpu_us_per_req).collect::<Vec<_>>());
-        println!(
-            "{kind:<8} {len:>7} {variant:>8} {:>22} {:>20}",
-            format!("{rm:.0} ± {rsd:.0}"),
-            format!("{cm:.2} ± {csd:.2}")
-        );
-    }
-    let pairs: Vec<(&str, &str)> = [("flatten", "direct"), ("hyper", "direct")]
-        .into_iter()
-        .filter(|(a, b)| o.variants.iter().any(|v| v == a) && o.variants.iter().any(|v| v == b))
-        .collect();
-    for metric in ["req/s", "CPU µs/req"] {
-        println!(
-            "\n{metric}: old → new{}",
-            if metric == "req/s" {
-                " (+ is faster)"
-            } else {
-                " (− is less CPU)"
-            }
-        );
-        println!(
-            "{:<44} {:>10} {:>12} {:>14} {:>8} {:>8}",
-            "", "confidence", "improvement", "accuracy (*)", "(**)", "(***)"
-        );
-        let mut ps = Vec::new();
-        for (old, new) in &pairs {
-            for kind in &o.kinds {
-                for &len in &o.lens {
-                    let pick = |v: &str| -> Vec<f64> {
-                        by.get(&(kind.clone(), len, v.to_string()))
-                            .map(|rs| {
-                                rs.iter()
-                                    .map(|r| {
-                                        if metric == "req/s" {
-                                            r.req_per_s
-                                        } else {
-                                            r.cpu_us_per_req
-                                        }
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    };
-                    let label = format!("end-string {old} → {new} kind={kind} len={len}");
-                    match welch(&pick(old), &pick(new)) {
-                        Some(c) => {
-                            ps.push(c.p);
-                            println!(
-                                "{label:<44} {:>10} {:>11.2} % {:>13.2}% {:>7.2}% {:>7.2}%",
-                                stars(c.p),
-                                c.improvement,
-                                c.accuracy[0],
-                                c.accuracy[1],
-                                c.accuracy[2]
-                            );
-                        }
-                        None => println!("{label:<44} (needs at least 2 runs per variant)"),
+/// Node's compare.R table for `metric`: flatten → direct and hyper → direct,
+/// per kind and length.
+fn compare_table(o: &Opts, by: &Groups, metric: Metric) {
+    let values = |kind: &str, len: usize, v: &str| -> Vec<f64> {
+        by.get(&(kind.to_string(), len, v.to_string()))
+            .map(|rs| rs.iter().map(|r| metric.of(r)).collect())
+            .unwrap_or_default()
+    };
+    let mut rows = Vec::new();
+    let mut ps = Vec::new();
+    for (old, new) in ran(o, &PAIRS[..TABLE_PAIRS]) {
+        for kind in &o.kinds {
+            for &len in &o.lens {
+                let label = format!("end-string {old} → {new} kind={kind} len={len}");
+                let row = match welch(&values(kind, len, old), &values(kind, len, new)) {
+                    Some(c) => {
+                        ps.push(c.p);
+                        [stars(c.p).to_string(), format!("{:.2} %", c.improvement)]
+                            .into_iter()
+                            .chain(c.accuracy.map(|a| format!("±{a:.2}%")))
+                            .collect()
                     }
-                }
+                    None => vec!["–".to_string(); 5],
+                };
+                rows.push([vec![label], row].concat());
             }
         }
-        holm_note(&ps);
     }
+    if rows.is_empty() {
+        return;
+    }
+    println!("\n{}", metric.title());
+    print_table(
+        &[
+            "",
+            "confidence",
+            "improvement",
+            "accuracy (*)",
+            "(**)",
+            "(***)",
+        ],
+        &rows,
+    );
+    if ps.len() < rows.len() {
+        println!("(–: Welch's t-test needs at least 2 runs per variant)");
+    }
+    holm_note(&ps);
+}
+
+/// Those of `pairs` whose two variants both ran.
+fn ran(o: &Opts, pairs: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    pairs
+        .iter()
+        .copied()
+        .filter(|(a, b)| o.variants.iter().any(|v| v == a) && o.variants.iter().any(|v| v == b))
+        .collect()
 }
 
 /// Node's note on many comparisons, plus the Holm–Bonferroni count.
@@ -394,26 +553,101 @@ fn holm_note(ps: &[f64]) {
     );
 }
 
-fn write_csv(path: &std::path::Path, runs: &[Run]) {
-    let mut s = String::from("variant,kind,len,run,req_per_s,cpu_us_per_req,p99_us,errors\n");
+/// The header Node's benchmark/compare.js prints, which compare.R reads.
+const COMPARE_HEADER: &str = r#""binary","filename","configuration","rate","time""#;
+
+/// Writes the CSV files and returns their paths: all runs in compare.js's
+/// layout, one old/new file per comparison that ran, and every figure of
+/// every run.
+fn write_csvs(o: &Opts, runs: &[Run]) -> Vec<PathBuf> {
+    let dir = out_dir();
+    let mut written = Vec::new();
+    let mut write = |name: String, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        written.push(path);
+    };
+    write(
+        "end-string.csv".into(),
+        compare_csv(o, runs.iter().map(|r| (r.variant.as_str(), r))),
+    );
+    for (old, new) in ran(o, &PAIRS) {
+        let pair = runs.iter().filter_map(|r| match r.variant.as_str() {
+            v if v == old => Some(("old", r)),
+            v if v == new => Some(("new", r)),
+            _ => None,
+        });
+        write(format!("end-string.{old}-{new}.csv"), compare_csv(o, pair));
+    }
+    write("end-string-runs.csv".into(), runs_csv(runs));
+    written
+}
+
+/// `(binary, run)` rows as compare.js prints them: every field but the two
+/// numbers in double quotes, `"` inside doubled, no spaces after commas.
+fn compare_csv<'a>(o: &Opts, rows: impl Iterator<Item = (&'a str, &'a Run)>) -> String {
+    let mut s = format!("{COMPARE_HEADER}\n");
+    for (binary, r) in rows {
+        let conf = configuration(o, r).replace('"', "\"\"");
+        let _ = writeln!(
+            s,
+            "\"{binary}\",\"http/end-string.js\",\"{conf}\",{},{}",
+            r.req_per_s, r.duration_s
+        );
+    }
+    s
+}
+
+/// The run's configuration as compare.js writes it: `key=value` joined by
+/// spaces, each value as Node's `util.inspect` prints it (strings in single
+/// quotes), keys in the order Node's common.js hands them over — the last
+/// declared first, so end-string.js's `len, c, duration` come out as
+/// `duration c len`; kind, body and benchmarker, which Node's benchmark does
+/// not declare, follow.
+fn configuration(o: &Opts, r: &Run) -> String {
+    format!(
+        "duration={} c={} len={} kind={} body={} benchmarker={}",
+        o.duration,
+        o.connections,
+        r.len,
+        inspect(&r.kind),
+        inspect(&o.body),
+        inspect("wrk")
+    )
+}
+
+/// `util.inspect` of a string holding no quote: single-quoted.
+fn inspect(s: &str) -> String {
+    debug_assert!(!s.contains(['\'', '"']), "inspect would pick other quotes");
+    format!("'{s}'")
+}
+
+/// Every figure of every run, one line each.
+fn runs_csv(runs: &[Run]) -> String {
+    let mut s = String::from(
+        "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors\n",
+    );
     for r in runs {
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.2},{:.3},{},{}",
+            "{},{},{},{},{:.2},{:.3},{:.3},{},{}",
             r.variant,
             r.kind,
             r.len,
             r.run + 1,
             r.req_per_s,
             r.cpu_us_per_req,
+            r.wrk_cpu_us_per_req,
             r.p99_us,
             r.errors
         );
     }
-    std::fs::write(path, s).expect("write CSV");
+    s
 }
 
-fn chart(path: &std::path::Path, o: &Opts, runs: &[Run]) {
+/// req/s and server CPU µs per request against length, one series per
+/// variant and kind, the ceiling included.
+fn chart(path: &Path, o: &Opts, runs: &[Run]) {
     use plotters::prelude::*;
     let root = SVGBackend::new(path, (1100, 460)).into_drawing_area();
     root.fill(&WHITE).unwrap();
@@ -430,6 +664,7 @@ fn chart(path: &std::path::Path, o: &Opts, runs: &[Run]) {
         .variants
         .iter()
         .flat_map(|v| o.kinds.iter().map(move |k| (v.clone(), k.clone())))
+        .filter(|(v, k)| serves(v, k))
         .collect();
     for (panel, (title, pick, legend)) in panels.iter().zip([
         (
@@ -452,12 +687,7 @@ fn chart(path: &std::path::Path, o: &Opts, runs: &[Run]) {
                         .filter(|r| r.variant == v && r.kind == k && r.len == len)
                         .map(pick)
                         .collect();
-                    (!vals.is_empty()).then(|| {
-                        (
-                            (len as f64).log10(),
-                            vals.iter().sum::<f64>() / vals.len() as f64,
-                        )
-                    })
+                    (!vals.is_empty()).then(|| ((len as f64).log10(), vals.mean()))
                 })
                 .collect()
         };
@@ -523,7 +753,7 @@ fn syscalls(o: &Opts, servers: &[Proc]) {
         "variant", "len", "reads", "writes", "writev"
     );
     for &len in &o.lens {
-        for s in servers {
+        for s in servers.iter().filter(|s| serves(&s.name, kind)) {
             let out = out_dir().join(format!("strace-{}-{len}.txt", s.name));
             let tasks: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", s.pid()))
                 .expect("list threads")
@@ -564,7 +794,8 @@ fn syscalls(o: &Opts, servers: &[Proc]) {
                             .then(|| t[3].parse::<f64>().ok())
                             .flatten()
                     })
-                    .sum::<f64>()
+                    // fold from +0.0: an empty f64 sum is -0.0
+                    .fold(0.0, |a, b| a + b)
                     / n as f64
             };
             println!(

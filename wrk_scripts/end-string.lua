@@ -1,37 +1,42 @@
 -- Node's benchmark/http/end-string.js, for wrk:
---   wrk -s wrk_scripts/end-string.lua http://127.0.0.1:3000 -- [len=1024] [kind=ascii]
--- requests /end-string/{len}?kind={kind} (kind: ascii, latin1 or twobyte).
+--   wrk -s wrk_scripts/end-string.lua http://127.0.0.1:3000 -- [len=1024] [kind=ascii] [body=shared]
+-- requests /end-string/{len}?kind={kind} (kind: ascii, latin1 or twobyte);
+-- body=rope adds &body=rope, which makes the server keep the ascii body as
+-- a ropey rope; body=shared (the default) sends no body parameter.
 --
--- No response() function: defining one makes wrk parse every response in
--- Lua, which would make wrk, not the server, the bottleneck. done() prints
--- one JSON line after wrk's own report; latencies are in microseconds.
+-- Static: init() sets wrk.path and no request() is defined, so wrk formats
+-- the request once and never calls into Lua per request (request() would
+-- cost wrk CPU on every request, CPU the server then does not get). No
+-- response() either: defining one makes wrk parse every response in Lua.
+-- done() prints one JSON line after wrk's own report; latencies are in
+-- microseconds.
 
 local kinds = { ascii = true, latin1 = true, twobyte = true }
-local req
+local bodies = { shared = "", rope = "&body=rope" }
 
 local function fail(msg)
   io.stderr:write("end-string.lua: " .. msg .. "\n")
-  io.stderr:write("usage: wrk -s wrk_scripts/end-string.lua URL -- [len=1024] [kind=ascii|latin1|twobyte]\n")
+  io.stderr:write("usage: wrk -s wrk_scripts/end-string.lua URL -- [len=1024] [kind=ascii|latin1|twobyte] [body=shared|rope]\n")
   os.exit(2)
 end
 
 function init(args)
-  if #args > 2 then
-    fail("expected at most two arguments, got " .. #args)
+  if #args > 3 then
+    fail("expected at most three arguments, got " .. #args)
   end
   local len = args[1] or "1024"
   local kind = args[2] or "ascii"
+  local body = args[3] or "shared"
   if not string.match(len, "^%d+$") then
     fail("len must be a non-negative integer, got '" .. len .. "'")
   end
   if not kinds[kind] then
     fail("kind must be ascii, latin1 or twobyte, got '" .. kind .. "'")
   end
-  req = wrk.format("GET", "/end-string/" .. len .. "?kind=" .. kind)
-end
-
-function request()
-  return req
+  if not bodies[body] then
+    fail("body must be shared or rope, got '" .. body .. "'")
+  end
+  wrk.path = "/end-string/" .. len .. "?kind=" .. kind .. bodies[body]
 end
 
 function done(summary, latency, requests)

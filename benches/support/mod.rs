@@ -1,6 +1,6 @@
 //! What the wrk and large-write harnesses share: building the release
-//! binaries, starting a server process on a free port, and reading its CPU
-//! time and memory from /proc.
+//! binaries, starting a server process on a free port, reading its CPU
+//! time and memory from /proc, and the CPU time of the harness's children.
 #![allow(dead_code)] // each harness uses a different part
 
 use std::io::{BufRead, BufReader};
@@ -119,18 +119,27 @@ pub fn rss_of(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Clock ticks per second (`getconf CLK_TCK`, 100 on Linux).
+/// Clock ticks per second (100 on Linux), asked of libc rather than of
+/// `getconf`, so that reading a server's CPU time starts no child process
+/// that `children_cpu_time` would count.
 fn clock_ticks() -> u64 {
-    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(100)
-    })
+    // SAFETY: sysconf only reads a system constant.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
+/// User + system CPU time of every child process waited for so far
+/// (getrusage RUSAGE_CHILDREN). Its change around one `Command::output()`
+/// is that child's CPU time: how the wrk harness measures wrk itself.
+pub fn children_cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the rusage it is given and reads nothing else.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) };
+    assert_eq!(rc, 0, "getrusage(RUSAGE_CHILDREN)");
+    // SAFETY: zero-initialised, then filled by a successful getrusage.
+    let usage = unsafe { usage.assume_init() };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// True when `program --version` (or `-v`) runs.

@@ -1,0 +1,344 @@
+//! `ceiling`: the least any HTTP/1.1 server can do for end-string on this
+//! kernel, so the benchmark can say how far each real server is from it.
+//!
+//! Per request it does only what no server can avoid: parse the request
+//! with httparse, and hand the kernel one contiguous response in one
+//! `write_all`. The response for a length (head and `a` × len body, with the
+//! headers unflat-server sends) is built once per worker thread and length,
+//! and rebuilt when the second changes, for its Date; the per-request cost
+//! beyond parse and write is a clock read, a thread-local lookup and a
+//! reference count. A thread-local cache takes no lock, and keeps one copy
+//! of a response per thread however many connections ask for it, so large
+//! bodies stay in the CPU caches as a shared body would.
+//!
+//! It serves `GET /end-string/{len}` with no query or `kind=ascii`; anything
+//! else gets a plain 404 or 400. Pipelined requests are answered in order,
+//! one write each. It is a measuring stick, not a server: no request bodies
+//! (a request with one is refused and the connection closed), no HEAD, no
+//! timeouts, no graceful shutdown.
+//!
+//! `--runtime multi` (the default) is one multi-threaded tokio runtime with
+//! `--workers` threads and one listener; `--runtime per-core` is one
+//! current-thread runtime per worker thread, each accepting on its own
+//! `SO_REUSEPORT` listener, so that no two threads share a socket.
+//!
+//! `cargo run --release --bin ceiling -- --addr 127.0.0.1:0 --workers 2`
+//! prints `ceiling at http://ADDR` once it listens.
+
+use std::cell::RefCell;
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use clap::{Parser, ValueEnum};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Largest len served: the other servers' default `--max-len`.
+const MAX_LEN: usize = 16 * 1024 * 1024;
+/// Read buffer size, and so the largest request head accepted.
+const READ_BUF: usize = 16 * 1024;
+/// Lengths whose responses one thread keeps built.
+const CACHED_LENS: usize = 8;
+
+/// How threads and listeners are arranged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Runtime {
+    /// One multi-threaded runtime, one listener.
+    Multi,
+    /// One current-thread runtime and one SO_REUSEPORT listener per worker.
+    PerCore,
+}
+
+/// ceiling: the end-string route with nothing but parse and one write.
+#[derive(Parser, Debug)]
+struct Args {
+    /// Address to listen on (port 0: a free port, shared by all listeners).
+    #[arg(long, default_value = "127.0.0.1:3002")]
+    addr: SocketAddr,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Threads and listeners: multi or per-core.
+    #[arg(long, value_enum, default_value_t = Runtime::Multi)]
+    runtime: Runtime,
+}
+
+fn main() -> io::Result<()> {
+    let args = Args::parse();
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let (addr, listeners) = bind(args.addr, args.runtime, workers)?;
+    println!("ceiling at http://{addr}");
+    io::stdout().flush()?;
+    match args.runtime {
+        Runtime::Multi => run_multi(listeners, workers),
+        Runtime::PerCore => run_per_core(listeners),
+    }
+}
+
+/// Binds every listener before the banner, so the printed address accepts
+/// connections at once. Per-core listeners share the port of the first one,
+/// which picks it when `addr` has port 0.
+fn bind(
+    addr: SocketAddr,
+    runtime: Runtime,
+    workers: usize,
+) -> io::Result<(SocketAddr, Vec<Socket>)> {
+    let reuse_port = runtime == Runtime::PerCore;
+    let first = listen(addr, reuse_port)?;
+    let addr = first.local_addr()?.as_socket().expect("an inet address");
+    let mut all = vec![first];
+    if reuse_port {
+        for _ in 1..workers {
+            all.push(listen(addr, true)?);
+        }
+    }
+    Ok((addr, all))
+}
+
+/// One non-blocking listening socket on `addr`.
+fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(reuse_port)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(socket)
+}
+
+fn run_multi(mut listeners: Vec<Socket>, workers: usize) -> io::Result<()> {
+    let socket = listeners.pop().expect("one listener");
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_io()
+        .build()?
+        .block_on(accept(socket))
+}
+
+fn run_per_core(listeners: Vec<Socket>) -> io::Result<()> {
+    let threads: Vec<_> = listeners
+        .into_iter()
+        .map(|socket| {
+            std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_io()
+                    .build()?
+                    .block_on(accept(socket))
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a worker thread")?;
+    }
+    Ok(())
+}
+
+/// Accepts forever on `socket`, one task per connection.
+async fn accept(socket: Socket) -> io::Result<()> {
+    let listener = TcpListener::from_std(socket.into())?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(async move {
+            let _ = connection(stream).await;
+        });
+    }
+}
+
+/// Answers every request on one connection, pipelined ones included: each
+/// complete request in the buffer gets its response, in order, one write
+/// each, before the next read.
+async fn connection(mut stream: TcpStream) -> io::Result<()> {
+    let mut buf = vec![0u8; READ_BUF];
+    let (mut start, mut end) = (0, 0);
+    loop {
+        while start < end {
+            match parse(&buf[start..end]) {
+                Parsed::Partial => break,
+                Parsed::Request { used, route } => {
+                    start += used;
+                    stream.write_all(&respond(route)).await?;
+                }
+                Parsed::Invalid(why) => {
+                    return stream.write_all(&respond(Err((BAD_REQUEST, why)))).await;
+                }
+            }
+        }
+        if start == end {
+            (start, end) = (0, 0);
+        } else if end == buf.len() {
+            if start == 0 {
+                let reply = respond(Err((BAD_REQUEST, "request head too large\n")));
+                return stream.write_all(&reply).await;
+            }
+            buf.copy_within(start..end, 0);
+            (start, end) = (0, end - start);
+        }
+        let n = stream.read(&mut buf[end..]).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        end += n;
+    }
+}
+
+const BAD_REQUEST: &str = "400 Bad Request";
+const NOT_FOUND: &str = "404 Not Found";
+
+/// What a request asks for: a length to serve, or a status and message.
+type Route = Result<usize, (&'static str, &'static str)>;
+
+enum Parsed {
+    /// More bytes are needed.
+    Partial,
+    /// A complete request of `used` bytes.
+    Request { used: usize, route: Route },
+    /// Not HTTP/1.x, or a request this server cannot skip past.
+    Invalid(&'static str),
+}
+
+fn parse(buf: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    let used = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(_) => return Parsed::Invalid("malformed request\n"),
+    };
+    let has_body = req.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding")
+            || (h.name.eq_ignore_ascii_case("content-length") && h.value != b"0")
+    });
+    if has_body {
+        return Parsed::Invalid("request bodies are not supported\n");
+    }
+    let route = route(req.method.unwrap_or(""), req.path.unwrap_or(""));
+    Parsed::Request { used, route }
+}
+
+fn route(method: &str, target: &str) -> Route {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let Some(len) = path.strip_prefix("/end-string/") else {
+        return Err((NOT_FOUND, "only GET /end-string/{len}\n"));
+    };
+    if method != "GET" {
+        return Err((BAD_REQUEST, "only GET\n"));
+    }
+    if !matches!(query, "" | "kind=ascii") {
+        return Err((BAD_REQUEST, "the only query is kind=ascii\n"));
+    }
+    match len.parse::<usize>() {
+        Ok(len) if len <= MAX_LEN => Ok(len),
+        _ => Err((BAD_REQUEST, "len must be a number up to 16777216\n")),
+    }
+}
+
+thread_local! {
+    /// This worker thread's built responses.
+    static RESPONSES: RefCell<Responses> = RefCell::default();
+}
+
+/// The bytes to write for `route`, with the current Date.
+fn respond(route: Route) -> Bytes {
+    RESPONSES.with(|r| r.borrow_mut().get(route))
+}
+
+/// One thread's built responses, at most `CACHED_LENS` of them.
+#[derive(Default)]
+struct Responses {
+    date: Date,
+    built: Vec<Built>,
+}
+
+/// The whole 200 response for `len`, dated `second`.
+struct Built {
+    len: usize,
+    second: u64,
+    bytes: Bytes,
+}
+
+impl Responses {
+    fn get(&mut self, route: Route) -> Bytes {
+        let (second, date) = self.date.now();
+        match route {
+            Ok(len) => self.built(len, second, &date),
+            // Errors are rare: built each time.
+            Err((status, message)) => {
+                let mut out = Vec::new();
+                head(&mut out, status, message.len(), &date);
+                out.extend_from_slice(message.as_bytes());
+                out.into()
+            }
+        }
+    }
+
+    /// The 200 response for `len`, built on first use and again when the
+    /// second changes.
+    fn built(&mut self, len: usize, second: u64, date: &[u8; 29]) -> Bytes {
+        let at = match self.built.iter().position(|b| b.len == len) {
+            Some(at) => at,
+            None => {
+                if self.built.len() == CACHED_LENS {
+                    self.built.remove(0);
+                }
+                self.built.push(Built {
+                    len,
+                    second,
+                    bytes: ok(len, date),
+                });
+                self.built.len() - 1
+            }
+        };
+        let b = &mut self.built[at];
+        if b.second != second {
+            b.bytes = ok(len, date);
+            b.second = second;
+        }
+        b.bytes.clone()
+    }
+}
+
+/// A 200 response with `len` × `a`, head and body in one buffer.
+fn ok(len: usize, date: &[u8; 29]) -> Bytes {
+    let mut out = Vec::with_capacity(len + 160);
+    head(&mut out, "200 OK", len, date);
+    out.resize(out.len() + len, b'a');
+    out.into()
+}
+
+/// Appends a response head with unflat-server's headers, in its order.
+fn head(out: &mut Vec<u8>, status: &str, content_length: usize, date: &[u8; 29]) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Type: text/plain; charset=utf-8\r\nDate: ");
+    out.extend_from_slice(date);
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    out.extend_from_slice(content_length.to_string().as_bytes());
+    out.extend_from_slice(b"\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n");
+}
+
+/// The IMF-fixdate of the current second, formatted once per second.
+#[derive(Default)]
+struct Date {
+    second: Option<u64>,
+    text: [u8; 29],
+}
+
+impl Date {
+    fn now(&mut self) -> (u64, [u8; 29]) {
+        let now = SystemTime::now();
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if self.second != Some(second) {
+            self.text
+                .copy_from_slice(httpdate::fmt_http_date(now).as_bytes());
+            self.second = Some(second);
+        }
+        (second, self.text)
+    }
+}
