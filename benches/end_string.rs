@@ -78,9 +78,9 @@ struct Opts {
     /// per-core); their default when not given.
     #[arg(long, value_parser = ["multi", "per-core"])]
     runtime: Option<String>,
-    /// How unflat-server keeps the ascii body: shared, or rope (a ropey
-    /// rope); the wrk script's third argument.
-    #[arg(long, default_value = "shared", value_parser = ["shared", "rope"])]
+    /// How unflat-server keeps the body: flat (one contiguous string), or
+    /// rope (a ropey rope); the wrk script's third argument.
+    #[arg(long, default_value = "flat", value_parser = ["flat", "rope"])]
     body: String,
     /// wrk connections.
     #[arg(long, default_value_t = 50)]
@@ -234,7 +234,7 @@ fn body_arg<'a>(o: &'a Opts, variant: &str) -> &'a str {
     if matches!(variant, "flatten" | "direct") {
         &o.body
     } else {
-        "shared"
+        "flat"
     }
 }
 

@@ -1,8 +1,8 @@
 -- Node's benchmark/http/end-string.js, for wrk:
---   wrk -s wrk_scripts/end-string.lua http://127.0.0.1:3000 -- [len=1024] [kind=ascii] [body=shared]
+--   wrk -s wrk_scripts/end-string.lua http://127.0.0.1:3000 -- [len=1024] [kind=ascii] [body=flat]
 -- requests /end-string/{len}?kind={kind} (kind: ascii, latin1 or twobyte);
 -- body=rope adds &body=rope, which makes the server keep the ascii body as
--- a ropey rope; body=shared (the default) sends no body parameter.
+-- a ropey rope; body=flat (the default) sends no body parameter.
 --
 -- Static: init() sets wrk.path and no request() is defined, so wrk formats
 -- the request once and never calls into Lua per request (request() would
@@ -12,11 +12,11 @@
 -- microseconds.
 
 local kinds = { ascii = true, latin1 = true, twobyte = true }
-local bodies = { shared = "", rope = "&body=rope" }
+local bodies = { flat = "", rope = "&body=rope" }
 
 local function fail(msg)
   io.stderr:write("end-string.lua: " .. msg .. "\n")
-  io.stderr:write("usage: wrk -s wrk_scripts/end-string.lua URL -- [len=1024] [kind=ascii|latin1|twobyte] [body=shared|rope]\n")
+  io.stderr:write("usage: wrk -s wrk_scripts/end-string.lua URL -- [len=1024] [kind=ascii|latin1|twobyte] [body=flat|rope]\n")
   os.exit(2)
 end
 
@@ -26,7 +26,7 @@ function init(args)
   end
   local len = args[1] or "1024"
   local kind = args[2] or "ascii"
-  local body = args[3] or "shared"
+  local body = args[3] or "flat"
   if not string.match(len, "^%d+$") then
     fail("len must be a non-negative integer, got '" .. len .. "'")
   end
@@ -34,7 +34,7 @@ function init(args)
     fail("kind must be ascii, latin1 or twobyte, got '" .. kind .. "'")
   end
   if not bodies[body] then
-    fail("body must be shared or rope, got '" .. body .. "'")
+    fail("body must be flat or rope, got '" .. body .. "'")
   end
   wrk.path = "/end-string/" .. len .. "?kind=" .. kind .. bodies[body]
 end
