@@ -1,7 +1,8 @@
-//! After warm-up, keep-alive requests to /end-string/1024 in the direct
-//! strategy allocate nothing: counted by a global allocator over the whole
-//! process (server threads included), with a client that allocates nothing
-//! per request.
+//! After warm-up, keep-alive requests to /end-string in the direct strategy
+//! allocate nothing at any of the benchmark's lengths, and the rope form
+//! (`?body=rope`) at most once per request: counted by a global allocator
+//! over the whole process (server threads included), with a client that
+//! allocates nothing per request.
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{connect, read_response, start};
-use unflat_server::Strategy;
+use unflat_server::{Running, Strategy};
 
 struct Counting;
 
@@ -35,36 +36,51 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const REQUEST: &[u8] = b"GET /end-string/1024 HTTP/1.1\r\nHost: bench\r\n\r\n";
-
-#[test]
-fn keep_alive_requests_allocate_nothing_after_warm_up() {
-    let server = start(Strategy::Direct);
-    let mut s = connect(&server);
+/// Heap allocations per request over 2 000 keep-alive requests for
+/// `target`, after warm-up.
+fn allocations_per_request(server: &Running, target: &str) -> f64 {
+    let request = format!("GET {target} HTTP/1.1\r\nHost: bench\r\n\r\n").into_bytes();
+    let mut s = connect(server);
     // Warm-up: caches filled, buffers grown. Learn the response's length,
     // which stays the same (the Date line has a fixed width).
     let mut buf = Vec::new();
-    s.write_all(REQUEST).unwrap();
+    s.write_all(&request).unwrap();
     let first = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!(first.status, 200, "{target}");
     let len = first.head.len() + first.body.len();
-    assert_eq!(first.body.len(), 1024);
     let mut response = vec![0u8; len];
-    for _ in 0..1000 {
-        s.write_all(REQUEST).unwrap();
+    for _ in 0..500 {
+        s.write_all(&request).unwrap();
         s.read_exact(&mut response).unwrap();
     }
-
+    let requests = 2_000;
     let before = ALLOCATIONS.load(Ordering::SeqCst);
-    for _ in 0..10_000 {
-        s.write_all(REQUEST).unwrap();
+    for _ in 0..requests {
+        s.write_all(&request).unwrap();
         s.read_exact(&mut response).unwrap();
     }
     let allocated = ALLOCATIONS.load(Ordering::SeqCst) - before;
-
     assert!(response.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    assert!(response.ends_with(&[b'a'; 1024]));
-    assert_eq!(
-        allocated, 0,
-        "heap allocations during 10 000 keep-alive requests"
-    );
+    assert!(response.ends_with(b"aaaa"));
+    allocated as f64 / requests as f64
+}
+
+const LENS: [usize; 5] = [4, 64, 1024, 16384, 102400];
+
+/// One test: the counter is global to the process, so two tests running at
+/// once would count each other's allocations.
+#[test]
+fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
+    let server = start(Strategy::Direct);
+    for len in LENS {
+        let per_request = allocations_per_request(&server, &format!("/end-string/{len}"));
+        assert_eq!(per_request, 0.0, "heap allocations per request at len {len}");
+    }
+    for len in LENS {
+        let per_request = allocations_per_request(&server, &format!("/end-string/{len}?body=rope"));
+        assert!(
+            per_request <= 1.0,
+            "{per_request} heap allocations per request at len {len}, body=rope"
+        );
+    }
 }

@@ -38,7 +38,7 @@
 //! let body = bytes::Bytes::from(vec![b'x'; 4096]);
 //! let mut q = WriteQueue::new();
 //! q.encode(&head, Encoding::Latin1, Mode::Strict).unwrap();
-//! q.share(body.clone());
+//! q.share(&body);
 //! q.end_response();
 //!
 //! // What a connection does, one call at a time (`write_to` wraps this loop
@@ -138,30 +138,60 @@ impl Segment {
 /// range of the UTF-8 encoding may cut a character, and a partial write may
 /// stop inside one.
 ///
-/// ropey's chunk iterator: O(1) per chunk after one descent, for one small
-/// allocation (its node stack) per walk; looking each chunk up from the root
-/// allocates nothing but costs a descent per chunk (docs/design.md).
+/// Two ways to find the chunks, one per use:
+/// - [`Walk::Iterate`], ropey's chunk iterator: O(1) per chunk after one
+///   descent, for one small allocation (its node stack) per walk. Used once
+///   per rope range, when it is pushed and every chunk is looked at.
+/// - [`Walk::LookUp`], a descent from the root per chunk: no allocation. Used
+///   by the writer, which walks the shared runs on every `writev` (again
+///   after each partial write), so that a response costs at most the one
+///   allocation of its push (docs/design.md has the measurements).
 fn for_each_chunk<'r>(
     rope: &'r ropey::Rope,
     range: Range<usize>,
+    walk: Walk,
     mut visit: impl FnMut(&'r [u8]) -> ControlFlow<()>,
 ) {
     if range.is_empty() {
         return;
     }
-    let (chunks, mut at, _, _) = rope.chunks_at_byte(range.start);
-    for chunk in chunks {
+    let mut cut = |chunk: &'r str, at: usize| {
         let bytes = chunk.as_bytes();
         let from = range.start.saturating_sub(at);
         let to = (range.end - at).min(bytes.len());
-        if from < to && visit(&bytes[from..to]).is_break() {
-            return;
+        from < to && visit(&bytes[from..to]).is_break()
+    };
+    match walk {
+        Walk::Iterate => {
+            let (chunks, mut at, _, _) = rope.chunks_at_byte(range.start);
+            for chunk in chunks {
+                if cut(chunk, at) {
+                    return;
+                }
+                at += chunk.len();
+                if at >= range.end {
+                    return;
+                }
+            }
         }
-        at += bytes.len();
-        if at >= range.end {
-            return;
+        Walk::LookUp => {
+            let mut pos = range.start;
+            while pos < range.end {
+                let (chunk, at, _, _) = rope.chunk_at_byte(pos);
+                if cut(chunk, at) {
+                    return;
+                }
+                pos = at + chunk.len();
+            }
         }
     }
+}
+
+/// How [`for_each_chunk`] finds a rope's chunks.
+#[derive(Clone, Copy, Debug)]
+enum Walk {
+    Iterate,
+    LookUp,
 }
 
 /// Pending output of one connection. See the [module documentation](self).
@@ -304,15 +334,18 @@ impl WriteQueue {
         self.commit(bytes.len());
     }
 
-    /// Queues `bytes` as an iovec at its own memory, or copies them when the
-    /// policy says a copy is cheaper ([`Policy::copy_below`]).
-    pub fn share(&mut self, bytes: Bytes) {
+    /// Queues `bytes` as an iovec at its own memory — keeping a clone, a
+    /// reference-count increment, until it is written — or copies them when
+    /// the policy says a copy is cheaper ([`Policy::copy_below`]); a copied
+    /// buffer's count is never touched, so a small body shared by every
+    /// worker costs no contended atomic.
+    pub fn share(&mut self, bytes: &Bytes) {
         if bytes.len() < self.policy.copy_below {
-            self.copy(&bytes);
+            self.copy(bytes);
             return;
         }
         self.grew(bytes.len(), 0);
-        self.segments.push_back(Segment::Shared(bytes));
+        self.segments.push_back(Segment::Shared(bytes.clone()));
     }
 
     /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough
@@ -330,7 +363,7 @@ impl WriteQueue {
             rope.len_bytes()
         );
         if range.len() < self.policy.copy_below {
-            for_each_chunk(rope, range, |chunk| {
+            for_each_chunk(rope, range, Walk::Iterate, |chunk| {
                 self.copy(chunk);
                 ControlFlow::Continue(())
             });
@@ -341,7 +374,7 @@ impl WriteQueue {
         let min = self.policy.copy_chunks_below;
         let mut at = range.start;
         let mut shared: Option<Range<usize>> = None;
-        for_each_chunk(rope, range, |chunk| {
+        for_each_chunk(rope, range, Walk::Iterate, |chunk| {
             if chunk.len() >= min {
                 shared.get_or_insert(at..at).end = at + chunk.len();
             } else {
@@ -410,7 +443,8 @@ impl Buf for WriteQueue {
                 Segment::Copied { start, end } => first = &self.buf[start + self.offset..*end],
                 Segment::Shared(b) => first = &b[self.offset..],
                 Segment::Rope { rope, range } => {
-                    for_each_chunk(rope, range.start + self.offset..range.end, |c| {
+                    let rest = range.start + self.offset..range.end;
+                    for_each_chunk(rope, rest, Walk::LookUp, |c| {
                         first = c;
                         ControlFlow::Break(())
                     });
@@ -440,7 +474,8 @@ impl Buf for WriteQueue {
                     n += 1;
                 }
                 Segment::Rope { rope, range } => {
-                    for_each_chunk(rope, range.start + skip..range.end, |chunk| {
+                    let rest = range.start + skip..range.end;
+                    for_each_chunk(rope, rest, Walk::LookUp, |chunk| {
                         dst[n] = IoSlice::new(chunk);
                         n += 1;
                         if n == dst.len() {
@@ -561,8 +596,8 @@ mod tests {
                 for iov_max in [1, 3, 64] {
                     let mut q = WriteQueue::with_policy(policy);
                     q.copy(b"head1|");
-                    q.share(big.clone());
-                    q.share(Bytes::from_static(b"tiny"));
+                    q.share(&big);
+                    q.share(&Bytes::from_static(b"tiny"));
                     q.share_rope(&rope, 5..text.len() - 3);
                     q.end_response();
                     q.encode(&"|head2", Encoding::Latin1, Mode::Strict).unwrap();
@@ -658,12 +693,12 @@ mod tests {
         });
         let rope = ropey::Rope::from_str(&"x".repeat(5000));
         q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
-        q.share(Bytes::from_static(b"small body"));
+        q.share(&Bytes::from_static(b"small body"));
         q.share_rope(&rope, 10..109);
         q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
         assert_eq!(iovecs(&q).len(), 1);
         assert_eq!(q.copied_len(), q.remaining());
-        q.share(Bytes::from(vec![1; 100]));
+        q.share(&Bytes::from(vec![1; 100]));
         q.share_rope(&rope, 0..100);
         assert_eq!(iovecs(&q).len(), 3);
     }
@@ -673,7 +708,7 @@ mod tests {
         let rope = ropey::Rope::from_str(&"é".repeat(2000));
         let mut q = WriteQueue::with_policy(Policy::SHARE_ALL);
         q.copy(b"head");
-        q.share(Bytes::from(vec![b's'; 300]));
+        q.share(&Bytes::from(vec![b's'; 300]));
         q.share_rope(&rope, 1..3001);
         q.copy(b"tail");
         let expected: Vec<u8> = iovecs(&q).concat();
@@ -684,7 +719,7 @@ mod tests {
         for step in [1, 3, 299, 4096] {
             let mut q2 = WriteQueue::with_policy(Policy::SHARE_ALL);
             q2.copy(b"head");
-            q2.share(Bytes::from(vec![b's'; 300]));
+            q2.share(&Bytes::from(vec![b's'; 300]));
             q2.share_rope(&rope, 1..3001);
             q2.copy(b"tail");
             let mut done = 0;
@@ -719,7 +754,7 @@ mod tests {
         }
         let mut q = WriteQueue::with_policy(Policy::SHARE_ALL);
         q.copy(b"head|");
-        q.share(Bytes::from(vec![b'x'; 100]));
+        q.share(&Bytes::from(vec![b'x'; 100]));
         let mut w = Trickle(Vec::new(), 0);
         assert_eq!(q.write_to(&mut w).unwrap(), 105);
         assert_eq!(&w.0[..5], b"head|");

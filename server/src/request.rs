@@ -59,6 +59,10 @@ pub struct RequestHead<'b> {
     pub method: &'b str,
     /// The request target as sent.
     pub target: &'b str,
+    /// The target's path (origin or absolute form), without the query.
+    pub path: &'b str,
+    /// The target's query, if any.
+    pub query: Option<&'b str>,
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     pub version: u8,
     /// The header fields in order, as received.
@@ -80,15 +84,6 @@ impl<'b> RequestHead<'b> {
         self.method == "HEAD"
     }
 
-    /// The path of an origin-form or absolute-form target, without query.
-    pub fn path(&self) -> &'b str {
-        split_target(self.target).0
-    }
-
-    /// The query of the target, if any.
-    pub fn query(&self) -> Option<&'b str> {
-        split_target(self.target).1
-    }
 }
 
 /// `(path, query)` of an origin-form (`/p?q`) or absolute-form
@@ -150,10 +145,13 @@ pub fn parse_head<'b>(
         return Parsed::Rejected(reject(Status::BAD_REQUEST, "incomplete request line"));
     };
     let fields: &'b [httparse::Header<'b>] = req.headers;
+    let (path, query) = split_target(target);
     match check_fields(fields, version) {
         Ok(checked) => Parsed::Complete(RequestHead {
             method,
             target,
+            path,
+            query,
             version,
             fields,
             len,

@@ -196,9 +196,9 @@ fn direct(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
     match body {
         Body::Empty | Body::Unsent(_) => {}
         Body::Bytes(b) => queue.copy(b),
-        Body::Shared(b) => queue.share((*b).clone()),
+        Body::Shared(b) => queue.share(b),
         Body::Text(t) => match &t.text {
-            Text::Ascii(b) => queue.share(b.clone()),
+            Text::Ascii(b) => queue.share(b),
             Text::Rope(rope) => queue.share_rope(rope.get(), 0..t.utf8_len),
             Text::OneByte(b) => encode(queue, &Latin1(b), Encoding::Utf8),
             Text::TwoByte(u) => encode(queue, &Utf16(u), Encoding::Utf8),
@@ -244,7 +244,7 @@ fn flattened(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
             flatten_into(queue, head, &[head]);
             let owned = Bytes::from(payload.to_vec());
             let before = queue.remaining();
-            queue.share(owned);
+            queue.share(&owned);
             debug_assert_eq!(queue.remaining() - before, payload.len());
         }
     }

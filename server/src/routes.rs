@@ -12,7 +12,7 @@ use crate::App;
 
 /// Chooses the reply for a request head.
 pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
-    let path = head.path();
+    let path = head.path;
     if path == "/echo" {
         return echo(head);
     }
@@ -34,16 +34,16 @@ pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
         };
     }
     if path == "/" {
-        return match head.query() {
+        return match head.query {
             None => Reply::Help,
             Some(_) => Reply::error(Status::BAD_REQUEST, "/ takes no query"),
         };
     }
     if let Some(len) = path.strip_prefix("/end-string/") {
-        return end_string(app, len, head.query()).unwrap_or_else(|e| e);
+        return end_string(app, len, head.query).unwrap_or_else(|e| e);
     }
     if let Some(size) = path.strip_prefix("/large/") {
-        return large(app, size, head.query()).unwrap_or_else(|e| e);
+        return large(app, size, head.query).unwrap_or_else(|e| e);
     }
     unreachable!("every known path is handled above")
 }
@@ -137,7 +137,7 @@ fn large(app: &App, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
 /// client's, echoed back in the JSON target.
 fn echo(head: &RequestHead<'_>) -> Reply {
     let format = head
-        .query()
+        .query
         .unwrap_or("")
         .rsplit('&')
         .find_map(|pair| pair.strip_prefix("format="));
