@@ -74,7 +74,10 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
     let server = start(Strategy::Direct);
     for len in LENS {
         let per_request = allocations_per_request(&server, &format!("/end-string/{len}"));
-        assert_eq!(per_request, 0.0, "heap allocations per request at len {len}");
+        assert_eq!(
+            per_request, 0.0,
+            "heap allocations per request at len {len}"
+        );
     }
     for len in LENS {
         let per_request = allocations_per_request(&server, &format!("/end-string/{len}?body=rope"));

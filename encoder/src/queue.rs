@@ -141,11 +141,12 @@ impl Segment {
 /// Two ways to find the chunks, one per use:
 /// - [`Walk::Iterate`], ropey's chunk iterator: O(1) per chunk after one
 ///   descent, for one small allocation (its node stack) per walk. Used once
-///   per rope range, when it is pushed and every chunk is looked at.
+///   per long rope range, when it is pushed and every chunk is looked at.
 /// - [`Walk::LookUp`], a descent from the root per chunk: no allocation. Used
-///   by the writer, which walks the shared runs on every `writev` (again
-///   after each partial write), so that a response costs at most the one
-///   allocation of its push (docs/design.md has the measurements).
+///   for a short range (a few chunks), and by the writer, which walks the
+///   shared runs on every `writev` (again after each partial write), so
+///   that a response costs at most the one allocation of its push
+///   (docs/design.md has the measurements).
 fn for_each_chunk<'r>(
     rope: &'r ropey::Rope,
     range: Range<usize>,
@@ -363,7 +364,8 @@ impl WriteQueue {
             rope.len_bytes()
         );
         if range.len() < self.policy.copy_below {
-            for_each_chunk(rope, range, Walk::Iterate, |chunk| {
+            // A few chunks at most: cheaper looked up than iterated.
+            for_each_chunk(rope, range, Walk::LookUp, |chunk| {
                 self.copy(chunk);
                 ControlFlow::Continue(())
             });

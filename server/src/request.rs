@@ -83,7 +83,6 @@ impl<'b> RequestHead<'b> {
     pub fn is_head(&self) -> bool {
         self.method == "HEAD"
     }
-
 }
 
 /// `(path, query)` of an origin-form (`/p?q`) or absolute-form
