@@ -47,6 +47,7 @@ pub mod flatten;
 pub mod head;
 mod measure;
 pub mod queue;
+pub mod resume;
 mod rope;
 mod surrogate;
 mod two_byte;
@@ -54,4 +55,10 @@ mod two_byte;
 pub use encode::{write, write_buf, write_planned, GrowBuf};
 pub use encoding::{EncodeError, Encoding, Mode};
 pub use measure::{plan, size, storage_size, Path, Plan};
+pub use resume::{Encoder, Progress};
+
+// Crates whose types appear in this crate's public API, so that users name
+// the same versions.
+pub use bytes;
 pub use rope::{CharRange, Concat, Latin1, Measured, Piece, Rope, Shape, Utf16};
+pub use ropey;
