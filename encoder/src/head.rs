@@ -592,7 +592,7 @@ fn pair_len(name: &[u8], value: &[u8]) -> usize {
 /// It holds up to `N` fields (16 by default, [`MAX_FIELDS`]) besides the
 /// status line, `Date`, framing and persistence lines; a head with more
 /// room is `Head::<'_, 64>::with_room(..)`. With the `http` feature, one
-/// field slot can hold a whole `http::HeaderMap` ([`Head::header_map`]).
+/// field slot can hold a whole `http::HeaderMap` (`Head::header_map`).
 ///
 /// ```
 /// use unflat::head::{DateLine, Head, Line, Status};

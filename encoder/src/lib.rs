@@ -40,6 +40,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "http-body")]
+pub mod body;
 mod encode;
 mod encoding;
 pub mod expand;
