@@ -379,8 +379,10 @@ impl Run<'_> {
                 let bytes = s.as_bytes();
                 let mut at = 0;
                 while at < bytes.len() {
-                    let ascii =
-                        encoding_rs::Encoding::ascii_valid_up_to(&bytes[at..]).min(self.room());
+                    // Scan no further than fits, so that a long ASCII piece
+                    // written in small steps is scanned once, not per step.
+                    let end = bytes.len().min(at + self.room());
+                    let ascii = encoding_rs::Encoding::ascii_valid_up_to(&bytes[at..end]);
                     self.dst[self.written..self.written + ascii]
                         .copy_from_slice(&bytes[at..at + ascii]);
                     self.written += ascii;
