@@ -1,12 +1,14 @@
 //! The encoder against the flatten reference and against std, on arbitrary
 //! ropes: random text of every kind, split at random points into pieces of
-//! every kind that can hold each part, with empty pieces between.
+//! every kind that can hold each part, with empty pieces between. The
+//! resumable encoder against the one-shot one, on the same ropes, into
+//! destinations of random sizes.
 
 use proptest::prelude::*;
 use unflat::flatten::flatten_then_write;
 use unflat::{
-    plan, size, storage_size, write, write_buf, EncodeError, Encoding, Latin1, Mode, Path, Piece,
-    Rope, Utf16,
+    plan, size, storage_size, write, write_buf, write_planned, EncodeError, Encoder, Encoding,
+    Latin1, Mode, Path, Piece, Rope, Utf16,
 };
 
 /// One piece of a generated rope, owning its text.
@@ -237,6 +239,97 @@ fn rope_strategy() -> impl Strategy<Value = (Vec<Owned>, Vec<u16>)> {
     )
 }
 
+/// Encodes `rope` with the resumable encoder into destinations whose sizes
+/// `rng` draws (mostly 1..=64 bytes, sometimes up to 70 000), and checks each
+/// call: reads and writes add up, no call splits a character, only a
+/// destination smaller than `Encoder::MIN_DST` may take nothing. Returns the
+/// concatenated output, or the error of the first call.
+fn resumed<R: Rope + ?Sized>(
+    rope: &R,
+    encoding: Encoding,
+    mode: Mode,
+    rng: &mut Rng,
+) -> Result<Result<Vec<u8>, EncodeError>, TestCaseError> {
+    let mut encoder = Encoder::new(encoding, mode);
+    let mut out = Vec::new();
+    let mut frames: Vec<usize> = Vec::new(); // where each call's output starts
+    let mut read = 0;
+    loop {
+        let room = if rng.below(10) < 7 {
+            1 + rng.below(64) as usize
+        } else {
+            65 + rng.below(70_000) as usize
+        };
+        let mut dst = vec![0xA5; room];
+        let step = match encoder.encode(rope, &mut dst) {
+            Ok(step) => step,
+            Err(e) => {
+                prop_assert!(out.is_empty(), "refused after {} bytes", out.len());
+                prop_assert!(dst.iter().all(|&b| b == 0xA5), "bytes written by a refusal");
+                return Ok(Err(e));
+            }
+        };
+        prop_assert!(step.written <= room);
+        prop_assert!(
+            step.written > 0 || step.finished || room < Encoder::MIN_DST,
+            "no progress into {} bytes",
+            room
+        );
+        prop_assert!(
+            dst[step.written..].iter().all(|&b| b == 0xA5),
+            "written past the count"
+        );
+        read += step.read;
+        prop_assert_eq!(encoder.position(), read);
+        frames.push(out.len());
+        out.extend_from_slice(&dst[..step.written]);
+        if step.finished {
+            break;
+        }
+    }
+    prop_assert_eq!(read, rope.shape().len(), "units read in all");
+    // No call splits a character.
+    for w in frames
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .chain([(*frames.last().unwrap(), out.len())])
+    {
+        let chunk = &out[w.0..w.1];
+        match encoding {
+            Encoding::Utf8 => prop_assert!(std::str::from_utf8(chunk).is_ok(), "UTF-8 split"),
+            Encoding::Utf16Le => {
+                prop_assert!(chunk.len() % 2 == 0, "code unit split");
+                let unit = |at: usize| u16::from_le_bytes([out[at], out[at + 1]]);
+                if w.1 >= 2 && w.1 + 2 <= out.len() && w.0 < w.1 {
+                    let (last, next) = (unit(w.1 - 2), unit(w.1));
+                    prop_assert!(
+                        !((0xD800..0xDC00).contains(&last) && (0xDC00..0xE000).contains(&next)),
+                        "surrogate pair split"
+                    );
+                }
+            }
+            Encoding::Latin1 | Encoding::Ascii => {}
+        }
+    }
+    Ok(Ok(out))
+}
+
+fn check_resumed(pieces: &[Owned], seed: u64) -> Result<(), TestCaseError> {
+    let views: Vec<Piece<'_>> = pieces.iter().map(Owned::piece).collect();
+    let parts: Vec<&dyn Rope> = views.iter().map(|p| p as &dyn Rope).collect();
+    let rope: &[&dyn Rope] = &parts;
+    let mut rng = Rng(seed | 1);
+    for encoding in Encoding::ALL {
+        for mode in [Mode::Strict, Mode::Lossy] {
+            let mut dst = vec![0; storage_size(rope, encoding)];
+            let one_shot = write(rope, encoding, mode, &mut dst).map(|n| dst[..n].to_vec());
+            let got = resumed(rope, encoding, mode, &mut rng)?;
+            prop_assert_eq!(got, one_shot, "{} {:?}", encoding, mode);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
@@ -258,6 +351,43 @@ proptest! {
                 prop_assert_eq!(got, truth(&units, encoding, mode));
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn resumed_equals_one_shot((pieces, _) in rope_strategy(), seed in any::<u64>()) {
+        check_resumed(&pieces, seed)?;
+    }
+
+    #[test]
+    fn resumed_ropey_ropes_equal_one_shot(s in "[a-z\u{e9}\u{20ac}\u{1F600}]{0,5000}", seed in any::<u64>()) {
+        let rope = ropey::Rope::from_str(&s);
+        let mut rng = Rng(seed | 1);
+        for encoding in Encoding::ALL {
+            for mode in [Mode::Strict, Mode::Lossy] {
+                let mut dst = vec![0; storage_size(&rope, encoding)];
+                let one_shot = write(&rope, encoding, mode, &mut dst).map(|n| dst[..n].to_vec());
+                prop_assert_eq!(resumed(&rope, encoding, mode, &mut rng)?, one_shot);
+            }
+        }
+    }
+}
+
+/// A plan carries its encoding: `write_planned` writes in it.
+#[test]
+fn a_plan_is_written_in_its_own_encoding() {
+    let rope = Utf16(&[0x63, 0xE9, 0xD83D, 0xDE00]);
+    for encoding in Encoding::ALL {
+        let p = plan(&rope, encoding, Mode::Lossy).unwrap();
+        assert_eq!(p.encoding(), encoding);
+        let mut planned = vec![0; p.size()];
+        write_planned(&rope, p, &mut planned).unwrap();
+        let mut direct = vec![0; p.size()];
+        write(&rope, encoding, Mode::Lossy, &mut direct).unwrap();
+        assert_eq!(planned, direct, "{encoding}");
     }
 }
 

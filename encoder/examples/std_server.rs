@@ -58,18 +58,17 @@ fn serve(mut stream: TcpStream, text: &ropey::Rope) -> io::Result<()> {
         };
         input.drain(..len);
 
-        // The route: /{n} answers n characters of the shared text.
-        let n = path[1..]
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n <= text.len_bytes());
-        let date = DateLine::at(SystemTime::now());
-        let status = if n.is_some() {
-            Status::OK
-        } else {
-            Status::NOT_FOUND
+        // The route: /{n} answers n characters of the shared text; another
+        // path is not found, and a target that is not a path ("*", or
+        // anything not starting with '/') is a bad request.
+        let (status, body_len) = match path.strip_prefix('/') {
+            None => (Status::BAD_REQUEST, 0),
+            Some(n) => match n.parse::<usize>().ok().filter(|&n| n <= text.len_bytes()) {
+                Some(n) => (Status::OK, n),
+                None => (Status::NOT_FOUND, 0),
+            },
         };
-        let body_len = n.unwrap_or(0);
+        let date = DateLine::at(SystemTime::now());
         let mut head = Head::new(status, false);
         head.line(&plain).expect("room for a line");
         head.date(&date)

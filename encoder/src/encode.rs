@@ -51,7 +51,7 @@ pub(crate) fn write_shaped<R: Rope + ?Sized>(
         return Ok(written);
     }
     let plan = plan_shaped(rope, shape, encoding, mode)?;
-    write_planned(rope, encoding, plan, dst)
+    write_planned(rope, plan, dst)
 }
 
 /// The two-byte path without the measuring pass, where the measurement can
@@ -74,13 +74,24 @@ fn write_unmeasured<R: Rope + ?Sized>(
 }
 
 /// [`write()`] with a [`Plan`] already made by [`crate::plan`] for the same
-/// rope and encoding, for callers that size their buffer from the plan.
+/// rope, for callers that size their buffer from the plan. The plan carries
+/// its encoding (and, in strict mode, the check that every character fits),
+/// so only [`EncodeError::DestinationTooSmall`] can be returned here.
+///
+/// ```
+/// use unflat::{plan, write_planned, Encoding, Mode, Utf16};
+/// let rope = Utf16(&[0x63, 0x20AC]);
+/// let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
+/// let mut dst = vec![0; p.size()];
+/// assert_eq!(write_planned(&rope, p, &mut dst), Ok(4));
+/// assert_eq!(dst, "c€".as_bytes());
+/// ```
 pub fn write_planned<R: Rope + ?Sized>(
     rope: &R,
-    encoding: Encoding,
     plan: Plan,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
+    let encoding = plan.encoding();
     let needed = plan.size();
     if dst.len() < needed {
         return Err(EncodeError::DestinationTooSmall {
@@ -159,7 +170,7 @@ pub fn write_buf<R: Rope + ?Sized, B: GrowBuf>(
             available: buf.remaining_mut(),
         });
     }
-    write_planned(rope, encoding, plan, buf.grow_zeroed(plan.size()))
+    write_planned(rope, plan, buf.grow_zeroed(plan.size()))
 }
 
 /// Path 1: every piece copied as it is, one `memcpy` each, no per-character

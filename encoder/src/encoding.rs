@@ -68,6 +68,7 @@ pub enum Mode {
 
 /// Why an encode wrote nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EncodeError {
     /// The destination cannot hold the encoded rope.
     DestinationTooSmall {

@@ -115,7 +115,7 @@ mod tests {
     use crate::rope::Latin1;
 
     fn expand(pieces: &[&[u8]]) -> Vec<u8> {
-        let ropes: Vec<Latin1<'_>> = pieces.iter().map(|p| Latin1(p)).collect();
+        let ropes: Vec<Latin1<&[u8]>> = pieces.iter().map(|p| Latin1(*p)).collect();
         let parts: Vec<&dyn Rope> = ropes.iter().map(|r| r as &dyn Rope).collect();
         let rope: &[&dyn Rope] = &parts;
         let n: usize = pieces.iter().map(|p| p.len()).sum();

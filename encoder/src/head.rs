@@ -25,11 +25,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::rope::{CharRange, Piece, Rope, Shape};
 
-/// Most header fields one [`Head`] holds besides its framing and date.
+/// Header fields a [`Head`] holds by default (its `N`), besides its status,
+/// framing, date and persistence lines.
 pub const MAX_FIELDS: usize = 16;
 
 /// Why a head could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HeadError {
     /// A header name is empty or has a byte outside the token rule.
     InvalidName {
@@ -46,12 +48,23 @@ pub enum HeadError {
         /// The byte.
         byte: u8,
     },
-    /// A status code outside 100..=999 or without a reason phrase here.
-    UnknownStatus(u16),
-    /// Both `Content-Length` and `Transfer-Encoding: chunked`, or either on a
-    /// status that never has a body.
+    /// A reason phrase has a byte that reason phrases may not hold (CR, LF,
+    /// NUL or another control byte other than HTAB).
+    InvalidReason {
+        /// Position of the offending byte.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// A status code outside 100..=999 (RFC 9110 §15: three digits; the
+    /// classes beyond 5xx are unassigned, but sendable, as in the `http`
+    /// crate).
+    InvalidStatus(u16),
+    /// Both `Content-Length` and `Transfer-Encoding: chunked`, either on a
+    /// status that never has a body, or either given as a field: the head
+    /// owns framing ([`Head::content_length`], [`Head::chunked`]).
     Framing(&'static str),
-    /// More than [`MAX_FIELDS`] fields.
+    /// More fields than the head has room for (its `N`).
     TooManyFields,
 }
 
@@ -73,9 +86,19 @@ impl fmt::Display for HeadError {
                     "invalid header value: byte 0x{byte:02X} at {at} is not allowed"
                 )
             }
-            HeadError::UnknownStatus(code) => write!(f, "unknown status code {code}"),
+            HeadError::InvalidReason { at, byte } => {
+                write!(
+                    f,
+                    "invalid reason phrase: byte 0x{byte:02X} at {at} is not allowed"
+                )
+            }
+            HeadError::InvalidStatus(code) => {
+                write!(f, "status code {code} is not in 100..=999")
+            }
             HeadError::Framing(why) => write!(f, "invalid framing: {why}"),
-            HeadError::TooManyFields => write!(f, "more than {MAX_FIELDS} header fields"),
+            HeadError::TooManyFields => {
+                f.write_str("more header fields than the head has room for")
+            }
         }
     }
 }
@@ -89,10 +112,32 @@ const fn is_tchar(b: u8) -> bool {
         b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
 }
 
-/// RFC 9110 field-value byte: HTAB, SP, VCHAR or obs-text.
+/// RFC 9110 field-value byte: HTAB, SP, VCHAR or obs-text. RFC 9112's
+/// reason-phrase allows the same bytes.
 const fn is_value_byte(b: u8) -> bool {
     b == b'\t' || (b >= 0x20 && b != 0x7F)
 }
+
+/// The first byte of `bytes` that is not a field-value byte.
+const fn first_invalid_value_byte(bytes: &[u8]) -> Option<(usize, u8)> {
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_value_byte(bytes[i]) {
+            return Some((i, bytes[i]));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `Content-Length` or `Transfer-Encoding`, in any case: the fields the head
+/// writes itself.
+fn is_framing_name(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"transfer-encoding")
+}
+
+const FRAMING_FIELD: &str =
+    "Content-Length and Transfer-Encoding are set by content_length() and chunked(), not as fields";
 
 /// A header field name that satisfies the token rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,15 +174,8 @@ pub struct HeaderValue<'a>(&'a [u8]);
 impl<'a> HeaderValue<'a> {
     /// Validates `value`.
     pub const fn new(value: &'a [u8]) -> Result<Self, HeadError> {
-        let mut i = 0;
-        while i < value.len() {
-            if !is_value_byte(value[i]) {
-                return Err(HeadError::InvalidValue {
-                    at: i,
-                    byte: value[i],
-                });
-            }
-            i += 1;
+        if let Some((at, byte)) = first_invalid_value_byte(value) {
+            return Err(HeadError::InvalidValue { at, byte });
         }
         if let [first, ..] = value {
             if *first == b' ' || *first == b'\t' {
@@ -167,7 +205,10 @@ impl<'a> HeaderValue<'a> {
 /// A whole header line, `Name: value\r\n`, validated and rendered once (at
 /// start-up, for fields every response carries).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Line(Vec<u8>);
+pub struct Line {
+    bytes: Vec<u8>,
+    name_len: usize,
+}
 
 impl Line {
     /// Renders `name: value\r\n`.
@@ -177,7 +218,10 @@ impl Line {
         line.extend_from_slice(b": ");
         line.extend_from_slice(value.0);
         line.extend_from_slice(b"\r\n");
-        Line(line)
+        Line {
+            bytes: line,
+            name_len: name.0.len(),
+        }
     }
 
     /// Validates and renders `name: value\r\n`.
@@ -190,15 +234,73 @@ impl Line {
 
     /// The rendered line, CRLF included.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
+    }
+
+    /// The field name.
+    pub fn name(&self) -> HeaderName<'_> {
+        // Rendered from a `HeaderName`: ASCII token bytes.
+        HeaderName(std::str::from_utf8(&self.bytes[..self.name_len]).expect("a token is ASCII"))
     }
 }
 
-/// A status code with its status line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A status code and its reason phrase: the status line of a response.
+///
+/// Any code from 100 to 999 can be sent, with any reason phrase or none
+/// (`HTTP/1.1 299 \r\n`, which RFC 9112 §4 allows). The codes registered
+/// with IANA have constants ([`Status::OK`], [`Status::CREATED`], …) whose
+/// line is one `'static` string, so the common head costs one piece; a code
+/// with another phrase, or none, is written as a few `'static` pieces.
+///
+/// ```
+/// use unflat::head::{Head, Status};
+/// assert_eq!(Status::from_code(404).unwrap(), Status::NOT_FOUND);
+/// assert_eq!(Status::from_code(299).unwrap().reason(), None);
+/// let teapot = Status::new(418, Some("I'm a teapot")).unwrap();
+/// assert!(Head::new(teapot, false).to_vec().starts_with(b"HTTP/1.1 418 I'm a teapot\r\n"));
+/// assert!(Status::new(1000, None).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Status {
     code: u16,
-    line: &'static str,
+    /// Empty when there is none.
+    reason: &'static str,
+    /// The whole line, when it is the code's registered phrase. A function
+    /// of `code` and `reason` (see [`Status::new`]), so equality stays that
+    /// of code and phrase.
+    line: Option<&'static str>,
+}
+
+/// The three digits of every code 100..=999, one after the other, so that a
+/// status line without a static string of its own still borrows only
+/// `'static` text.
+static DIGITS: [u8; 2700] = {
+    let mut t = [0u8; 2700];
+    let mut code = 100;
+    while code < 1000 {
+        let at = (code - 100) * 3;
+        t[at] = b'0' + (code / 100) as u8;
+        t[at + 1] = b'0' + (code / 10 % 10) as u8;
+        t[at + 2] = b'0' + (code % 10) as u8;
+        code += 1;
+    }
+    t
+};
+
+/// `const` string equality.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 macro_rules! statuses {
@@ -208,55 +310,177 @@ macro_rules! statuses {
                 #[doc = concat!("`", $code, " ", $reason, "`")]
                 pub const $name: Status = Status {
                     code: $code,
-                    line: concat!("HTTP/1.1 ", $code, " ", $reason, "\r\n"),
+                    reason: $reason,
+                    line: Some(concat!("HTTP/1.1 ", $code, " ", $reason, "\r\n")),
                 };
             )*
 
-            /// The status for `code`, when this module knows its reason phrase.
-            pub fn from_code(code: u16) -> Result<Status, HeadError> {
+            /// The status with the phrase registered for `code`, if IANA
+            /// registered one.
+            pub const fn registered(code: u16) -> Option<Status> {
                 match code {
-                    $($code => Ok(Status::$name),)*
-                    _ => Err(HeadError::UnknownStatus(code)),
+                    $($code => Some(Status::$name),)*
+                    _ => None,
                 }
             }
         }
     };
 }
 
+// The IANA HTTP Status Code Registry (RFC 9110 §15 and the RFCs it lists),
+// without the unused 306 and 418 and the temporary 104.
 statuses! {
     CONTINUE 100 "Continue";
+    SWITCHING_PROTOCOLS 101 "Switching Protocols";
+    PROCESSING 102 "Processing";
+    EARLY_HINTS 103 "Early Hints";
     OK 200 "OK";
+    CREATED 201 "Created";
+    ACCEPTED 202 "Accepted";
+    NON_AUTHORITATIVE_INFORMATION 203 "Non-Authoritative Information";
     NO_CONTENT 204 "No Content";
+    RESET_CONTENT 205 "Reset Content";
+    PARTIAL_CONTENT 206 "Partial Content";
+    MULTI_STATUS 207 "Multi-Status";
+    ALREADY_REPORTED 208 "Already Reported";
+    IM_USED 226 "IM Used";
+    MULTIPLE_CHOICES 300 "Multiple Choices";
+    MOVED_PERMANENTLY 301 "Moved Permanently";
+    FOUND 302 "Found";
+    SEE_OTHER 303 "See Other";
     NOT_MODIFIED 304 "Not Modified";
+    USE_PROXY 305 "Use Proxy";
+    TEMPORARY_REDIRECT 307 "Temporary Redirect";
+    PERMANENT_REDIRECT 308 "Permanent Redirect";
     BAD_REQUEST 400 "Bad Request";
+    UNAUTHORIZED 401 "Unauthorized";
+    PAYMENT_REQUIRED 402 "Payment Required";
+    FORBIDDEN 403 "Forbidden";
     NOT_FOUND 404 "Not Found";
     METHOD_NOT_ALLOWED 405 "Method Not Allowed";
+    NOT_ACCEPTABLE 406 "Not Acceptable";
+    PROXY_AUTHENTICATION_REQUIRED 407 "Proxy Authentication Required";
     REQUEST_TIMEOUT 408 "Request Timeout";
+    CONFLICT 409 "Conflict";
+    GONE 410 "Gone";
     LENGTH_REQUIRED 411 "Length Required";
+    PRECONDITION_FAILED 412 "Precondition Failed";
     PAYLOAD_TOO_LARGE 413 "Content Too Large";
     URI_TOO_LONG 414 "URI Too Long";
+    UNSUPPORTED_MEDIA_TYPE 415 "Unsupported Media Type";
+    RANGE_NOT_SATISFIABLE 416 "Range Not Satisfiable";
     EXPECTATION_FAILED 417 "Expectation Failed";
+    MISDIRECTED_REQUEST 421 "Misdirected Request";
+    UNPROCESSABLE_CONTENT 422 "Unprocessable Content";
+    LOCKED 423 "Locked";
+    FAILED_DEPENDENCY 424 "Failed Dependency";
+    TOO_EARLY 425 "Too Early";
+    UPGRADE_REQUIRED 426 "Upgrade Required";
+    PRECONDITION_REQUIRED 428 "Precondition Required";
+    TOO_MANY_REQUESTS 429 "Too Many Requests";
     HEADER_FIELDS_TOO_LARGE 431 "Request Header Fields Too Large";
+    UNAVAILABLE_FOR_LEGAL_REASONS 451 "Unavailable For Legal Reasons";
     INTERNAL_SERVER_ERROR 500 "Internal Server Error";
     NOT_IMPLEMENTED 501 "Not Implemented";
+    BAD_GATEWAY 502 "Bad Gateway";
     SERVICE_UNAVAILABLE 503 "Service Unavailable";
+    GATEWAY_TIMEOUT 504 "Gateway Timeout";
     VERSION_NOT_SUPPORTED 505 "HTTP Version Not Supported";
+    VARIANT_ALSO_NEGOTIATES 506 "Variant Also Negotiates";
+    INSUFFICIENT_STORAGE 507 "Insufficient Storage";
+    LOOP_DETECTED 508 "Loop Detected";
+    NOT_EXTENDED 510 "Not Extended";
+    NETWORK_AUTHENTICATION_REQUIRED 511 "Network Authentication Required";
 }
 
+const STATUS_PREFIX: &str = "HTTP/1.1 ";
+
 impl Status {
+    /// `code` with `reason` (`None`: an empty reason phrase). When `reason`
+    /// is the phrase registered for `code`, the result is that constant.
+    ///
+    /// Fails with [`HeadError::InvalidStatus`] for a code outside 100..=999
+    /// and [`HeadError::InvalidReason`] for a phrase with a control byte
+    /// (HTAB, SP, visible characters and obs-text are allowed).
+    pub const fn new(code: u16, reason: Option<&'static str>) -> Result<Status, HeadError> {
+        if code < 100 || code > 999 {
+            return Err(HeadError::InvalidStatus(code));
+        }
+        let reason = match reason {
+            Some(r) => r,
+            None => "",
+        };
+        if let Some((at, byte)) = first_invalid_value_byte(reason.as_bytes()) {
+            return Err(HeadError::InvalidReason { at, byte });
+        }
+        if let Some(known) = Status::registered(code) {
+            if same(known.reason, reason) {
+                return Ok(known);
+            }
+        }
+        Ok(Status {
+            code,
+            reason,
+            line: None,
+        })
+    }
+
+    /// `code` with its registered reason phrase, or with none when IANA
+    /// registered none (`HTTP/1.1 299 \r\n`).
+    pub const fn from_code(code: u16) -> Result<Status, HeadError> {
+        match Status::registered(code) {
+            Some(status) => Ok(status),
+            None => Status::new(code, None),
+        }
+    }
+
     /// The numeric code.
     pub fn code(&self) -> u16 {
         self.code
     }
 
-    /// `HTTP/1.1 <code> <reason>\r\n`.
-    pub fn line(&self) -> &'static str {
+    /// The reason phrase, if not empty.
+    pub fn reason(&self) -> Option<&'static str> {
+        (!self.reason.is_empty()).then_some(self.reason)
+    }
+
+    /// `HTTP/1.1 <code> <reason>\r\n` when it is one `'static` string: for
+    /// the registered phrases. Other statuses are written in a few pieces.
+    pub fn line(&self) -> Option<&'static str> {
         self.line
     }
 
     /// 1xx, 204 and 304 responses never carry a body (RFC 9110 §6.4.1).
     pub fn has_no_body(&self) -> bool {
         self.code < 200 || self.code == 204 || self.code == 304
+    }
+
+    /// The code's three digits.
+    fn digits(&self) -> &'static [u8] {
+        let at = usize::from(self.code - 100) * 3;
+        &DIGITS[at..at + 3]
+    }
+
+    /// Bytes of the status line.
+    fn line_len(&self) -> usize {
+        match self.line {
+            Some(line) => line.len(),
+            None => STATUS_PREFIX.len() + 3 + 1 + self.reason.len() + CRLF.len(),
+        }
+    }
+
+    /// Visits the status line's pieces.
+    fn visit<'s>(&self, one: &mut impl FnMut(&'s [u8]) -> ControlFlow<()>) -> ControlFlow<()> {
+        if let Some(line) = self.line {
+            return one(line.as_bytes());
+        }
+        one(STATUS_PREFIX.as_bytes())?;
+        one(self.digits())?;
+        one(b" ")?;
+        if !self.reason.is_empty() {
+            one(self.reason.as_bytes())?;
+        }
+        one(CRLF.as_bytes())
     }
 }
 
@@ -326,9 +550,49 @@ pub enum Persistence<'a> {
 enum Field<'a> {
     Line(&'a Line),
     Pair(HeaderName<'a>, HeaderValue<'a>),
+    /// Every field of a map, walked when the head is written.
+    #[cfg(feature = "http")]
+    Map(&'a http::HeaderMap),
+}
+
+impl Field<'_> {
+    /// Bytes of the field's lines.
+    fn len(&self) -> usize {
+        match self {
+            Field::Line(line) => line.as_bytes().len(),
+            Field::Pair(name, value) => pair_len(name.0.as_bytes(), value.0),
+            #[cfg(feature = "http")]
+            Field::Map(map) => map
+                .iter()
+                .map(|(n, v)| pair_len(n.as_str().as_bytes(), HeaderValue::from(v).0))
+                .sum(),
+        }
+    }
+}
+
+/// Visits `name: value\r\n` as four pieces.
+fn visit_pair<'s>(
+    name: &'s [u8],
+    value: &'s [u8],
+    visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    visit(Piece::OneByte(name))?;
+    visit(Piece::OneByte(b": "))?;
+    visit(Piece::OneByte(value))?;
+    visit(Piece::OneByte(CRLF.as_bytes()))
+}
+
+/// Bytes of `name: value\r\n`.
+fn pair_len(name: &[u8], value: &[u8]) -> usize {
+    name.len() + 2 + value.len() + CRLF.len()
 }
 
 /// An HTTP/1.1 response head, composed without heap allocation.
+///
+/// It holds up to `N` fields (16 by default, [`MAX_FIELDS`]) besides the
+/// status line, `Date`, framing and persistence lines; a head with more
+/// room is `Head::<'_, 64>::with_room(..)`. With the `http` feature, one
+/// field slot can hold a whole `http::HeaderMap` (`Head::header_map`).
 ///
 /// ```
 /// use unflat::head::{DateLine, Head, Line, Status};
@@ -342,12 +606,16 @@ enum Field<'a> {
 /// write(&head, Encoding::Latin1, Mode::Strict, &mut out).unwrap();
 /// assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
 ///     Date: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 5\r\n\r\n");
+///
+/// // The head owns framing: no Content-Length or Transfer-Encoding field.
+/// let length = Line::parse("content-length", "5").unwrap();
+/// assert!(head.line(&length).is_err());
 /// ```
 #[derive(Clone, Debug)]
-pub struct Head<'a> {
+pub struct Head<'a, const N: usize = MAX_FIELDS> {
     status: Status,
     head_request: bool,
-    fields: [Option<Field<'a>>; MAX_FIELDS],
+    fields: [Option<Field<'a>>; N],
     count: usize,
     date: Option<&'a DateLine>,
     framing: Framing,
@@ -357,13 +625,21 @@ pub struct Head<'a> {
 }
 
 impl<'a> Head<'a> {
-    /// A head with `status`, answering a `HEAD` request when `head_request`
-    /// (it then announces the framing a `GET` would have, and allows no body).
+    /// A head with `status` and room for [`MAX_FIELDS`] fields, answering a
+    /// `HEAD` request when `head_request` (it then announces the framing a
+    /// `GET` would have, and allows no body).
     pub fn new(status: Status, head_request: bool) -> Head<'a> {
+        Head::with_room(status, head_request)
+    }
+}
+
+impl<'a, const N: usize> Head<'a, N> {
+    /// [`Head::new`] with room for `N` fields: `Head::<'_, 64>::with_room(..)`.
+    pub fn with_room(status: Status, head_request: bool) -> Head<'a, N> {
         Head {
             status,
             head_request,
-            fields: [None; MAX_FIELDS],
+            fields: [None; N],
             count: 0,
             date: None,
             framing: Framing::None,
@@ -378,17 +654,25 @@ impl<'a> Head<'a> {
         self.status
     }
 
-    /// Adds a pre-rendered line.
+    /// Adds a pre-rendered line. A `Content-Length` or `Transfer-Encoding`
+    /// line is refused with [`HeadError::Framing`].
     pub fn line(&mut self, line: &'a Line) -> Result<&mut Self, HeadError> {
+        if is_framing_name(&line.as_bytes()[..line.name_len]) {
+            return Err(HeadError::Framing(FRAMING_FIELD));
+        }
         self.push(Field::Line(line))
     }
 
-    /// Adds `name: value`.
+    /// Adds `name: value`. `Content-Length` and `Transfer-Encoding` are
+    /// refused with [`HeadError::Framing`].
     pub fn field(
         &mut self,
         name: HeaderName<'a>,
         value: HeaderValue<'a>,
     ) -> Result<&mut Self, HeadError> {
+        if is_framing_name(name.0.as_bytes()) {
+            return Err(HeadError::Framing(FRAMING_FIELD));
+        }
         self.push(Field::Pair(name, value))
     }
 
@@ -458,6 +742,16 @@ impl<'a> Head<'a> {
     fn content_length_digits(&self) -> &[u8] {
         &self.digits[..usize::from(self.digits_len)]
     }
+
+    /// Encodes the head into a new vector, as Latin-1: a convenience for
+    /// tests and small tools (a server encodes it straight into its write
+    /// buffer instead).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        crate::write_buf(self, crate::Encoding::Latin1, crate::Mode::Strict, &mut out)
+            .expect("a head is one-byte text");
+        out
+    }
 }
 
 const CONTENT_LENGTH: &str = "Content-Length: ";
@@ -466,24 +760,26 @@ const KEEP_ALIVE: &str = "Connection: keep-alive\r\n";
 const CLOSE: &str = "Connection: close\r\n";
 const CRLF: &str = "\r\n";
 
-impl Rope for Head<'_> {
+impl<const N: usize> Rope for Head<'_, N> {
     fn for_each_piece<'s>(
         &'s self,
         visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let mut one = |s: &'s [u8]| visit(Piece::OneByte(s));
-        one(self.status.line.as_bytes())?;
+        self.status.visit(&mut |s| visit(Piece::OneByte(s)))?;
         for field in self.fields[..self.count].iter().flatten() {
             match field {
-                Field::Line(line) => one(line.as_bytes())?,
-                Field::Pair(name, value) => {
-                    one(name.0.as_bytes())?;
-                    one(b": ")?;
-                    one(value.0)?;
-                    one(CRLF.as_bytes())?;
+                Field::Line(line) => visit(Piece::OneByte(line.as_bytes()))?,
+                Field::Pair(name, value) => visit_pair(name.0.as_bytes(), value.0, visit)?,
+                #[cfg(feature = "http")]
+                Field::Map(map) => {
+                    for (name, value) in map.iter() {
+                        let value = HeaderValue::from(value).0;
+                        visit_pair(name.as_str().as_bytes(), value, visit)?;
+                    }
                 }
             }
         }
+        let mut one = |s: &'s [u8]| visit(Piece::OneByte(s));
         if let Some(date) = self.date {
             one(date.as_bytes())?;
         }
@@ -507,17 +803,14 @@ impl Rope for Head<'_> {
         one(CRLF.as_bytes())
     }
 
-    /// O(fields), from lengths. Every piece is one-byte (ASCII, and
-    /// obs-text in values), so the head always takes the one-byte fast path
-    /// to latin1.
+    /// O(fields), from lengths (O(entries) for a header map). Every piece is
+    /// one-byte (ASCII, and obs-text in values), so the head always takes
+    /// the one-byte fast path to latin1.
     fn shape(&self) -> Shape {
         let fields: usize = self.fields[..self.count]
             .iter()
             .flatten()
-            .map(|f| match f {
-                Field::Line(line) => line.as_bytes().len(),
-                Field::Pair(name, value) => name.0.len() + 2 + value.0.len() + CRLF.len(),
-            })
+            .map(Field::len)
             .sum();
         let framing = match self.framing {
             Framing::None => 0,
@@ -532,7 +825,7 @@ impl Rope for Head<'_> {
             Persistence::Close => CLOSE.len(),
         };
         Shape {
-            one_byte: self.status.line.len()
+            one_byte: self.status.line_len()
                 + fields
                 + self.date.map_or(0, |_| DateLine::LEN)
                 + framing
@@ -545,14 +838,106 @@ impl Rope for Head<'_> {
     }
 }
 
-/// The head's bytes as Latin-1: a convenience for tests and small tools.
-impl Head<'_> {
-    /// Encodes the head into a new vector (the server encodes it straight
-    /// into its write buffer instead).
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        crate::write_buf(self, crate::Encoding::Latin1, crate::Mode::Strict, &mut out)
-            .expect("a head is one-byte text");
-        out
+/// With the `http` feature: heads from the `http` crate's types, taking what
+/// those types guarantee as given (no second validation) and allocating
+/// nothing.
+#[cfg(feature = "http")]
+mod from_http {
+    use super::*;
+
+    /// Any `http::StatusCode` (always 100..=999), with the `http` crate's
+    /// `canonical_reason()` as its phrase, or none. Where that phrase is the
+    /// IANA one, the status line is one `'static` piece; where the `http`
+    /// crate words it differently (413, 422 and 203 in http 1.x), it is
+    /// written in a few.
+    impl From<http::StatusCode> for Status {
+        fn from(code: http::StatusCode) -> Status {
+            let (code, reason) = (code.as_u16(), code.canonical_reason().unwrap_or(""));
+            match Status::registered(code) {
+                Some(known) if known.reason == reason => known,
+                // http's phrases are fixed strings of plain text.
+                _ => Status {
+                    code,
+                    reason,
+                    line: None,
+                },
+            }
+        }
+    }
+
+    /// `http::HeaderName` is a token by construction (and lower case).
+    impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
+        fn from(name: &'a http::HeaderName) -> HeaderName<'a> {
+            HeaderName(name.as_str())
+        }
+    }
+
+    /// `http::HeaderValue` holds field-value bytes only (HTAB, SP, visible
+    /// ASCII and obs-text: no CR, LF, NUL or other control byte), but may
+    /// begin or end with whitespace, which a field value does not include
+    /// (RFC 9110 §5.5: a recipient strips it). The conversion leaves that
+    /// whitespace out — it reads only the ends of the value and cannot fail —
+    /// so what is sent is exactly the value a recipient would have seen.
+    impl<'a> From<&'a http::HeaderValue> for HeaderValue<'a> {
+        fn from(value: &'a http::HeaderValue) -> HeaderValue<'a> {
+            HeaderValue(trim_ows(value.as_bytes()))
+        }
+    }
+
+    /// `bytes` without leading and trailing SP and HTAB.
+    fn trim_ows(mut bytes: &[u8]) -> &[u8] {
+        while let [b' ' | b'\t', rest @ ..] = bytes {
+            bytes = rest;
+        }
+        while let [rest @ .., b' ' | b'\t'] = bytes {
+            bytes = rest;
+        }
+        bytes
+    }
+
+    impl<'a, const N: usize> Head<'a, N> {
+        /// Adds every field of `map`, in the map's order, in one field slot:
+        /// the map is walked when the head is written, so its size is not
+        /// bounded by `N`, and nothing is copied. Values are sent without
+        /// surrounding whitespace (see `From<&http::HeaderValue>` for
+        /// [`HeaderValue`]); names in the `http` crate's lower case.
+        ///
+        /// A map with `Content-Length` or `Transfer-Encoding` is refused
+        /// with [`HeadError::Framing`]: the head owns framing.
+        ///
+        /// ```
+        /// use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, VARY};
+        /// use unflat::head::{Head, Status};
+        /// let mut map = HeaderMap::new();
+        /// map.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        /// map.append(VARY, HeaderValue::from_static(" accept "));
+        /// let mut head = Head::new(http::StatusCode::CREATED.into(), false);
+        /// head.header_map(&map).unwrap().content_length(0).unwrap();
+        /// assert_eq!(
+        ///     head.to_vec(),
+        ///     b"HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\nvary: accept\r\n\
+        ///       Content-Length: 0\r\n\r\n"
+        /// );
+        /// ```
+        pub fn header_map(&mut self, map: &'a http::HeaderMap) -> Result<&mut Self, HeadError> {
+            if map.contains_key(http::header::CONTENT_LENGTH)
+                || map.contains_key(http::header::TRANSFER_ENCODING)
+            {
+                return Err(HeadError::Framing(FRAMING_FIELD));
+            }
+            self.push(Field::Map(map))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn whitespace_is_trimmed_from_both_ends_only() {
+            assert_eq!(trim_ows(b" \t a b\t "), b"a b");
+            assert_eq!(trim_ows(b"   "), b"");
+            assert_eq!(trim_ows(b""), b"");
+        }
     }
 }

@@ -8,23 +8,35 @@
 //! The data flow, one module each:
 //!
 //! 1. [`rope`](crate::Rope) — the model: [`Piece`]s in three representations
-//!    (one-byte, UTF-8, two-byte), the [`Rope`] trait, and [`Concat`], which
-//!    joins ropes of any kind without copying or allocating.
+//!    (one-byte, UTF-8, two-byte), the [`Rope`] trait, [`Concat`], which
+//!    joins ropes of any kind without copying or allocating, and owned
+//!    ropes ([`Latin1`]`<Vec<u8>>`, [`Utf16`]`<Vec<u16>>`, vectors of boxed
+//!    ropes) for bodies that outlive the code that built them.
 //! 2. [`plan`] / [`storage_size`] / [`size`] — measuring: the exact encoded
 //!    size and which of the three [`Path`]s writes it.
-//! 3. [`write()`] / [`write_buf`] — encoding into `&mut [u8]` or a growable
-//!    [`bytes::BufMut`], along one of the paths:
+//! 3. [`write()`] / [`write_buf`] / [`write_planned`] — encoding into
+//!    `&mut [u8]` or a growable [`bytes::BufMut`], along one of the paths:
 //!    * [`Path::OneByte`] — pieces copied as they are;
 //!    * [`Path::Expand`] — Latin-1 to UTF-8 by back-of-buffer expansion;
 //!    * [`Path::TwoByte`] — transcoded piece by piece.
-//! 4. [`head`] — the HTTP/1.1 response head as a rope, built per response
-//!    without allocating; names and values validated, framing owned.
-//! 5. [`queue`] — the sans-IO zero-copy write queue: heads and small bodies
+//! 4. [`resume`] — the [`Encoder`]: the same bytes, written into
+//!    destinations of any size one after the other (fixed frames, the free
+//!    room of a socket buffer), resumed where the last one stopped.
+//! 5. [`head`] — the HTTP/1.1 response head as a rope, built per response
+//!    without allocating; any status, names and values validated, framing
+//!    owned. With the `http` feature, built from the `http` crate's types.
+//! 6. [`queue`] — the sans-IO zero-copy write queue: heads and small bodies
 //!    encoded into one reusable buffer, large bodies as iovecs at their own
 //!    memory, a cursor for partial writes.
+//! 7. `body` (feature `http-body`) — `RopeBody`, any rope as an
+//!    `http_body::Body` for hyper: a ropey rope's chunks as shared frames,
+//!    other ropes encoded in bounded frames.
 //!
 //! [`flatten`] is the flatten-then-write reference, what Node did before the
 //! change, kept as the baseline for tests and benchmarks.
+//!
+//! Features: `http` (heads from `http` types) and `http-body` (`RopeBody`).
+//! The crate itself has no IO and no async runtime, and no `unsafe`.
 //!
 //! ```
 //! use unflat::{plan, write, Concat, Encoding, Latin1, Mode, Path};
@@ -40,6 +52,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "http-body")]
+pub mod body;
 mod encode;
 mod encoding;
 pub mod expand;
@@ -47,6 +61,7 @@ pub mod flatten;
 pub mod head;
 mod measure;
 pub mod queue;
+pub mod resume;
 mod rope;
 mod surrogate;
 mod two_byte;
@@ -54,4 +69,10 @@ mod two_byte;
 pub use encode::{write, write_buf, write_planned, GrowBuf};
 pub use encoding::{EncodeError, Encoding, Mode};
 pub use measure::{plan, size, storage_size, Path, Plan};
+pub use resume::{Encoder, Progress};
+
+// Crates whose types appear in this crate's public API, so that users name
+// the same versions.
+pub use bytes;
 pub use rope::{CharRange, Concat, Latin1, Measured, Piece, Rope, Shape, Utf16};
+pub use ropey;

@@ -31,11 +31,15 @@ pub enum Path {
     TwoByte,
 }
 
-/// What [`plan`] found: the exact encoded size and the path that writes it.
+/// What [`plan`] found: the exact encoded size, the path that writes it, and
+/// the encoding it was made for (so that [`crate::write_planned`] cannot
+/// write it in another).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
     size: usize,
     path: Path,
+    encoding: Encoding,
+    mode: Mode,
     shape: Shape,
 }
 
@@ -48,6 +52,17 @@ impl Plan {
     /// The path that writes it.
     pub fn path(&self) -> Path {
         self.path
+    }
+
+    /// The encoding the plan was made for.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The mode the plan was made in. A strict plan exists only for a rope
+    /// whose every character the encoding holds.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The rope's shape, as measured (so that writing need not ask again).
@@ -105,6 +120,17 @@ pub fn size<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> usize {
 /// Measures `rope` for `encoding`: its exact size and the path that will
 /// write it. In [`Mode::Strict`], fails with [`EncodeError::Unencodable`]
 /// naming the first character the encoding cannot represent.
+///
+/// ```
+/// use unflat::{plan, write_planned, Encoding, Latin1, Mode, Path};
+/// let rope = Latin1(b"caf\xe9");
+/// let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
+/// assert_eq!((p.size(), p.path()), (5, Path::Expand));
+/// let mut dst = vec![0; p.size()]; // sized from the plan
+/// write_planned(&rope, p, &mut dst).unwrap();
+/// assert_eq!(dst, "café".as_bytes());
+/// assert!(plan(&"€", Encoding::Latin1, Mode::Strict).is_err());
+/// ```
 pub fn plan<R: Rope + ?Sized>(
     rope: &R,
     encoding: Encoding,
@@ -120,15 +146,21 @@ pub(crate) fn plan_shaped<R: Rope + ?Sized>(
     encoding: Encoding,
     mode: Mode,
 ) -> Result<Plan, EncodeError> {
-    match encoding {
-        Encoding::Latin1 | Encoding::Ascii => plan_one_byte_target(rope, s, encoding, mode),
-        Encoding::Utf8 => Ok(plan_utf8(rope, s)),
-        Encoding::Utf16Le => Ok(Plan {
-            size: 2 * (s.one_byte + s.two_byte + utf16_units_of_utf8_pieces(rope, s)),
-            path: Path::TwoByte,
-            shape: s,
-        }),
-    }
+    let (size, path) = match encoding {
+        Encoding::Latin1 | Encoding::Ascii => plan_one_byte_target(rope, s, encoding, mode)?,
+        Encoding::Utf8 => plan_utf8(rope, s),
+        Encoding::Utf16Le => (
+            2 * (s.one_byte + s.two_byte + utf16_units_of_utf8_pieces(rope, s)),
+            Path::TwoByte,
+        ),
+    };
+    Ok(Plan {
+        size,
+        path,
+        encoding,
+        mode,
+        shape: s,
+    })
 }
 
 fn plan_one_byte_target<R: Rope + ?Sized>(
@@ -136,7 +168,7 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
     s: Shape,
     encoding: Encoding,
     mode: Mode,
-) -> Result<Plan, EncodeError> {
+) -> Result<(usize, Path), EncodeError> {
     let limit = encoding.one_byte_limit().expect("a one-byte encoding");
     let known_fit = match encoding {
         Encoding::Ascii => s.range == CharRange::Ascii,
@@ -167,20 +199,13 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
         }
     }
     let as_is = s.two_byte == 0 && utf8_units == s.utf8;
-    Ok(Plan {
-        size: s.one_byte + utf8_units + s.two_byte,
-        path: if as_is { Path::OneByte } else { Path::TwoByte },
-        shape: s,
-    })
+    let path = if as_is { Path::OneByte } else { Path::TwoByte };
+    Ok((s.one_byte + utf8_units + s.two_byte, path))
 }
 
-fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
+fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
     if s.two_byte == 0 && (s.one_byte == 0 || s.range == CharRange::Ascii) {
-        return Plan {
-            size: s.one_byte + s.utf8,
-            path: Path::OneByte,
-            shape: s,
-        };
+        return (s.one_byte + s.utf8, Path::OneByte);
     }
     let mut highs = 0;
     let mut two_byte = 0;
@@ -221,11 +246,7 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> Plan {
     } else {
         Path::OneByte
     };
-    Plan {
-        size: s.one_byte + highs + s.utf8 + two_byte,
-        path,
-        shape: s,
-    }
+    (s.one_byte + highs + s.utf8 + two_byte, path)
 }
 
 /// Bytes ≥ 0x80: the Latin-1 characters that take two bytes in UTF-8.
@@ -266,6 +287,26 @@ pub(crate) fn utf16_units(s: &str) -> usize {
             }))
         })
         .sum()
+}
+
+/// In [`Mode::Strict`], refuses a rope with a character `encoding` cannot
+/// hold ([`EncodeError::Unencodable`]); reads the text only when the shape
+/// leaves it open. Lossy encodes and utf8/utf16le refuse nothing.
+pub(crate) fn check_encodable<R: Rope + ?Sized>(
+    rope: &R,
+    s: Shape,
+    encoding: Encoding,
+    mode: Mode,
+) -> Result<(), EncodeError> {
+    let Some(limit) = encoding.one_byte_limit() else {
+        return Ok(());
+    };
+    let known_fit = s.range == CharRange::Ascii || (limit == 0xFF && s.range == CharRange::Latin1);
+    if mode == Mode::Lossy || known_fit || fits(rope, limit) {
+        Ok(())
+    } else {
+        Err(locate_unencodable(rope, encoding))
+    }
 }
 
 /// True when no character of `rope` is above `limit` (0x7F or 0xFF).

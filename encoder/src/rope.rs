@@ -31,7 +31,7 @@ pub enum Piece<'a> {
     TwoByte(&'a [u16]),
 }
 
-impl Piece<'_> {
+impl<'a> Piece<'a> {
     /// Number of code units in this piece's own representation (bytes for
     /// one-byte and UTF-8 pieces, `u16`s for two-byte pieces).
     pub fn len(&self) -> usize {
@@ -45,6 +45,28 @@ impl Piece<'_> {
     /// True when the piece holds no text.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The piece cut in two at `mid` code units of its own representation,
+    /// like [`slice::split_at`].
+    ///
+    /// # Panics
+    /// If `mid` is past the end, or inside a character of a UTF-8 piece.
+    pub fn split_at(self, mid: usize) -> (Piece<'a>, Piece<'a>) {
+        match self {
+            Piece::OneByte(b) => {
+                let (x, y) = b.split_at(mid);
+                (Piece::OneByte(x), Piece::OneByte(y))
+            }
+            Piece::Utf8(s) => {
+                let (x, y) = s.split_at(mid);
+                (Piece::Utf8(x), Piece::Utf8(y))
+            }
+            Piece::TwoByte(u) => {
+                let (x, y) = u.split_at(mid);
+                (Piece::TwoByte(x), Piece::TwoByte(y))
+            }
+        }
     }
 }
 
@@ -134,6 +156,12 @@ impl Shape {
         }
     }
 
+    /// Code units in all representations together: a rope's positions
+    /// (see [`Rope::for_each_piece_from`]) run from 0 to this.
+    pub fn len(&self) -> usize {
+        self.one_byte + self.utf8 + self.two_byte
+    }
+
     /// True when the rope has no text at all.
     pub fn is_empty(&self) -> bool {
         self.one_byte == 0 && self.utf8 == 0 && self.two_byte == 0
@@ -143,12 +171,15 @@ impl Shape {
 /// Text that yields its pieces in order, without flattening.
 ///
 /// Implemented for [`ropey::Rope`], [`ropey::RopeSlice`], `str`, `String`,
-/// [`Piece`], `[Piece]`, [`Latin1`], [`Utf16`], [`Concat`], [`Measured`] and
-/// `[&dyn Rope]`. The trait
-/// is object safe, so ropes of different types can be joined in a [`Concat`].
+/// [`Piece`], [`Latin1`], [`Utf16`], [`Concat`], [`Measured`], for slices,
+/// arrays and vectors of ropes (`[&dyn Rope]`, `[Piece]`,
+/// `Vec<Box<dyn Rope + Send>>`, …), and through `&R`, `Box<R>`, `Rc<R>` and
+/// `Arc<R>`. The trait is object safe, so ropes of different types can be
+/// joined in a [`Concat`] or a vector of boxes.
 ///
 /// Every walk over the same rope must yield the same pieces: the encoder
-/// measures in one walk and writes in another.
+/// measures in one walk and writes in another, and a resumed encode picks up
+/// at a position counted in an earlier walk.
 pub trait Rope {
     /// Calls `visit` with each piece in order until it returns
     /// [`ControlFlow::Break`], and returns what the last call returned.
@@ -171,7 +202,72 @@ pub trait Rope {
         });
         shape
     }
+
+    /// [`Rope::for_each_piece`] from position `start` on: the piece that
+    /// holds `start` is visited cut to begin there, the pieces before it not
+    /// at all. A position counts code units in each piece's own
+    /// representation (bytes of one-byte and UTF-8 pieces, `u16`s of two-byte
+    /// pieces), from 0 to [`Shape::len`]; past the end, nothing is visited.
+    ///
+    /// This is how a resumed encode ([`crate::Encoder`]) continues where it
+    /// stopped. The default walks the pieces from the first and skips, one
+    /// step per piece skipped; ropes that can find a position faster
+    /// override it (ropey ropes in O(log n), slices and [`Concat`] part by
+    /// part), so that encoding a large rope in many small steps stays linear.
+    ///
+    /// # Panics
+    /// If `start` falls inside a character of a UTF-8 piece (the encoder
+    /// only stops between characters).
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut skip = start;
+        self.for_each_piece(&mut |p| {
+            if skip == 0 {
+                return visit(p);
+            }
+            if skip >= p.len() {
+                skip -= p.len();
+                return ControlFlow::Continue(());
+            }
+            let (_, rest) = p.split_at(skip);
+            skip = 0;
+            visit(rest)
+        })
+    }
 }
+
+/// Implements [`Rope`] for a pointer type by delegating every method.
+macro_rules! delegate_rope {
+    ($($ptr:ident)::+) => {
+        impl<R: Rope + ?Sized> Rope for $($ptr)::+<R> {
+            fn for_each_piece<'a>(
+                &'a self,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                (**self).for_each_piece(visit)
+            }
+
+            fn shape(&self) -> Shape {
+                (**self).shape()
+            }
+
+            fn for_each_piece_from<'a>(
+                &'a self,
+                start: usize,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                (**self).for_each_piece_from(start, visit)
+            }
+        }
+    };
+}
+
+delegate_rope!(Box);
+delegate_rope!(std::rc::Rc);
+delegate_rope!(std::sync::Arc);
 
 impl<R: Rope + ?Sized> Rope for &R {
     fn for_each_piece<'a>(
@@ -184,6 +280,26 @@ impl<R: Rope + ?Sized> Rope for &R {
     fn shape(&self) -> Shape {
         (**self).shape()
     }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        (**self).for_each_piece_from(start, visit)
+    }
+}
+
+/// Visits `piece` from position `start` on (nothing when `start` is past it).
+fn visit_from<'a>(
+    piece: Piece<'a>,
+    start: usize,
+    visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    if start >= piece.len() {
+        return ControlFlow::Continue(());
+    }
+    visit(piece.split_at(start).1)
 }
 
 impl Rope for Piece<'_> {
@@ -196,6 +312,14 @@ impl Rope for Piece<'_> {
 
     fn shape(&self) -> Shape {
         Shape::of_piece(*self)
+    }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_from(*self, start, visit)
     }
 }
 
@@ -212,6 +336,14 @@ impl Rope for str {
     fn shape(&self) -> Shape {
         Shape::utf8(self.len(), self.is_empty())
     }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_from(Piece::Utf8(self), start, visit)
+    }
 }
 
 impl Rope for String {
@@ -225,19 +357,28 @@ impl Rope for String {
     fn shape(&self) -> Shape {
         self.as_str().shape()
     }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_from(Piece::Utf8(self), start, visit)
+    }
 }
 
-/// Visits the chunks of a ropey rope or slice of `len` bytes by looking each
-/// one up by byte index (O(log n) per chunk). Ropey 1.x's `Chunks` iterator
-/// allocates a node stack on every walk; this walk allocates nothing, which
-/// is what lets a server write a cached rope per response without touching
-/// the heap.
+/// Visits the chunks of a ropey rope or slice of `len` bytes from byte
+/// `start` on, looking each one up by byte index (O(log n) per chunk).
+/// Ropey 1.x's `Chunks` iterator allocates a node stack on every walk; this
+/// walk allocates nothing, which is what lets a server write a cached rope
+/// per response without touching the heap.
 fn visit_ropey_chunks<'a>(
+    start: usize,
     len: usize,
     chunk_at_byte: impl Fn(usize) -> (&'a str, usize),
     visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let mut at = 0;
+    let mut at = start;
     while at < len {
         let (chunk, chunk_start) = chunk_at_byte(at);
         let piece = &chunk[at - chunk_start..];
@@ -256,14 +397,7 @@ macro_rules! ropey_rope {
                 &'a self,
                 visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
             ) -> ControlFlow<()> {
-                visit_ropey_chunks(
-                    self.len_bytes(),
-                    |i| {
-                        let (c, start, _, _) = self.chunk_at_byte(i);
-                        (c, start)
-                    },
-                    visit,
-                )
+                self.for_each_piece_from(0, visit)
             }
 
             /// O(1) for ropes of more than one leaf: ropey keeps byte and
@@ -274,6 +408,23 @@ macro_rules! ropey_rope {
                 let bytes = self.len_bytes();
                 Shape::utf8(bytes, bytes == self.len_chars())
             }
+
+            /// O(log n) to find `start`: a position is a byte index.
+            fn for_each_piece_from<'a>(
+                &'a self,
+                start: usize,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                visit_ropey_chunks(
+                    start,
+                    self.len_bytes(),
+                    |i| {
+                        let (c, start, _, _) = self.chunk_at_byte(i);
+                        (c, start)
+                    },
+                    visit,
+                )
+            }
         }
     };
 }
@@ -283,37 +434,60 @@ ropey_rope!(ropey::RopeSlice<'_>);
 
 /// Latin-1 text: every byte is one character U+0000..=U+00FF (what V8 calls
 /// a one-byte string). Not to be confused with windows-1252.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Latin1<'a>(pub &'a [u8]);
+///
+/// Borrowed or owned: `Latin1(b"caf\xe9")`, `Latin1(&vec[..])`,
+/// `Latin1(Vec<u8>)`, `Latin1(bytes::Bytes)`, `Latin1(Arc<[u8]>)` — any
+/// `B: AsRef<[u8]>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Latin1<B>(pub B);
 
-impl Rope for Latin1<'_> {
+impl<B: AsRef<[u8]>> Rope for Latin1<B> {
     fn for_each_piece<'a>(
         &'a self,
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        visit(Piece::OneByte(self.0))
+        visit(Piece::OneByte(self.0.as_ref()))
     }
 
     fn shape(&self) -> Shape {
-        Shape::of_piece(Piece::OneByte(self.0))
+        Shape::of_piece(Piece::OneByte(self.0.as_ref()))
+    }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_from(Piece::OneByte(self.0.as_ref()), start, visit)
     }
 }
 
 /// UTF-16 text as code units (what V8 calls a two-byte string); unpaired
 /// surrogates are allowed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Utf16<'a>(pub &'a [u16]);
+///
+/// Borrowed or owned: `Utf16(&[0x20AC])`, `Utf16(Vec<u16>)`,
+/// `Utf16(Arc<[u16]>)` — any `B: AsRef<[u16]>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Utf16<B>(pub B);
 
-impl Rope for Utf16<'_> {
+impl<B: AsRef<[u16]>> Rope for Utf16<B> {
     fn for_each_piece<'a>(
         &'a self,
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        visit(Piece::TwoByte(self.0))
+        visit(Piece::TwoByte(self.0.as_ref()))
     }
 
     fn shape(&self) -> Shape {
-        Shape::of_piece(Piece::TwoByte(self.0))
+        Shape::of_piece(Piece::TwoByte(self.0.as_ref()))
+    }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit_from(Piece::TwoByte(self.0.as_ref()), start, visit)
     }
 }
 
@@ -334,7 +508,8 @@ impl Rope for Utf16<'_> {
 /// ```
 ///
 /// A `Concat` is itself a rope, so concatenations nest. For a number of parts
-/// known only at run time, a slice `[&dyn Rope]` is a rope too.
+/// known only at run time, a slice or vector of ropes is a rope too
+/// (`[&dyn Rope]`, `Vec<Box<dyn Rope + Send>>`).
 #[derive(Clone, Copy)]
 pub struct Concat<'a, const N: usize> {
     parts: [&'a dyn Rope; N],
@@ -373,24 +548,19 @@ impl<const N: usize> Rope for Concat<'_, N> {
     fn shape(&self) -> Shape {
         self.parts[..].shape()
     }
-}
 
-impl Rope for [Piece<'_>] {
-    fn for_each_piece<'a>(
+    fn for_each_piece_from<'a>(
         &'a self,
+        start: usize,
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        self.iter().try_for_each(|&p| visit(p))
-    }
-
-    /// O(number of pieces).
-    fn shape(&self) -> Shape {
-        self.iter()
-            .fold(Shape::EMPTY, |acc, &p| acc.then(Shape::of_piece(p)))
+        self.parts[..].for_each_piece_from(start, visit)
     }
 }
 
-impl Rope for [&dyn Rope] {
+/// Ropes one after the other: `[Piece]`, `[&dyn Rope]`,
+/// `[Box<dyn Rope + Send>]`, …
+impl<R: Rope> Rope for [R] {
     fn for_each_piece<'a>(
         &'a self,
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
@@ -401,6 +571,72 @@ impl Rope for [&dyn Rope] {
     /// O(number of parts): the parts' shapes added up.
     fn shape(&self) -> Shape {
         self.iter().fold(Shape::EMPTY, |acc, p| acc.then(p.shape()))
+    }
+
+    /// Skips whole parts by their [`Shape::len`], then hands the rest of
+    /// `start` to the part that holds it.
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut skip = start;
+        for part in self {
+            if skip == 0 {
+                part.for_each_piece(visit)?;
+                continue;
+            }
+            let len = part.shape().len();
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
+            part.for_each_piece_from(skip, visit)?;
+            skip = 0;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl<R: Rope, const N: usize> Rope for [R; N] {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self[..].for_each_piece(visit)
+    }
+
+    fn shape(&self) -> Shape {
+        self[..].shape()
+    }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self[..].for_each_piece_from(start, visit)
+    }
+}
+
+impl<R: Rope> Rope for Vec<R> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self[..].for_each_piece(visit)
+    }
+
+    fn shape(&self) -> Shape {
+        self[..].shape()
+    }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self[..].for_each_piece_from(start, visit)
     }
 }
 
@@ -447,5 +683,89 @@ impl<R: Rope> Rope for Measured<R> {
     /// O(1): measured when wrapped.
     fn shape(&self) -> Shape {
         self.shape
+    }
+
+    fn for_each_piece_from<'a>(
+        &'a self,
+        start: usize,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.rope.for_each_piece_from(start, visit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pieces visited from `start`, as UTF-16.
+    fn from(rope: &dyn Rope, start: usize) -> Vec<u16> {
+        let mut out = Vec::new();
+        let _ = rope.for_each_piece_from(start, &mut |p| {
+            match p {
+                Piece::OneByte(b) => out.extend(b.iter().map(|&b| u16::from(b))),
+                Piece::Utf8(s) => out.extend(s.encode_utf16()),
+                Piece::TwoByte(u) => out.extend_from_slice(u),
+            }
+            ControlFlow::Continue(())
+        });
+        out
+    }
+
+    #[test]
+    fn every_rope_visits_the_same_text_from_any_position() {
+        let text = "ab\u{e9}".repeat(700);
+        let big = ropey::Rope::from_str(&text);
+        let small = ropey::Rope::from_str("xyz");
+        let parts: Vec<Box<dyn Rope>> = vec![
+            Box::new(Latin1(b"l1\xe9".to_vec())),
+            Box::new(""),
+            Box::new(big.clone()),
+            Box::new(Utf16(vec![0x20AC, 0xD83D, 0xDE00])),
+            Box::new(Concat::new([&"cc", &Latin1(b"")])),
+            Box::new(small.slice(1..)),
+        ];
+        // Units per part in its own representation, and the whole as UTF-16.
+        let mut whole: Vec<u16> = b"l1\xe9".iter().map(|&b| u16::from(b)).collect();
+        whole.extend(text.encode_utf16());
+        whole.extend([0x20AC, 0xD83D, 0xDE00]);
+        whole.extend("ccyz".encode_utf16());
+        let total = parts.shape().len();
+        assert_eq!(total, 3 + text.len() + 3 + 2 + 2);
+        // Each position that is a character boundary, through the slice
+        // override and the default walk-and-skip (via a wrapper that does
+        // not override it).
+        struct Plain<'r>(&'r dyn Rope);
+        impl Rope for Plain<'_> {
+            fn for_each_piece<'a>(
+                &'a self,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                self.0.for_each_piece(visit)
+            }
+        }
+        let boundaries = (0..=3)
+            .chain((3..3 + text.len()).filter(|i| text.is_char_boundary(i - 3)))
+            .chain(3 + text.len()..=total + 2);
+        for start in boundaries {
+            let expected_skip = |units: &[u16]| -> Vec<u16> {
+                // `start` in own units → the same text in UTF-16 units.
+                let before: usize = if start <= 3 {
+                    start
+                } else if start <= 3 + text.len() {
+                    3 + text[..start - 3].encode_utf16().count()
+                } else {
+                    3 + text.encode_utf16().count() + (start - 3 - text.len())
+                };
+                units[before.min(units.len())..].to_vec()
+            };
+            assert_eq!(from(&parts, start), expected_skip(&whole), "slice, {start}");
+            assert_eq!(
+                from(&Plain(&parts), start),
+                expected_skip(&whole),
+                "default, {start}"
+            );
+        }
+        assert_eq!(from(&big, 4), text[4..].encode_utf16().collect::<Vec<_>>());
     }
 }

@@ -1,0 +1,614 @@
+//! Resumable encoding: a rope written into destinations of any size, one
+//! after the other, picking up where the last one stopped.
+//!
+//! The one-shot entry points ([`crate::write()`]) need a destination that
+//! holds the whole encoded rope. An [`Encoder`] fills whatever it is given —
+//! a 16 KiB frame, the free space of a socket buffer — and remembers its
+//! position, in the manner of encoding_rs's `_partial` converters, on whose
+//! kernels it runs: each call reports the source units it read, the bytes it
+//! wrote, and whether the rope is done. Memory is bounded by the destination,
+//! not by the rope.
+//!
+//! Guarantees, call after call:
+//!
+//! - **No character is split.** A call stops before a character whose
+//!   encoded form does not fit in what is left of `dst`, so every call's
+//!   output is a whole number of characters. A surrogate pair — also one split
+//!   across two two-byte pieces — is one character, in every encoding. A
+//!   destination of at least [`Encoder::MIN_DST`] bytes always makes
+//!   progress; a smaller one (an empty one included) may take nothing.
+//! - **The bytes are the one-shot bytes.** Concatenated, the output of all
+//!   calls equals what [`crate::write()`] writes, byte for byte.
+//! - **Strict mode refuses before the first byte.** The first call checks
+//!   the whole rope and returns [`EncodeError::Unencodable`] having written
+//!   nothing, so a stream never stops half-sent because of an unencodable
+//!   character.
+//! - **No walk from the start.** Each call finds its position with
+//!   [`Rope::for_each_piece_from`] and visits only the pieces it writes from:
+//!   a ropey rope finds a byte index in O(log n); a slice, vector or
+//!   [`crate::Concat`] skips whole parts by their [`crate::Shape`] (lengths,
+//!   not text) and hands the rest to the part that holds the position. So
+//!   the text is read once over all calls, however small the destinations.
+
+use std::ops::ControlFlow;
+
+use encoding_rs::mem::{
+    convert_latin1_to_utf8_partial, convert_str_to_utf16, convert_utf16_to_utf8_partial,
+};
+
+use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::measure::{check_encodable, Plan};
+use crate::rope::{Piece, Rope};
+use crate::surrogate::{is_high, is_low, pair_code_point};
+
+/// UTF-16 units staged on the stack on their way from UTF-8 to UTF-16LE.
+const STAGE: usize = 512;
+
+/// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
+const REPLACEMENT: [u8; 3] = [0xEF, 0xBF, 0xBD];
+
+/// What one [`Encoder::encode`] call did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Source code units read, in each piece's own representation (see
+    /// [`Rope::for_each_piece_from`]): the encoder's position moved by this.
+    pub read: usize,
+    /// Bytes written at the start of `dst`.
+    pub written: usize,
+    /// True when the whole rope is written: further calls write nothing.
+    pub finished: bool,
+}
+
+/// Encodes one rope in steps, into destinations of any size. See the
+/// [module documentation](self).
+///
+/// Pass the same rope (the same text, walked into the same pieces) to every
+/// call: the encoder keeps only a position in it.
+///
+/// ```
+/// use unflat::{write, Concat, Encoder, Encoding, Latin1, Mode, Utf16};
+/// let rope = Concat::new([&"<p>", &Latin1(b"cr\xe8me"), &Utf16(&[0x20, 0xD83D, 0xDE00])]);
+/// let mut encoder = Encoder::new(Encoding::Utf8, Mode::Strict);
+/// let mut out = Vec::new();
+/// let mut frame = [0u8; 4]; // any size from Encoder::MIN_DST up
+/// loop {
+///     let step = encoder.encode(&rope, &mut frame).unwrap();
+///     out.extend_from_slice(&frame[..step.written]);
+///     if step.finished {
+///         break;
+///     }
+/// }
+/// assert_eq!(out, "<p>crème 😀".as_bytes());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoder {
+    encoding: Encoding,
+    mode: Mode,
+    position: usize,
+    checked: bool,
+    finished: bool,
+}
+
+impl Encoding {
+    /// A resumable [`Encoder`] into this encoding (as encoding_rs's
+    /// `Encoding::new_encoder`).
+    pub fn new_encoder(self, mode: Mode) -> Encoder {
+        Encoder::new(self, mode)
+    }
+}
+
+impl Encoder {
+    /// The smallest destination that always makes progress: the longest
+    /// encoded character (a surrogate pair in UTF-8 or UTF-16LE).
+    pub const MIN_DST: usize = 4;
+
+    /// An encoder at the start of a rope.
+    pub fn new(encoding: Encoding, mode: Mode) -> Encoder {
+        Encoder {
+            encoding,
+            mode,
+            position: 0,
+            checked: false,
+            finished: false,
+        }
+    }
+
+    /// An encoder at the start of the rope `plan` was made for, in the
+    /// plan's encoding and mode. The plan's strict check stands for the
+    /// first call's, which is skipped (a caller that plans to learn the size
+    /// does not pay for the check twice).
+    pub fn from_plan(plan: &Plan) -> Encoder {
+        Encoder {
+            checked: true,
+            ..Encoder::new(plan.encoding(), plan.mode())
+        }
+    }
+
+    /// The target encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Source units read so far: the position the next call starts at.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// True once the whole rope is written.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Writes as much of `rope`, from the encoder's position on, as fits in
+    /// `dst` without splitting a character, and moves the position past it.
+    ///
+    /// On the first call in [`Mode::Strict`], a rope with a character the
+    /// encoding cannot represent is refused with
+    /// [`EncodeError::Unencodable`], nothing written and the position left
+    /// at 0 (and refused again on a later call). No other error is possible:
+    /// a destination too small for the next character returns the
+    /// [`Progress`] made so far (possibly none), not an error.
+    pub fn encode<R: Rope + ?Sized>(
+        &mut self,
+        rope: &R,
+        dst: &mut [u8],
+    ) -> Result<Progress, EncodeError> {
+        if self.finished {
+            return Ok(Progress {
+                read: 0,
+                written: 0,
+                finished: true,
+            });
+        }
+        if !self.checked {
+            check_encodable(rope, rope.shape(), self.encoding, self.mode)?;
+            self.checked = true;
+        }
+        let mut run = Run {
+            encoding: self.encoding,
+            dst,
+            written: 0,
+            read: 0,
+            pending: None,
+        };
+        let walked = rope
+            .for_each_piece_from(self.position, &mut |p| run.piece(p))
+            .is_continue();
+        let finished = walked && run.finish();
+        self.position += run.read;
+        self.finished = finished;
+        Ok(Progress {
+            read: run.read,
+            written: run.written,
+            finished,
+        })
+    }
+}
+
+/// One call's walk: the destination, what is written and read, and a high
+/// surrogate that ended a two-byte piece and waits for the next piece.
+///
+/// **Invariant:** `read` counts only units whose output is written. A
+/// pending high surrogate is not counted until it is written (with its low
+/// surrogate, or alone), so a call that stops there resumes *at* it, and the
+/// next call sees the pair again, whole.
+struct Run<'d> {
+    encoding: Encoding,
+    dst: &'d mut [u8],
+    written: usize,
+    read: usize,
+    pending: Option<u16>,
+}
+
+impl Run<'_> {
+    fn room(&self) -> usize {
+        self.dst.len() - self.written
+    }
+
+    /// Writes `bytes` if they fit whole.
+    fn put(&mut self, bytes: &[u8]) -> bool {
+        let Some(to) = self.dst.get_mut(self.written..self.written + bytes.len()) else {
+            return false;
+        };
+        to.copy_from_slice(bytes);
+        self.written += bytes.len();
+        true
+    }
+
+    /// Records `read` units read and `written` bytes written, and stops the
+    /// walk when the piece was not read to its end.
+    fn advance(&mut self, read: usize, written: usize, piece_len: usize) -> ControlFlow<()> {
+        self.read += read;
+        self.written += written;
+        if read < piece_len {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// Writes a pending high surrogate alone (as U+FFFD in UTF-8).
+    fn lone(&mut self, high: u16) -> bool {
+        let ok = match self.encoding {
+            Encoding::Utf8 => self.put(&REPLACEMENT),
+            Encoding::Utf16Le => self.put(&high.to_le_bytes()),
+            Encoding::Latin1 | Encoding::Ascii => self.put(&[high as u8]),
+        };
+        if ok {
+            self.read += 1;
+        }
+        ok
+    }
+
+    /// Writes a surrogate pair split across pieces.
+    fn pair(&mut self, high: u16, low: u16) -> bool {
+        let ok = match self.encoding {
+            Encoding::Utf8 => {
+                let c = char::from_u32(pair_code_point(high, low))
+                    .expect("a surrogate pair is a valid character");
+                self.put(c.encode_utf8(&mut [0; 4]).as_bytes())
+            }
+            Encoding::Utf16Le => {
+                let [a, b] = high.to_le_bytes();
+                let [c, d] = low.to_le_bytes();
+                self.put(&[a, b, c, d])
+            }
+            Encoding::Latin1 | Encoding::Ascii => self.put(&[high as u8, low as u8]),
+        };
+        if ok {
+            self.read += 2;
+        }
+        ok
+    }
+
+    /// Ends the walk: a pending high surrogate is unpaired. True when
+    /// everything is written.
+    fn finish(&mut self) -> bool {
+        match self.pending.take() {
+            Some(high) => self.lone(high),
+            None => true,
+        }
+    }
+
+    fn piece(&mut self, mut piece: Piece<'_>) -> ControlFlow<()> {
+        if piece.is_empty() {
+            return ControlFlow::Continue(()); // an empty piece separates nothing
+        }
+        if let Some(high) = self.pending.take() {
+            match piece {
+                Piece::TwoByte(u) if is_low(u[0]) => {
+                    if !self.pair(high, u[0]) {
+                        return ControlFlow::Break(());
+                    }
+                    piece = Piece::TwoByte(&u[1..]);
+                }
+                _ => {
+                    if !self.lone(high) {
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+        }
+        match piece {
+            Piece::OneByte(b) => self.one_byte(b),
+            Piece::Utf8(s) => self.utf8(s),
+            Piece::TwoByte(u) => {
+                // A high surrogate ending the piece may pair with the next
+                // piece: it waits, unread.
+                let (body, last) = match u.split_last() {
+                    Some((&last, body)) if is_high(last) => (body, Some(last)),
+                    _ => (u, None),
+                };
+                self.two_byte(body)?;
+                self.pending = last;
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    fn one_byte(&mut self, b: &[u8]) -> ControlFlow<()> {
+        let dst = &mut self.dst[self.written..];
+        let (read, written) = match self.encoding {
+            Encoding::Utf8 => convert_latin1_to_utf8_partial(b, dst),
+            Encoding::Utf16Le => {
+                let n = b.len().min(dst.len() / 2);
+                for (d, &x) in dst.chunks_exact_mut(2).zip(&b[..n]) {
+                    d.copy_from_slice(&[x, 0]);
+                }
+                (n, 2 * n)
+            }
+            Encoding::Latin1 | Encoding::Ascii => {
+                let n = b.len().min(dst.len());
+                dst[..n].copy_from_slice(&b[..n]);
+                (n, n)
+            }
+        };
+        self.advance(read, written, b.len())
+    }
+
+    fn utf8(&mut self, s: &str) -> ControlFlow<()> {
+        match self.encoding {
+            Encoding::Utf8 => {
+                let n = floor_char_boundary(s, self.room());
+                self.dst[self.written..self.written + n].copy_from_slice(&s.as_bytes()[..n]);
+                self.advance(n, n, s.len())
+            }
+            Encoding::Utf16Le => {
+                let mut rest = s;
+                while !rest.is_empty() {
+                    // Never more bytes than units fit: a chunk's UTF-16 takes
+                    // at most one unit per byte.
+                    let n = floor_char_boundary(rest, STAGE.min(self.room() / 2));
+                    if n == 0 {
+                        // Room for less than the next character's bytes, maybe
+                        // still for its units.
+                        let c = rest.chars().next().expect("not empty");
+                        let mut units = [0; 2];
+                        let units = c.encode_utf16(&mut units);
+                        let mut bytes = [0; 4];
+                        for (d, u) in bytes.chunks_exact_mut(2).zip(units.iter()) {
+                            d.copy_from_slice(&u.to_le_bytes());
+                        }
+                        if !self.put(&bytes[..2 * units.len()]) {
+                            return ControlFlow::Break(());
+                        }
+                        self.read += c.len_utf8();
+                        rest = &rest[c.len_utf8()..];
+                        continue;
+                    }
+                    let mut stage = [0u16; STAGE];
+                    let units = convert_str_to_utf16(&rest[..n], &mut stage);
+                    let dst = &mut self.dst[self.written..self.written + 2 * units];
+                    for (d, u) in dst.chunks_exact_mut(2).zip(&stage[..units]) {
+                        d.copy_from_slice(&u.to_le_bytes());
+                    }
+                    self.written += 2 * units;
+                    self.read += n;
+                    rest = &rest[n..];
+                }
+                ControlFlow::Continue(())
+            }
+            Encoding::Latin1 | Encoding::Ascii => {
+                // Node's latin1: the low byte of each UTF-16 code unit.
+                let bytes = s.as_bytes();
+                let mut at = 0;
+                while at < bytes.len() {
+                    // Scan no further than fits, so that a long ASCII piece
+                    // written in small steps is scanned once, not per step.
+                    let end = bytes.len().min(at + self.room());
+                    let ascii = encoding_rs::Encoding::ascii_valid_up_to(&bytes[at..end]);
+                    self.dst[self.written..self.written + ascii]
+                        .copy_from_slice(&bytes[at..at + ascii]);
+                    self.written += ascii;
+                    self.read += ascii;
+                    at += ascii;
+                    let Some(c) = s[at..].chars().next() else {
+                        break;
+                    };
+                    let mut units = [0; 2];
+                    let units = c.encode_utf16(&mut units);
+                    let low = [units[0] as u8, units.get(1).map_or(0, |&u| u as u8)];
+                    if !self.put(&low[..units.len()]) {
+                        return ControlFlow::Break(());
+                    }
+                    self.read += c.len_utf8();
+                    at += c.len_utf8();
+                }
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// Two-byte units that do not end with a high surrogate.
+    fn two_byte(&mut self, u: &[u16]) -> ControlFlow<()> {
+        if u.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let dst = &mut self.dst[self.written..];
+        let (read, written) = match self.encoding {
+            // The kernel never splits a pair: it stops before a pair that
+            // does not fit. Units that start with a low surrogate start with
+            // an unpaired one (its high was written, or was not a high).
+            Encoding::Utf8 => convert_utf16_to_utf8_partial(u, dst),
+            Encoding::Utf16Le => {
+                let n = keep_pairs(u, dst.len() / 2);
+                for (d, x) in dst.chunks_exact_mut(2).zip(&u[..n]) {
+                    d.copy_from_slice(&x.to_le_bytes());
+                }
+                (n, 2 * n)
+            }
+            Encoding::Latin1 | Encoding::Ascii => {
+                let n = keep_pairs(u, dst.len());
+                for (d, &x) in dst.iter_mut().zip(&u[..n]) {
+                    *d = x as u8;
+                }
+                (n, n)
+            }
+        };
+        self.advance(read, written, u.len())
+    }
+}
+
+/// How many of `units` to take when `max` fit: `max` or all, one fewer when
+/// that would part a surrogate pair.
+fn keep_pairs(units: &[u16], max: usize) -> usize {
+    if max >= units.len() {
+        return units.len();
+    }
+    if max > 0 && is_high(units[max - 1]) && is_low(units[max]) {
+        max - 1
+    } else {
+        max
+    }
+}
+
+/// The largest character boundary of `s` at or below `max`.
+fn floor_char_boundary(s: &str, max: usize) -> usize {
+    if max >= s.len() {
+        return s.len();
+    }
+    let mut i = max;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rope::{Latin1, Utf16};
+
+    /// Encodes `rope` in steps of `frame` bytes; returns the output and the
+    /// number of calls.
+    fn in_frames(rope: &dyn Rope, encoding: Encoding, frame: usize) -> (Vec<u8>, usize) {
+        let mut enc = Encoder::new(encoding, Mode::Lossy);
+        let mut out = Vec::new();
+        let mut calls = 0;
+        loop {
+            let mut dst = vec![0; frame];
+            let step = enc.encode(rope, &mut dst).unwrap();
+            calls += 1;
+            out.extend_from_slice(&dst[..step.written]);
+            if step.finished {
+                return (out, calls);
+            }
+            assert!(step.written > 0, "no progress into {frame} bytes");
+        }
+    }
+
+    fn one_shot(rope: &dyn Rope, encoding: Encoding) -> Vec<u8> {
+        let mut dst = vec![0; crate::storage_size(rope, encoding)];
+        let n = crate::write(rope, encoding, Mode::Lossy, &mut dst).unwrap();
+        dst.truncate(n);
+        dst
+    }
+
+    #[test]
+    fn a_pair_split_across_pieces_is_never_split_across_calls() {
+        let parts: [&dyn Rope; 4] = [
+            &Utf16(&[0x61, 0xD83D]),
+            &Latin1(b""),
+            &Utf16(&[0xDE00, 0xD800]),
+            &"z",
+        ];
+        for encoding in Encoding::ALL {
+            let whole = one_shot(&parts, encoding);
+            for frame in Encoder::MIN_DST..12 {
+                let (out, _) = in_frames(&parts, encoding, frame);
+                assert_eq!(out, whole, "{encoding}, frames of {frame}");
+            }
+        }
+        // Frames of 4 in UTF-8: "a", then the pair (4 bytes) whole, then
+        // U+FFFD for the lone high and "z".
+        let mut enc = Encoder::new(Encoding::Utf8, Mode::Strict);
+        let mut dst = [0; 4];
+        let steps: Vec<(usize, usize, bool)> = (0..3)
+            .map(|_| {
+                let p = enc.encode(&parts, &mut dst).unwrap();
+                (p.read, p.written, p.finished)
+            })
+            .collect();
+        assert_eq!(steps, [(1, 1, false), (2, 4, false), (2, 4, true)]);
+    }
+
+    #[test]
+    fn a_destination_too_small_for_the_next_character_takes_nothing() {
+        let mut enc = Encoder::new(Encoding::Utf8, Mode::Strict);
+        let p = enc.encode(&"€", &mut [0; 2]).unwrap();
+        assert_eq!((p.read, p.written, p.finished), (0, 0, false));
+        let p = enc.encode(&"€", &mut []).unwrap();
+        assert_eq!((p.read, p.written, p.finished), (0, 0, false));
+        let mut dst = [0; 3];
+        let p = enc.encode(&"€", &mut dst).unwrap();
+        assert_eq!((p.read, p.written, p.finished), (3, 3, true));
+        // An empty rope is finished at once, even into nothing.
+        let p = Encoder::new(Encoding::Utf16Le, Mode::Strict)
+            .encode(&"", &mut [])
+            .unwrap();
+        assert!(p.finished);
+    }
+
+    #[test]
+    fn strict_refuses_before_the_first_byte() {
+        let rope = ["fine", "\u{20AC}"];
+        let mut enc = Encoder::new(Encoding::Latin1, Mode::Strict);
+        let mut dst = [0xA5; 8];
+        let err = enc.encode(&rope, &mut dst).unwrap_err();
+        assert_eq!(
+            err,
+            EncodeError::Unencodable {
+                code_point: 0x20AC,
+                index: 4,
+                encoding: Encoding::Latin1
+            }
+        );
+        assert_eq!(dst, [0xA5; 8]);
+        assert_eq!(enc.position(), 0);
+        assert!(enc.encode(&rope, &mut dst).is_err(), "refused again");
+    }
+
+    /// Counts the pieces a walk hands out, delegating the seek.
+    struct Counted<R>(R, std::cell::Cell<usize>);
+
+    impl<R: Rope> Rope for Counted<R> {
+        fn for_each_piece<'a>(
+            &'a self,
+            visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+        ) -> ControlFlow<()> {
+            self.for_each_piece_from(0, visit)
+        }
+
+        fn for_each_piece_from<'a>(
+            &'a self,
+            start: usize,
+            visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+        ) -> ControlFlow<()> {
+            self.0.for_each_piece_from(start, &mut |p| {
+                self.1.set(self.1.get() + 1);
+                visit(p)
+            })
+        }
+    }
+
+    #[test]
+    fn resuming_does_not_walk_the_rope_from_its_start() {
+        let text = "0123456789abcdef".repeat(20_000);
+        let ropey = Counted(ropey::Rope::from_str(&text), Default::default());
+        let pieces: Vec<Latin1<&[u8]>> = text.as_bytes().chunks(100).map(Latin1).collect();
+        let pieces = Counted(pieces, Default::default());
+        for (rope, visits, parts) in [
+            (&ropey as &dyn Rope, &ropey.1, ropey.0.chunks().count()),
+            (&pieces, &pieces.1, pieces.0.len()),
+        ] {
+            let (out, calls) = in_frames(rope, Encoding::Utf8, 64);
+            assert_eq!(out, text.as_bytes());
+            assert!(calls >= text.len() / 64 && parts >= 200);
+            // Each call visits the pieces it writes from, the last of them
+            // partly; one walk from the start per call would instead visit
+            // about calls × parts / 2 (here over 10⁶).
+            assert!(
+                visits.get() <= 2 * calls + parts,
+                "{} visits for {calls} calls over {parts} parts",
+                visits.get()
+            );
+        }
+    }
+
+    #[test]
+    fn a_large_ropey_rope_in_small_frames() {
+        let text = "ropey \u{e9}\u{20AC}\u{1F600} ".repeat(3000);
+        let rope = ropey::Rope::from_str(&text);
+        for encoding in Encoding::ALL {
+            let (out, calls) = in_frames(&rope, encoding, 64);
+            assert_eq!(out, one_shot(&rope, encoding), "{encoding}");
+            assert!(calls >= out.len() / 64);
+        }
+    }
+}

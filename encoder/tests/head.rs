@@ -1,0 +1,192 @@
+//! The head builder: any status code 100..=999 with any reason phrase or
+//! none, the registered ones in one piece; more fields than the default
+//! with a larger `N`; framing fields refused by name. Every head is read
+//! back with httparse.
+
+use std::ops::ControlFlow;
+
+use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Line, Status, MAX_FIELDS};
+use unflat::{Piece, Rope};
+
+/// Parses `bytes` as one response head; returns the code, the reason and
+/// the fields.
+fn parse(bytes: &[u8]) -> (u16, String, Vec<(String, Vec<u8>)>) {
+    let mut fields = [httparse::EMPTY_HEADER; 128];
+    let mut res = httparse::Response::new(&mut fields);
+    assert_eq!(
+        res.parse(bytes),
+        Ok(httparse::Status::Complete(bytes.len())),
+        "{:?}",
+        String::from_utf8_lossy(bytes)
+    );
+    let fields = res
+        .headers
+        .iter()
+        .map(|h| (h.name.to_string(), h.value.to_vec()))
+        .collect();
+    (res.code.unwrap(), res.reason.unwrap().to_string(), fields)
+}
+
+fn pieces(rope: &dyn Rope) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let _ = rope.for_each_piece(&mut |p| {
+        if let Piece::OneByte(b) = p {
+            out.push(b.to_vec());
+        }
+        ControlFlow::Continue(())
+    });
+    out
+}
+
+#[test]
+fn every_code_from_100_to_999_is_sent_and_read_back() {
+    let mut registered = 0;
+    for code in 100..=999 {
+        let status = Status::from_code(code).unwrap();
+        let head = Head::new(status, false);
+        let bytes = head.to_vec();
+        let (parsed, reason, _) = parse(&bytes);
+        assert_eq!(parsed, code);
+        assert_eq!(reason, status.reason().unwrap_or(""));
+        match status.line() {
+            // A registered status's line is one 'static piece.
+            Some(line) => {
+                registered += 1;
+                assert_eq!(pieces(&head)[0], line.as_bytes());
+                assert_eq!(Status::new(code, status.reason()), Ok(status));
+            }
+            None => {
+                assert_eq!(status.reason(), None);
+                let line = format!("HTTP/1.1 {code} \r\n");
+                assert!(bytes.starts_with(line.as_bytes()), "{code}");
+            }
+        }
+        let custom = Status::new(code, Some("Custom \t Phrase")).unwrap();
+        assert_eq!(custom.line(), None);
+        let (parsed, reason, _) = parse(&Head::new(custom, false).to_vec());
+        assert_eq!((parsed, reason.as_str()), (code, "Custom \t Phrase"));
+        // obs-text is allowed, and sent as it is (httparse accepts it and
+        // reports no phrase).
+        let obs = Status::new(code, Some("Caf\u{e9}")).unwrap();
+        let bytes = Head::new(obs, false).to_vec();
+        assert_eq!(parse(&bytes).0, code);
+        assert!(bytes.starts_with(format!("HTTP/1.1 {code} Caf\u{e9}\r\n").as_bytes()));
+    }
+    assert_eq!(registered, 61, "the IANA registry, less 104, 306 and 418");
+    assert_eq!(Status::from_code(201).unwrap(), Status::CREATED);
+    assert_eq!(
+        Status::from_code(429).unwrap().line(),
+        Some("HTTP/1.1 429 Too Many Requests\r\n")
+    );
+}
+
+#[test]
+fn codes_out_of_range_and_control_bytes_in_reasons_are_refused() {
+    for code in [0, 1, 99, 1000, u16::MAX] {
+        assert_eq!(Status::new(code, None), Err(HeadError::InvalidStatus(code)));
+        assert_eq!(Status::from_code(code), Err(HeadError::InvalidStatus(code)));
+    }
+    assert_eq!(
+        Status::new(200, Some("OK\r\nSet-Cookie: x")),
+        Err(HeadError::InvalidReason { at: 2, byte: b'\r' })
+    );
+    assert_eq!(
+        Status::new(200, Some("\0")),
+        Err(HeadError::InvalidReason { at: 0, byte: 0 })
+    );
+    // An empty phrase is no phrase.
+    assert_eq!(Status::new(299, Some("")), Status::new(299, None));
+}
+
+#[test]
+fn bodiless_statuses_refuse_framing_and_the_others_take_it() {
+    for code in 100..=999 {
+        let status = Status::from_code(code).unwrap();
+        let bodiless = code < 200 || code == 204 || code == 304;
+        assert_eq!(status.has_no_body(), bodiless, "{code}");
+        let mut head = Head::new(status, false);
+        assert_eq!(head.content_length(0).is_err(), bodiless, "{code}");
+        assert_eq!(head.body_allowed(), !bodiless, "{code}");
+    }
+}
+
+#[test]
+fn a_head_holds_n_fields_and_refuses_one_more() {
+    let names: Vec<String> = (0..41).map(|i| format!("X-Field-{i}")).collect();
+    let values: Vec<String> = (0..41).map(|i| format!("value {i}")).collect();
+    let field = |i: usize| {
+        (
+            HeaderName::new(&names[i]).unwrap(),
+            HeaderValue::new(values[i].as_bytes()).unwrap(),
+        )
+    };
+
+    let mut small = Head::new(Status::OK, false);
+    for i in 0..MAX_FIELDS {
+        let (n, v) = field(i);
+        small.field(n, v).unwrap();
+    }
+    let (n, v) = field(MAX_FIELDS);
+    assert_eq!(small.field(n, v).err(), Some(HeadError::TooManyFields));
+
+    let mut large = Head::<'_, 40>::with_room(Status::OK, false);
+    for i in 0..40 {
+        let (n, v) = field(i);
+        large.field(n, v).unwrap();
+    }
+    let (n, v) = field(40);
+    assert_eq!(large.field(n, v).err(), Some(HeadError::TooManyFields));
+    large.content_length(0).unwrap();
+    let (_, _, fields) = parse(&large.to_vec());
+    assert_eq!(fields.len(), 41);
+    for (i, (name, value)) in fields[..40].iter().enumerate() {
+        assert_eq!(
+            (name.as_str(), &value[..]),
+            (names[i].as_str(), values[i].as_bytes())
+        );
+    }
+}
+
+#[test]
+fn framing_fields_are_refused_by_name_in_any_case() {
+    let names = [
+        "Content-Length",
+        "content-length",
+        "CONTENT-LENGTH",
+        "Transfer-Encoding",
+        "transfer-ENCODING",
+    ];
+    let lines: Vec<Line> = names
+        .iter()
+        .map(|n| Line::parse(n, "chunked").unwrap())
+        .collect();
+    let mut head = Head::new(Status::OK, false);
+    for (name, line) in names.iter().zip(&lines) {
+        let err = head
+            .field(
+                HeaderName::new(name).unwrap(),
+                HeaderValue::new(b"1").unwrap(),
+            )
+            .err();
+        assert!(matches!(err, Some(HeadError::Framing(_))), "{name}");
+        assert!(
+            matches!(head.line(line).err(), Some(HeadError::Framing(_))),
+            "{name}"
+        );
+    }
+    // Names that only look alike are fields like any other.
+    let lookalike = Line::parse("Content-Lengths", "1").unwrap();
+    head.line(&lookalike).unwrap();
+    head.field(
+        HeaderName::new("Transfer-Encodings").unwrap(),
+        HeaderValue::new(b"x").unwrap(),
+    )
+    .unwrap();
+    head.content_length(2).unwrap();
+    let (_, _, fields) = parse(&head.to_vec());
+    let names: Vec<&str> = fields.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Content-Lengths", "Transfer-Encodings", "Content-Length"]
+    );
+}
