@@ -74,10 +74,6 @@ struct Opts {
     /// Server worker threads.
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Passed as `--runtime` to unflat-server and the ceiling (multi or
-    /// per-core); their default when not given.
-    #[arg(long, value_parser = ["multi", "per-core"])]
-    runtime: Option<String>,
     /// How unflat-server keeps the body: flat (one contiguous string), or
     /// rope (a ropey rope); the wrk script's third argument.
     #[arg(long, default_value = "flat", value_parser = ["flat", "rope"])]
@@ -144,14 +140,11 @@ fn main() {
 
     println!("machine: {}", machine());
     println!(
-        "wrk -t{} -c{} -d{}s; servers with {} workers{}; body={}; {} run(s) per cell, variants alternating\n",
+        "wrk -t{} -c{} -d{}s; servers with {} workers; body={}; {} run(s) per cell, variants alternating\n",
         o.threads,
         o.connections,
         o.duration,
         o.workers,
-        o.runtime
-            .as_ref()
-            .map_or(String::new(), |r| format!(", --runtime {r}")),
         o.body,
         o.runs
     );
@@ -216,9 +209,6 @@ fn start(o: &Opts, bin: &Path, variant: &str) -> Proc {
             "unflat-server"
         }
     };
-    if let (Some(runtime), "unflat-server" | "ceiling") = (&o.runtime, exe) {
-        args.extend(["--runtime".into(), runtime.clone()]);
-    }
     Proc::start(variant, &bin.join(exe), &args)
 }
 

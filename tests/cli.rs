@@ -80,7 +80,7 @@ fn version_and_help() {
     let (code, stdout, _) = run(&["--help"], &[]);
     assert_eq!(code, Some(0));
     for flag in [
-        "--runtime",
+        "--frame",
         "--copy-below",
         "UNFLAT_ADDR",
         "UNFLAT_SEND_TIMEOUT",
@@ -103,16 +103,23 @@ fn flags_come_from_the_environment_and_logs_go_to_stderr() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut banner = String::new();
     stdout.read_line(&mut banner).unwrap();
+    // The log line follows the banner, on the other stream.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("listening") {
+        if stderr.read_line(&mut log).unwrap() == 0 {
+            break;
+        }
+    }
     let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = child.wait();
     assert!(
         banner.contains("(flatten strategy) at http://127.0.0.1:"),
         "{banner}"
     );
     assert!(
-        stderr.contains("listening"),
-        "the log line is on stderr: {stderr}"
+        log.contains("listening"),
+        "the log line is on stderr: {log}"
     );
     assert!(!banner.contains("listening"));
 }

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{config, connect, read_response, start};
+use common::{config, connect, read_response};
 use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
@@ -345,68 +345,4 @@ fn a_send_timeout_resets_the_connection() {
         }
     };
     assert_eq!(outcome, "reset");
-}
-
-#[test]
-fn a_large_payload_is_built_off_the_event_loop() {
-    // One worker: were the payload built on it, the small request would
-    // wait for the whole build.
-    let server = Running::start(Config {
-        workers: Some(1),
-        ..config(Strategy::Direct)
-    })
-    .unwrap();
-    assert!(served(&server));
-    let size = 1 << 30;
-    let mut big = connect(&server);
-    big.write_all(format!("GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
-        .unwrap();
-    let large = &server.app().large;
-    let begun = Instant::now();
-    while large.building() == 0 {
-        assert!(
-            begun.elapsed() < Duration::from_secs(10),
-            "the build never began"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    // Answered while the gigabyte is still being built.
-    assert!(served(&server));
-    assert!(
-        large.building() > 0,
-        "the build ended before a small request was answered"
-    );
-    let mut buf = Vec::new();
-    let mut head = [0u8; 1];
-    // Read the head, then count the body without keeping it.
-    while !buf.ends_with(b"\r\n\r\n") {
-        big.read_exact(&mut head).unwrap();
-        buf.push(head[0]);
-    }
-    assert!(buf.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut got = 0;
-    while got < size {
-        let n = big.read(&mut chunk).unwrap();
-        assert!(n > 0, "closed after {got} bytes");
-        got += n;
-    }
-    assert_eq!(got, size);
-}
-
-#[test]
-fn head_of_a_large_payload_is_answered_from_its_size_alone() {
-    let server = start(Strategy::Direct);
-    let size = 1 << 30;
-    let r = common::exchange(
-        &server,
-        format!("HEAD /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
-    );
-    assert_eq!(r.status, 200);
-    assert_eq!(r.header("content-length"), Some("1073741824"));
-    assert!(r.body.is_empty());
-    assert!(
-        server.app().large.cached(size).is_none(),
-        "nothing was built"
-    );
 }

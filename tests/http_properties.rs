@@ -6,7 +6,7 @@
 //! the head builder refuses invalid names and values and round-trips valid
 //! ones.
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use proptest::prelude::*;
 use unflat::head::{Head, HeaderName, HeaderValue, Status};
 use unflat::queue::WriteQueue;
@@ -242,4 +242,27 @@ fn framing_is_exclusive_in_the_head_builder() {
         !Head::new(Status::OK, true).body_allowed(),
         "no body after HEAD"
     );
+}
+
+#[test]
+fn a_large_transcoded_body_costs_one_frame_of_memory() {
+    // 4 M two-byte characters: 12 MB of UTF-8, which used to be encoded into
+    // the connection's write buffer whole (48 MB reserved for the worst case).
+    let app = app();
+    let mut session = Session::new();
+    let mut queue = WriteQueue::with_policy(app.config.policy());
+    let mut input =
+        BytesMut::from(&b"GET /end-string/4000000?kind=twobyte HTTP/1.1\r\nHost: t\r\n\r\n"[..]);
+    assert!(matches!(
+        session.process(&mut input, &mut queue, &app),
+        Step::Read(_)
+    ));
+    let head = queue.copied_len();
+    assert!(head < 512, "only the head is copied: {head} bytes");
+    assert_eq!(queue.remaining(), head + 12_000_000);
+    // Drained a frame at a time, the bytes are the text.
+    let mut out = Vec::new();
+    queue.write_to(&mut out).unwrap();
+    assert_eq!(out.len(), head + 12_000_000);
+    assert!(out[head..].chunks(3).all(|c| c == "€".as_bytes()));
 }

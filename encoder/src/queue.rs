@@ -1,25 +1,28 @@
 //! The zero-copy write queue: what a connection still owes its peer, as an
 //! ordered list of segments, with no IO of its own.
 //!
-//! Three kinds of segment:
+//! Four kinds of segment:
 //!
 //! - **copied** — bytes in the queue's own write buffer: response heads,
-//!   text encoded by [`WriteQueue::encode`] (one-byte and two-byte bodies),
-//!   and whatever the copy-or-share policy copies. Consecutive copied
-//!   segments merge, so a head and a small body, or many small pipelined
-//!   responses, are one contiguous slice;
+//!   text encoded by [`WriteQueue::encode`], and whatever the copy-or-share
+//!   policy copies. Consecutive copied segments merge, so a head and a small
+//!   body, or many small pipelined responses, are one contiguous slice;
 //! - **shared** — a [`Bytes`] sent as an iovec at its own memory, never copied
 //!   (the fix of the Deno write-up);
 //! - **rope** — a byte range of a [`ropey::Rope`] sent as one iovec per chunk
 //!   of its own; the queue holds a clone of the rope (an `Arc` increment),
-//!   which keeps the chunks alive until they are written.
+//!   which keeps the chunks alive until they are written;
+//! - **stream** — a rope encoded frame by frame as the socket drains
+//!   ([`WriteQueue::stream`]): a large transcoded body costs the connection
+//!   one frame of memory, not its whole encoded size.
 //!
 //! **Copy or share** is decided here and nowhere else, by the queue's
-//! [`Policy`]: a [`Bytes`] shorter than [`Policy::copy_below`] is copied
-//! behind what is queued, as is every run of rope chunks shorter than it; a
-//! longer buffer or chunk is shared. An iovec costs the kernel a segment to
-//! walk and the writer a slot; a copy costs a `memcpy` and cache. Below the
-//! threshold the copy is cheaper (docs/design.md has the measurements).
+//! [`Policy`]: a contiguous piece — a [`Bytes`], or a chunk of a rope —
+//! shorter than [`Policy::copy_below`] is copied behind what is queued
+//! (consecutive short chunks into one run), a longer one is shared. An iovec
+//! costs the kernel a segment to gather from memory the writer did not just
+//! touch; a copy costs a `memcpy`. Below the threshold the copy is cheaper
+//! (docs/design.md has the measurements).
 //!
 //! The queue is a [`bytes::Buf`]: [`Buf::chunks_vectored`] gives the pending
 //! bytes as iovecs for `write_vectored`, and [`Buf::advance`] records how much
@@ -60,7 +63,11 @@ use std::ops::{ControlFlow, Range};
 
 use bytes::{Buf, Bytes};
 
+use std::sync::Arc;
+
 use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::measure::{bound, plan_shaped};
+use crate::resume::Encoder;
 use crate::rope::Rope;
 
 /// Linux's `IOV_MAX`: the most slices one `writev` takes.
@@ -69,38 +76,41 @@ pub const IOV_MAX: usize = 1024;
 /// How much write buffer an empty queue keeps for reuse by default.
 pub const DEFAULT_RETAIN: usize = 256 * 1024;
 
-/// When the queue copies bytes it is asked to share. See the
-/// [module documentation](self).
+/// When the queue copies bytes it is asked to share, and how it streams
+/// large text. See the [module documentation](self).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
-    /// A [`Bytes`], or a whole rope range, shorter than this is copied into
-    /// the write buffer rather than sent as iovecs at its own memory.
+    /// A contiguous piece — a [`Bytes`], or a chunk of a rope — shorter
+    /// than this is copied into the write buffer; a longer one is sent as an
+    /// iovec at its own memory.
     pub copy_below: usize,
-    /// In a longer rope range, runs of chunks shorter than this are copied;
-    /// chunks at least this long are shared.
-    pub copy_chunks_below: usize,
+    /// Text whose encoded form may be longer than this is encoded frame by
+    /// frame, in frames of this many bytes ([`WriteQueue::stream`]); at least
+    /// [`Encoder::MIN_DST`].
+    pub frame: usize,
 }
 
 impl Policy {
     /// Measured on the development machine (docs/design.md): a contiguous
-    /// body is cheaper copied up to 4 KiB, a rope of ~1 KiB chunks up to
-    /// 32 KiB; a rope chunk of 256 bytes or more pays for its iovec.
+    /// body was as cheap or cheaper copied at 1 and 4 KiB and shared at 16
+    /// and 100 KiB, and a rope of ~1 KiB chunks cheaper copied at every
+    /// length; hence 8 KiB. Frames of 64 KiB.
     pub const DEFAULT: Policy = Policy {
-        copy_below: 4 * 1024,
-        copy_chunks_below: 256,
+        copy_below: 8 * 1024,
+        frame: 64 * 1024,
     };
 
     /// Never copy: every buffer and chunk is shared (for tests and
     /// measurements).
     pub const SHARE_ALL: Policy = Policy {
         copy_below: 0,
-        copy_chunks_below: 0,
+        ..Policy::DEFAULT
     };
 
     /// Always copy (for tests and measurements).
     pub const COPY_ALL: Policy = Policy {
         copy_below: usize::MAX,
-        copy_chunks_below: usize::MAX,
+        ..Policy::DEFAULT
     };
 }
 
@@ -110,7 +120,10 @@ impl Default for Policy {
     }
 }
 
-#[derive(Debug)]
+/// A rope the queue can keep until it is written: owned, and shareable
+/// between threads. Cloning one is an `Arc` increment.
+pub type SharedRope = Arc<dyn Rope + Send + Sync>;
+
 enum Segment {
     Copied {
         start: usize,
@@ -121,6 +134,27 @@ enum Segment {
         rope: ropey::Rope,
         range: Range<usize>,
     },
+    /// Encoded a frame at a time into the queue's frame buffer, and only
+    /// while it is the front segment.
+    Stream {
+        rope: SharedRope,
+        encoder: Encoder,
+        /// The encoded size, from the plan.
+        len: usize,
+    },
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Segment::Copied { start, end } => write!(f, "Copied({start}..{end})"),
+            Segment::Shared(b) => write!(f, "Shared({} bytes)", b.len()),
+            Segment::Rope { range, .. } => write!(f, "Rope({range:?})"),
+            Segment::Stream { encoder, len, .. } => {
+                write!(f, "Stream({len} bytes, {:?})", encoder.encoding())
+            }
+        }
+    }
 }
 
 impl Segment {
@@ -129,6 +163,7 @@ impl Segment {
             Segment::Copied { start, end } => end - start,
             Segment::Rope { range, .. } => range.len(),
             Segment::Shared(b) => b.len(),
+            Segment::Stream { len, .. } => *len,
         }
     }
 }
@@ -216,6 +251,15 @@ pub struct WriteQueue {
     response_ends: VecDeque<u64>,
     retain: usize,
     policy: Policy,
+    /// The frame of the front stream segment: its bytes from `frame_start`
+    /// (a position in the stream) on. **While the front segment is a
+    /// stream, `frame_start <= offset < frame_start + frame_len`**: the next
+    /// byte to write is always encoded (`advance` encodes the next frame the
+    /// moment the last one is written, and a stream that becomes the front
+    /// gets its first frame at once).
+    frame: Vec<u8>,
+    frame_start: usize,
+    frame_len: usize,
 }
 
 impl Default for WriteQueue {
@@ -245,6 +289,9 @@ impl WriteQueue {
             response_ends: VecDeque::new(),
             retain: DEFAULT_RETAIN,
             policy,
+            frame: Vec::new(),
+            frame_start: 0,
+            frame_len: 0,
         }
     }
 
@@ -323,10 +370,70 @@ impl WriteQueue {
         // buffer is reused, so the slack costs nothing after warm-up, and it
         // lets the two-byte path skip its measuring pass.
         let shape = rope.shape();
-        let dst = self.reserve(crate::measure::bound(shape, encoding));
+        let dst = self.reserve(bound(shape, encoding));
         let n = crate::encode::write_shaped(rope, shape, encoding, mode, dst)?;
         self.commit(n);
         Ok(n)
+    }
+
+    /// Queues `rope` in `encoding`, bounding what it costs in memory: text
+    /// that fits in one frame ([`Policy::frame`]) is encoded into the write
+    /// buffer at once, as [`WriteQueue::encode`] does; longer text is
+    /// encoded a frame at a time, as the socket takes the previous frame,
+    /// from the rope the queue keeps (a clone of the `Arc`). Returns the
+    /// encoded size; on error (strict mode, checked before anything is
+    /// queued) nothing is queued.
+    pub fn stream(
+        &mut self,
+        rope: &SharedRope,
+        encoding: Encoding,
+        mode: Mode,
+    ) -> Result<usize, EncodeError> {
+        let shape = rope.shape();
+        let frame = self.policy.frame.max(Encoder::MIN_DST);
+        if bound(shape, encoding) <= frame {
+            return self.encode(&**rope, encoding, mode);
+        }
+        let plan = plan_shaped(&**rope, shape, encoding, mode)?;
+        let len = plan.size();
+        if len <= frame {
+            let dst = self.reserve(len);
+            let n = crate::encode::write_planned(&**rope, plan, dst)?;
+            self.commit(n);
+            return Ok(n);
+        }
+        self.grew(len, 0);
+        self.segments.push_back(Segment::Stream {
+            rope: rope.clone(),
+            encoder: Encoder::from_plan(&plan),
+            len,
+        });
+        if self.segments.len() == 1 {
+            self.next_frame();
+        }
+        Ok(len)
+    }
+
+    /// Encodes the next frame of the front segment, a stream, at `offset`.
+    fn next_frame(&mut self) {
+        let Some(Segment::Stream { rope, encoder, .. }) = self.segments.front_mut() else {
+            unreachable!("frames are encoded for a stream at the front");
+        };
+        let size = self.policy.frame.max(Encoder::MIN_DST);
+        if self.frame.len() < size {
+            self.frame.resize(size, 0);
+        }
+        let progress = encoder
+            .encode(&**rope, &mut self.frame[..size])
+            .expect("a planned stream encodes without error");
+        debug_assert!(progress.written > 0, "a frame of MIN_DST makes progress");
+        self.frame_start = self.offset;
+        self.frame_len = progress.written;
+    }
+
+    /// The unwritten bytes of the front stream's frame.
+    fn frame_rest(&self) -> &[u8] {
+        &self.frame[self.offset - self.frame_start..self.frame_len]
     }
 
     /// Copies `bytes` into the write buffer and queues them.
@@ -350,10 +457,10 @@ impl WriteQueue {
     }
 
     /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough
-    /// to pay for an iovec are sent from the rope's own memory (the queue
-    /// keeps a clone of the rope until they are written), runs of shorter
-    /// ones are copied, as is a range shorter than [`Policy::copy_below`].
-    /// The range may cut a character: the queue moves bytes.
+    /// to pay for an iovec ([`Policy::copy_below`]) are sent from the rope's
+    /// own memory (the queue keeps a clone of the rope until they are
+    /// written), runs of shorter ones are copied. The range may cut a
+    /// character: the queue moves bytes.
     ///
     /// # Panics
     /// If `range` is not within `0..=rope.len_bytes()` or runs backwards.
@@ -363,20 +470,19 @@ impl WriteQueue {
             "byte range {range:?} is outside the rope's {} bytes",
             rope.len_bytes()
         );
-        if range.len() < self.policy.copy_below {
-            // A few chunks at most: cheaper looked up than iterated.
-            for_each_chunk(rope, range, Walk::LookUp, |chunk| {
-                self.copy(chunk);
-                ControlFlow::Continue(())
-            });
-            return;
-        }
+        let min = self.policy.copy_below;
+        // A range shorter than one shared chunk is a few chunks at most:
+        // cheaper looked up than iterated, and all of them copied.
+        let walk = if range.len() < min {
+            Walk::LookUp
+        } else {
+            Walk::Iterate
+        };
         // One walk: short chunks are copied as they come; a run of long
         // ones becomes one segment, which the writer walks again.
-        let min = self.policy.copy_chunks_below;
         let mut at = range.start;
         let mut shared: Option<Range<usize>> = None;
-        for_each_chunk(rope, range, Walk::Iterate, |chunk| {
+        for_each_chunk(rope, range, walk, |chunk| {
             if chunk.len() >= min {
                 shared.get_or_insert(at..at).end = at + chunk.len();
             } else {
@@ -437,11 +543,13 @@ impl Buf for WriteQueue {
         self.pending
     }
 
-    /// The pending bytes of the front segment (its first chunk, for a rope).
+    /// The pending bytes of the front segment (its first chunk, for a rope;
+    /// its current frame, for a stream).
     fn chunk(&self) -> &[u8] {
         let mut first: &[u8] = &[];
         if let Some(seg) = self.segments.front() {
             match seg {
+                Segment::Stream { .. } => first = self.frame_rest(),
                 Segment::Copied { start, end } => first = &self.buf[start + self.offset..*end],
                 Segment::Shared(b) => first = &b[self.offset..],
                 Segment::Rope { rope, range } => {
@@ -458,15 +566,23 @@ impl Buf for WriteQueue {
 
     /// Fills `dst` with iovecs for the pending bytes, in order, from the
     /// cursor on, and returns how many it filled (at most `dst.len()`; pass
-    /// at most [`IOV_MAX`]).
+    /// at most [`IOV_MAX`]). A stream ends the list: only its current frame
+    /// is encoded, and the segments behind it wait for the rest.
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         let mut n = 0;
         let mut skip = self.offset;
-        for seg in &self.segments {
+        for (i, seg) in self.segments.iter().enumerate() {
             if n == dst.len() {
                 break;
             }
             match seg {
+                Segment::Stream { .. } => {
+                    if i == 0 {
+                        dst[n] = IoSlice::new(self.frame_rest());
+                        n += 1;
+                    }
+                    break;
+                }
                 Segment::Copied { start, end } => {
                     dst[n] = IoSlice::new(&self.buf[start + skip..*end]);
                     n += 1;
@@ -507,18 +623,31 @@ impl Buf for WriteQueue {
         self.written_total += n as u64;
         while n > 0 {
             let front = self.segments.front().expect("pending bytes have a segment");
+            let stream = matches!(front, Segment::Stream { .. });
             let rest = front.len() - self.offset;
-            let step = rest.min(n);
+            // A stream is written one encoded frame at a time.
+            let available = if stream {
+                self.frame_start + self.frame_len - self.offset
+            } else {
+                rest
+            };
+            let step = available.min(n);
             if matches!(front, Segment::Copied { .. }) {
                 self.copied_pending -= step;
             }
+            n -= step;
             if step == rest {
                 self.segments.pop_front();
                 self.offset = 0;
+                if matches!(self.segments.front(), Some(Segment::Stream { .. })) {
+                    self.next_frame();
+                }
             } else {
                 self.offset += step;
+                if stream && step == available {
+                    self.next_frame();
+                }
             }
-            n -= step;
         }
         while self
             .response_ends
@@ -660,8 +789,8 @@ mod tests {
         assert!(starts.len() > 4, "a rope of several chunks");
         let (from, to) = (starts[1] - 10, starts[3] + 10);
         let policy = Policy {
-            copy_below: 0,
-            copy_chunks_below: 256,
+            copy_below: 256,
+            ..Policy::DEFAULT
         };
         let mut q = WriteQueue::with_policy(policy);
         q.copy(b"head|");
@@ -691,7 +820,7 @@ mod tests {
     fn short_buffers_and_ranges_are_copied_behind_the_head() {
         let mut q = WriteQueue::with_policy(Policy {
             copy_below: 100,
-            copy_chunks_below: 0,
+            ..Policy::DEFAULT
         });
         let rope = ropey::Rope::from_str(&"x".repeat(5000));
         q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
@@ -703,6 +832,74 @@ mod tests {
         q.share(&Bytes::from(vec![1; 100]));
         q.share_rope(&rope, 0..100);
         assert_eq!(iovecs(&q).len(), 3);
+    }
+
+    /// Two-byte text with surrogate pairs, as a shared rope, and its UTF-8.
+    fn two_byte_text() -> (SharedRope, Vec<u8>) {
+        let text = "a€😀é".repeat(5000);
+        let units: Vec<u16> = text.encode_utf16().collect();
+        (Arc::new(crate::Utf16(units)), text.into_bytes())
+    }
+
+    #[test]
+    fn a_stream_is_written_frame_by_frame_between_other_segments() {
+        let (rope, utf8) = two_byte_text();
+        for frame in [4, 7, 1000, 65536] {
+            for (step, iov_max) in [(1, 4), (5, 2), (999, 64), (1 << 20, 64)] {
+                let mut q = WriteQueue::with_policy(Policy {
+                    frame,
+                    ..Policy::DEFAULT
+                });
+                q.copy(b"head|");
+                assert_eq!(
+                    q.stream(&rope, Encoding::Utf8, Mode::Strict),
+                    Ok(utf8.len())
+                );
+                q.end_response();
+                q.copy(b"|next");
+                q.stream(&rope, Encoding::Utf8, Mode::Strict).unwrap();
+                q.end_response();
+                // Memory: text longer than a frame is never held whole (only
+                // the frame buffer holds any of it); shorter text is copied.
+                if utf8.len() > frame {
+                    assert_eq!(q.copied_len(), 10);
+                } else {
+                    assert_eq!(q.copied_len(), 10 + 2 * utf8.len());
+                }
+                let mut expected = b"head|".to_vec();
+                expected.extend_from_slice(&utf8);
+                expected.extend_from_slice(b"|next");
+                expected.extend_from_slice(&utf8);
+                assert_eq!(q.remaining(), expected.len());
+                let out = drain_in_steps(&mut q, step, iov_max);
+                assert!(
+                    out == expected,
+                    "frame {frame}, step {step}: output differs"
+                );
+                assert!(q.frame.len() <= frame.max(Encoder::MIN_DST));
+                assert_eq!(q.pending_responses(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn short_text_is_encoded_at_once_and_refusals_queue_nothing() {
+        let mut q = WriteQueue::new();
+        let short: SharedRope = Arc::new(crate::Latin1(b"caf\xe9".to_vec()));
+        assert_eq!(q.stream(&short, Encoding::Utf8, Mode::Strict), Ok(5));
+        assert_eq!(q.copied_len(), 5);
+        let (long, _) = two_byte_text();
+        let err = q.stream(&long, Encoding::Latin1, Mode::Strict);
+        assert!(
+            matches!(err, Err(EncodeError::Unencodable { index: 1, .. })),
+            "{err:?}"
+        );
+        assert_eq!(q.remaining(), 5);
+        // Buf helpers drain a stream like any other segment.
+        q.stream(&long, Encoding::Utf16Le, Mode::Strict).unwrap();
+        let all = q.copy_to_bytes(q.remaining());
+        assert_eq!(&all[..5], "café".as_bytes());
+        assert_eq!(all.len(), 5 + 2 * "a€😀é".encode_utf16().count() * 5000);
     }
 
     #[test]

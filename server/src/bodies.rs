@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use unflat::Measured;
+use unflat::queue::SharedRope;
+use unflat::{Latin1, Measured, Rope, Utf16};
 
 /// The character kinds of `/end-string`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,16 +95,25 @@ pub struct Key {
 }
 
 /// An `/end-string` body in the form it is sent from.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub enum Text {
     /// ASCII as one contiguous buffer, already its UTF-8 encoding.
     Ascii(Bytes),
     /// A ropey rope (measured once, see [`unflat::Measured`]).
     Rope(Measured<ropey::Rope>),
-    /// One-byte (Latin-1) text.
-    OneByte(Arc<[u8]>),
-    /// Two-byte (UTF-16) text.
-    TwoByte(Arc<[u16]>),
+    /// One-byte (Latin-1) or two-byte (UTF-16) text, encoded to UTF-8 as it
+    /// is sent.
+    Transcoded(SharedRope),
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Text::Ascii(b) => write!(f, "Ascii({} bytes)", b.len()),
+            Text::Rope(r) => write!(f, "Rope({} bytes)", r.get().len_bytes()),
+            Text::Transcoded(r) => write!(f, "Transcoded({:?})", r.shape()),
+        }
+    }
 }
 
 /// A cached body and its UTF-8 length (the `Content-Length`), so that no
@@ -127,8 +137,12 @@ impl EndString {
                 Text::Rope(Measured::new(ropey::Rope::from_str(&s)))
             }
             (Form::Flat, Kind::Ascii) => Text::Ascii(Bytes::from(vec![c as u8; key.len])),
-            (Form::Flat, Kind::Latin1) => Text::OneByte(vec![c as u8; key.len].into()),
-            (Form::Flat, Kind::TwoByte) => Text::TwoByte(vec![c as u16; key.len].into()),
+            (Form::Flat, Kind::Latin1) => {
+                Text::Transcoded(Arc::new(Latin1(vec![c as u8; key.len])))
+            }
+            (Form::Flat, Kind::TwoByte) => {
+                Text::Transcoded(Arc::new(Utf16(vec![c as u16; key.len])))
+            }
         };
         EndString { text, utf8_len }
     }
@@ -138,8 +152,10 @@ impl EndString {
         match &self.text {
             Text::Ascii(b) => b.len(),
             Text::Rope(r) => r.get().len_bytes(),
-            Text::OneByte(b) => b.len(),
-            Text::TwoByte(u) => 2 * u.len(),
+            Text::Transcoded(r) => {
+                let s = r.shape();
+                s.one_byte + s.utf8 + 2 * s.two_byte
+            }
         }
     }
 }

@@ -25,11 +25,11 @@ pub fn main() -> std::io::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let (workers, runtime) = (config.worker_threads(), config.runtime.name());
+    let workers = config.worker_threads();
     let server = Server::bind(config)?;
     let addr = server.local_addr();
     println!("{}", help_text(addr, server.app().config.strategy));
-    info!(%addr, workers, runtime, "listening");
+    info!(%addr, workers, "listening");
     server.run(stop_signal())?;
     info!("stopped");
     Ok(())

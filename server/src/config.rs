@@ -34,27 +34,6 @@ impl Strategy {
     }
 }
 
-/// Which tokio runtime serves the connections (see `server.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Runtime {
-    /// One work-stealing runtime of `--workers` threads, one listening
-    /// socket.
-    Multi,
-    /// `--workers` threads, each a current-thread runtime with its own
-    /// `SO_REUSEPORT` listening socket.
-    PerCore,
-}
-
-impl Runtime {
-    /// The flag value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Runtime::Multi => "multi",
-            Runtime::PerCore => "per-core",
-        }
-    }
-}
-
 /// The longest timeout or grace period accepted: a day. Longer is a
 /// mistake (a typo in the unit), and tokio's timers cannot go past ~2 years.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -95,11 +74,6 @@ pub struct Config {
     /// Worker threads (default: one per core).
     #[arg(long, env = "UNFLAT_WORKERS")]
     pub workers: Option<u16>,
-
-    /// Runtime: one work-stealing runtime (multi), or a current-thread
-    /// runtime per worker, each with its own SO_REUSEPORT socket (per-core).
-    #[arg(long, env = "UNFLAT_RUNTIME", value_enum, default_value_t = Runtime::Multi)]
-    pub runtime: Runtime,
 
     /// How responses are written.
     #[arg(long, env = "UNFLAT_STRATEGY", value_enum, default_value_t = Strategy::Direct)]
@@ -173,15 +147,16 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_MAX_QUEUED_RESPONSES", default_value_t = 64)]
     pub max_queued_responses: usize,
 
-    /// Bodies (and rope ranges) shorter than this many bytes are copied
-    /// behind the head rather than sent as iovecs at their own memory.
+    /// Bodies, and chunks of rope bodies, shorter than this many bytes are
+    /// copied behind the head rather than sent as iovecs at their own memory.
     #[arg(long, env = "UNFLAT_COPY_BELOW", default_value_t = Policy::DEFAULT.copy_below)]
     pub copy_below: usize,
 
-    /// In a longer rope body, runs of chunks shorter than this are copied;
-    /// longer chunks are sent as iovecs at the rope's memory.
-    #[arg(long, env = "UNFLAT_COPY_CHUNKS_BELOW", default_value_t = Policy::DEFAULT.copy_chunks_below)]
-    pub copy_chunks_below: usize,
+    /// Transcoded bodies longer than this many bytes are encoded a frame of
+    /// this size at a time as the socket drains, so that a connection holds
+    /// one frame of them, not the whole body (at least 4).
+    #[arg(long, env = "UNFLAT_FRAME", default_value_t = Policy::DEFAULT.frame)]
+    pub frame: usize,
 
     /// Time to let responses in progress finish after Ctrl-C / SIGTERM.
     #[arg(long, env = "UNFLAT_GRACE", default_value = "30s", value_parser = parse_duration)]
@@ -198,7 +173,6 @@ impl Default for Config {
         Config {
             addr: "127.0.0.1:3000".parse().expect("a valid address"),
             workers: None,
-            runtime: Runtime::Multi,
             strategy: Strategy::Direct,
             max_len: 16 * 1024 * 1024,
             max_large: 1024 * 1024 * 1024,
@@ -216,7 +190,7 @@ impl Default for Config {
             max_queued_bytes: 1024 * 1024,
             max_queued_responses: 64,
             copy_below: Policy::DEFAULT.copy_below,
-            copy_chunks_below: Policy::DEFAULT.copy_chunks_below,
+            frame: Policy::DEFAULT.frame,
             grace: Duration::from_secs(30),
             cache_bytes: 256 * 1024 * 1024,
         }
@@ -236,7 +210,7 @@ impl Config {
     pub fn policy(&self) -> Policy {
         Policy {
             copy_below: self.copy_below,
-            copy_chunks_below: self.copy_chunks_below,
+            frame: self.frame,
         }
     }
 
@@ -271,7 +245,7 @@ impl Config {
                 self.grace
             ));
         }
-        let checks: [(&str, bool, &str); 9] = [
+        let checks: [(&str, bool, &str); 10] = [
             (
                 "--workers",
                 self.workers.is_some_and(|w| w == 0 || w > 1024),
@@ -294,6 +268,11 @@ impl Config {
                 "--max-queued-responses",
                 self.max_queued_responses == 0,
                 "at least 1",
+            ),
+            (
+                "--frame",
+                self.frame < unflat::Encoder::MIN_DST,
+                "at least 4",
             ),
             ("--max-len", self.max_len > 1 << 30, "at most 2^30"),
             ("--max-large", self.max_large > 64 << 30, "at most 64 GiB"),
@@ -350,6 +329,7 @@ mod tests {
             (&["--max-requests", "0"], "max-requests"),
             (&["--max-large", "68719476737"], "max-large"),
             (&["--max-head", "10"], "max-head"),
+            (&["--frame", "2"], "--frame"),
             (
                 &["--max-large", "3000000000", "--large-bytes", "1000"],
                 "--max-large",

@@ -12,7 +12,7 @@
 //! [`bodies`] (the cached bodies) → [`response`] (head rope and body into
 //! the write queue, by strategy) → [`session`] (one connection's protocol
 //! state, no IO) → [`connection`] (reads, `write_vectored`, timeouts) →
-//! [`server`] (accept loops, runtimes, connection limit, graceful shutdown).
+//! [`server`] (accept loop, connection limit, graceful shutdown).
 
 pub mod bodies;
 pub mod cli;
@@ -30,7 +30,7 @@ pub mod shutdown;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use config::{Config, Runtime, Strategy};
+pub use config::{Config, Strategy};
 pub use server::{Running, Server};
 
 /// What every connection shares: the configuration, the response writer,

@@ -6,7 +6,8 @@
 //! goes to the queue in the form its route keeps it: a [`Bytes`] (a flat
 //! ASCII body, a `/large` payload) or a ropey rope is *shared* — iovecs at
 //! its own memory — and one-byte and two-byte text is encoded into the write
-//! buffer behind the head (back-of-buffer expansion, the two-byte path).
+//! buffer behind the head (back-of-buffer expansion, the two-byte path), a
+//! frame at a time when it is long ([`WriteQueue::stream`]).
 //! Whether a shared body is really sent from its own memory or copied behind
 //! the head is the queue's decision ([`unflat::queue::Policy`]), made in one
 //! place for every body.
@@ -200,8 +201,11 @@ fn direct(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
         Body::Text(t) => match &t.text {
             Text::Ascii(b) => queue.share(b),
             Text::Rope(rope) => queue.share_rope(rope.get(), 0..t.utf8_len),
-            Text::OneByte(b) => encode(queue, &Latin1(b), Encoding::Utf8),
-            Text::TwoByte(u) => encode(queue, &Utf16(u), Encoding::Utf8),
+            Text::Transcoded(rope) => {
+                queue
+                    .stream(rope, Encoding::Utf8, Mode::Strict)
+                    .expect("utf8 refuses nothing");
+            }
         },
     }
     debug_assert_eq!(
@@ -235,8 +239,7 @@ fn flattened(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
         Body::Text(t) => match &t.text {
             Text::Ascii(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
             Text::Rope(r) => flatten_into(queue, head, &[head, r]),
-            Text::OneByte(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
-            Text::TwoByte(u) => flatten_into(queue, head, &[head, &Utf16(u)]),
+            Text::Transcoded(r) => flatten_into(queue, head, &[head, &**r]),
         },
         Body::Shared(payload) => {
             // The pre-fix Deno path: the payload is copied into an owned

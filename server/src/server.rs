@@ -1,17 +1,11 @@
 //! The listener: accepts connections, bounds how many are served at once,
-//! runs them on the chosen runtime, and shuts down gracefully.
+//! runs them on a work-stealing tokio runtime of `--workers` threads, and
+//! shuts down gracefully.
 //!
-//! Two runtimes ([`Runtime`]):
-//!
-//! - **multi** — one work-stealing tokio runtime of N workers and one
-//!   listening socket; any worker may run any connection;
-//! - **per-core** — N threads, each a current-thread tokio runtime with its
-//!   own listening socket bound to the same address with `SO_REUSEPORT`: the
-//!   kernel spreads new connections over the sockets, and a connection lives
-//!   on one thread from accept to close, with no cross-thread wake-ups.
-//!
-//! Both run the same accept loop ([`accept_loop`]); docs/results.md has the
-//! measurements that chose the default.
+//! A thread-per-core arrangement (a current-thread runtime and an
+//! `SO_REUSEPORT` socket per worker) was measured against this one and won
+//! nowhere on the development machine, so it is not offered
+//! (docs/results.md, "Runtime").
 
 use std::future::Future;
 use std::io;
@@ -24,7 +18,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use crate::config::{Config, Runtime};
+use crate::config::Config;
 use crate::connection::{self, Ended};
 use crate::shutdown::{self, Shutdown};
 use crate::App;
@@ -32,30 +26,23 @@ use crate::App;
 /// A bound server, not yet accepting.
 #[derive(Debug)]
 pub struct Server {
-    /// One listening socket per accept loop: one for `multi`, one per
-    /// worker for `per-core`.
-    listeners: Vec<std::net::TcpListener>,
+    listener: std::net::TcpListener,
     addr: SocketAddr,
     app: Arc<App>,
 }
 
 impl Server {
-    /// Binds `config.addr` (every socket of a `per-core` server to the same
-    /// port) and prepares the routes.
+    /// Binds `config.addr` and prepares the routes. Fails on a configuration
+    /// that cannot work ([`Config::validate`]) before binding anything.
     pub fn bind(config: Config) -> io::Result<Server> {
-        let count = match config.runtime {
-            Runtime::Multi => 1,
-            Runtime::PerCore => config.worker_threads(),
-        };
-        let first = listen(config.addr, count > 1)?;
-        // Port 0 picks a port once; the other sockets join it.
-        let addr = first.local_addr()?;
-        let mut listeners = vec![first];
-        for _ in 1..count {
-            listeners.push(listen(addr, true)?);
-        }
+        config
+            .validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let listener = std::net::TcpListener::bind(config.addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
         Ok(Server {
-            listeners,
+            listener,
             addr,
             app: Arc::new(App::new(config, addr)),
         })
@@ -74,89 +61,22 @@ impl Server {
     /// Serves until `stop` completes, then stops accepting, lets every
     /// connection finish the responses it is writing (idle ones close at
     /// once), and returns once all are closed or the grace period is over.
-    /// Blocks the calling thread; builds the runtime(s) itself.
+    /// Blocks the calling thread; builds the runtime itself.
     pub fn run(self, stop: impl Future<Output = ()>) -> io::Result<()> {
         let (trigger, shutdown) = shutdown::channel();
         let permits = Arc::new(Semaphore::new(self.app.config.max_connections));
-        let workers = self.app.config.worker_threads();
-        match self.app.config.runtime {
-            Runtime::Multi => {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(workers)
-                    .enable_all()
-                    .build()?;
-                let listener = self.listeners.into_iter().next().expect("one listener");
-                runtime.block_on(async {
-                    let accept = tokio::spawn(accept_loop(
-                        TcpListener::from_std(listener)?,
-                        self.app,
-                        shutdown,
-                        permits,
-                    ));
-                    stop.await;
-                    trigger.trigger();
-                    accept.await.map_err(io::Error::other)
-                })
-            }
-            Runtime::PerCore => {
-                let threads = self
-                    .listeners
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, listener)| {
-                        let (app, shutdown, permits) =
-                            (self.app.clone(), shutdown.clone(), permits.clone());
-                        std::thread::Builder::new()
-                            .name(format!("unflat-worker-{i}"))
-                            .spawn(move || {
-                                tokio::runtime::Builder::new_current_thread()
-                                    .enable_all()
-                                    .build()?
-                                    .block_on(async {
-                                        let listener = TcpListener::from_std(listener)?;
-                                        accept_loop(listener, app, shutdown, permits).await;
-                                        Ok::<_, io::Error>(())
-                                    })
-                            })
-                    })
-                    .collect::<io::Result<Vec<_>>>()?;
-                // The calling thread only waits for the stop signal.
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?
-                    .block_on(stop);
-                trigger.trigger();
-                for t in threads {
-                    t.join()
-                        .map_err(|_| io::Error::other("a worker thread panicked"))??;
-                }
-                Ok(())
-            }
-        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.app.config.worker_threads())
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let listener = TcpListener::from_std(self.listener)?;
+            let accept = tokio::spawn(accept_loop(listener, self.app, shutdown, permits));
+            stop.await;
+            trigger.trigger();
+            accept.await.map_err(io::Error::other)
+        })
     }
-}
-
-/// A non-blocking listening socket on `addr`, sharing the port with others
-/// when `reuse_port`.
-fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    #[cfg(unix)]
-    if reuse_port {
-        socket.set_reuse_port(true)?;
-    }
-    #[cfg(not(unix))]
-    if reuse_port {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "--runtime per-core needs SO_REUSEPORT (Unix)",
-        ));
-    }
-    socket.bind(&addr.into())?;
-    socket.listen(1024)?;
-    socket.set_nonblocking(true)?;
-    Ok(socket.into())
 }
 
 /// Accepts connections on `listener` until shutdown, serving each on the

@@ -17,10 +17,8 @@
 //! (a request with one is refused and the connection closed), no HEAD, no
 //! timeouts, no graceful shutdown.
 //!
-//! `--runtime multi` (the default) is one multi-threaded tokio runtime with
-//! `--workers` threads and one listener; `--runtime per-core` is one
-//! current-thread runtime per worker thread, each accepting on its own
-//! `SO_REUSEPORT` listener, so that no two threads share a socket.
+//! It runs on one multi-threaded tokio runtime of `--workers` threads, as
+//! unflat-server does, so the two differ only in what they do per request.
 //!
 //! `cargo run --release --bin ceiling -- --addr 127.0.0.1:0 --workers 2`
 //! prints `ceiling at http://ADDR` once it listens.
@@ -31,8 +29,7 @@ use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use clap::{Parser, ValueEnum};
-use socket2::{Domain, Protocol, Socket, Type};
+use clap::Parser;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -43,27 +40,15 @@ const READ_BUF: usize = 16 * 1024;
 /// Lengths whose responses one thread keeps built.
 const CACHED_LENS: usize = 8;
 
-/// How threads and listeners are arranged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Runtime {
-    /// One multi-threaded runtime, one listener.
-    Multi,
-    /// One current-thread runtime and one SO_REUSEPORT listener per worker.
-    PerCore,
-}
-
 /// ceiling: the end-string route with nothing but parse and one write.
 #[derive(Parser, Debug)]
 struct Args {
-    /// Address to listen on (port 0: a free port, shared by all listeners).
+    /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3002")]
     addr: SocketAddr,
     /// Worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
-    /// Threads and listeners: multi or per-core.
-    #[arg(long, value_enum, default_value_t = Runtime::Multi)]
-    runtime: Runtime,
 }
 
 fn main() -> io::Result<()> {
@@ -72,76 +57,21 @@ fn main() -> io::Result<()> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let (addr, listeners) = bind(args.addr, args.runtime, workers)?;
-    println!("ceiling at http://{addr}");
+    // Bound before the banner, so the printed address accepts at once.
+    let listener = std::net::TcpListener::bind(args.addr)?;
+    listener.set_nonblocking(true)?;
+    println!("ceiling at http://{}", listener.local_addr()?);
     io::stdout().flush()?;
-    match args.runtime {
-        Runtime::Multi => run_multi(listeners, workers),
-        Runtime::PerCore => run_per_core(listeners),
-    }
-}
-
-/// Binds every listener before the banner, so the printed address accepts
-/// connections at once. Per-core listeners share the port of the first one,
-/// which picks it when `addr` has port 0.
-fn bind(
-    addr: SocketAddr,
-    runtime: Runtime,
-    workers: usize,
-) -> io::Result<(SocketAddr, Vec<Socket>)> {
-    let reuse_port = runtime == Runtime::PerCore;
-    let first = listen(addr, reuse_port)?;
-    let addr = first.local_addr()?.as_socket().expect("an inet address");
-    let mut all = vec![first];
-    if reuse_port {
-        for _ in 1..workers {
-            all.push(listen(addr, true)?);
-        }
-    }
-    Ok((addr, all))
-}
-
-/// One non-blocking listening socket on `addr`.
-fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(reuse_port)?;
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(1024)?;
-    Ok(socket)
-}
-
-fn run_multi(mut listeners: Vec<Socket>, workers: usize) -> io::Result<()> {
-    let socket = listeners.pop().expect("one listener");
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_io()
         .build()?
-        .block_on(accept(socket))
+        .block_on(accept(listener))
 }
 
-fn run_per_core(listeners: Vec<Socket>) -> io::Result<()> {
-    let threads: Vec<_> = listeners
-        .into_iter()
-        .map(|socket| {
-            std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_io()
-                    .build()?
-                    .block_on(accept(socket))
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().expect("a worker thread")?;
-    }
-    Ok(())
-}
-
-/// Accepts forever on `socket`, one task per connection.
-async fn accept(socket: Socket) -> io::Result<()> {
-    let listener = TcpListener::from_std(socket.into())?;
+/// Accepts forever on `listener`, one task per connection.
+async fn accept(listener: std::net::TcpListener) -> io::Result<()> {
+    let listener = TcpListener::from_std(listener)?;
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
