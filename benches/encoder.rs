@@ -153,9 +153,50 @@ fn bench_body(c: &mut Criterion, kind: &str, repr: &str) {
     g.finish();
 }
 
+/// The two ways to walk a ropey rope's chunks, each copying the text into
+/// a flat buffer, against one `memcpy` of the same bytes: what chooses
+/// `ITERATE_ABOVE` in `encoder/src/rope.rs`.
+fn ropey_walk(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ropey_walk");
+    for len in [1024, 4096, 16384, 32768, 65536, 102400] {
+        let text = "a".repeat(len);
+        let rope = ropey::Rope::from_str(&text);
+        let mut dst = vec![0u8; len];
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_with_input(BenchmarkId::new("look_up", len), &len, |b, _| {
+            b.iter(|| {
+                let rope = black_box(&rope);
+                let mut at = 0;
+                while at < len {
+                    let (chunk, start, _, _) = rope.chunk_at_byte(at);
+                    let piece = &chunk.as_bytes()[at - start..];
+                    dst[at..at + piece.len()].copy_from_slice(piece);
+                    at += piece.len();
+                }
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("iterate", len), &len, |b, _| {
+            b.iter(|| {
+                let mut at = 0;
+                for chunk in black_box(&rope).chunks() {
+                    dst[at..at + chunk.len()].copy_from_slice(chunk.as_bytes());
+                    at += chunk.len();
+                }
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("memcpy", len), &len, |b, _| {
+            b.iter(|| dst.copy_from_slice(black_box(text.as_bytes())))
+        });
+        g.bench_with_input(BenchmarkId::new("unflat_write", len), &len, |b, _| {
+            b.iter(|| write(black_box(&rope), Encoding::Utf8, Mode::Strict, &mut dst).unwrap())
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = encoder;
     config = config();
-    targets = head, bodies
+    targets = head, bodies, ropey_walk
 }
 criterion_main!(encoder);

@@ -85,16 +85,21 @@ fn writing_allocates_nothing_on_any_path() {
 }
 
 #[test]
-fn ropey_ropes_write_without_allocating() {
-    let text = "ropey chunk text, ".repeat(5000);
-    let rope = ropey::Rope::from_str(&text);
-    assert!(rope.chunks().count() > 10, "a rope of many chunks");
-    let mut dst = vec![0u8; text.len()];
-    let n = allocations_during(|| {
-        write(&rope, Encoding::Utf8, Mode::Strict, &mut dst).unwrap();
-    });
-    assert_eq!(n, 0);
-    assert_eq!(dst, text.as_bytes());
+fn ropey_ropes_write_with_at_most_one_allocation() {
+    // Up to 16 KiB the chunks are looked up: nothing is allocated. Longer
+    // ropes are walked with ropey's chunk iterator, whose node stack is one
+    // small allocation, because that measured faster (docs/encoder.md).
+    for (reps, most) in [(200, 0), (5000, 1)] {
+        let text = "ropey chunk text, ".repeat(reps);
+        let rope = ropey::Rope::from_str(&text);
+        assert!(rope.chunks().count() > 3, "a rope of several chunks");
+        let mut dst = vec![0u8; text.len()];
+        let n = allocations_during(|| {
+            write(&rope, Encoding::Utf8, Mode::Strict, &mut dst).unwrap();
+        });
+        assert!(n <= most, "{n} allocations for {} bytes", text.len());
+        assert_eq!(dst, text.as_bytes());
+    }
 }
 
 #[test]

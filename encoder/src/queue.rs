@@ -68,7 +68,7 @@ use std::sync::Arc;
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
-use crate::rope::Rope;
+use crate::rope::{Rope, ITERATE_ABOVE};
 
 /// Linux's `IOV_MAX`: the most slices one `writev` takes.
 pub const IOV_MAX: usize = 1024;
@@ -176,12 +176,11 @@ impl Segment {
 /// Two ways to find the chunks, one per use:
 /// - [`Walk::Iterate`], ropey's chunk iterator: O(1) per chunk after one
 ///   descent, for one small allocation (its node stack) per walk. Used once
-///   per long rope range, when it is pushed and every chunk is looked at.
+///   per rope range longer than [`ITERATE_ABOVE`], when it is pushed.
 /// - [`Walk::LookUp`], a descent from the root per chunk: no allocation. Used
-///   for a short range (a few chunks), and by the writer, which walks the
-///   shared runs on every `writev` (again after each partial write), so
-///   that a response costs at most the one allocation of its push
-///   (docs/design.md has the measurements).
+///   for shorter ranges, where it measured faster, and by the writer, which
+///   walks the shared runs on every `writev` (again after each partial
+///   write), so that a response costs at most the one allocation of its push.
 fn for_each_chunk<'r>(
     rope: &'r ropey::Rope,
     range: Range<usize>,
@@ -471,12 +470,12 @@ impl WriteQueue {
             rope.len_bytes()
         );
         let min = self.policy.copy_below;
-        // A range shorter than one shared chunk is a few chunks at most:
-        // cheaper looked up than iterated, and all of them copied.
-        let walk = if range.len() < min {
-            Walk::LookUp
-        } else {
+        // A short range is cheaper looked up than iterated (the measurement
+        // behind `ITERATE_ABOVE`).
+        let walk = if range.len() > ITERATE_ABOVE {
             Walk::Iterate
+        } else {
+            Walk::LookUp
         };
         // One walk: short chunks are copied as they come; a run of long
         // ones becomes one segment, which the writer walks again.
