@@ -143,3 +143,20 @@ fn hyper_rope_serves_both_ropes_whole() {
 
     assert_eq!(get("/nothing").0, 404);
 }
+
+#[test]
+fn tokio_server_drains_its_queue_with_write_all_buf() {
+    let server = start("tokio_server", &["--addr", "127.0.0.1:0"]);
+    let get = |target: &str| {
+        let req = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n");
+        exchange(server.addr, req.as_bytes())
+    };
+    let (code, len, body) = get("/12");
+    assert_eq!((code, len), (200, Some(12)));
+    assert_eq!(body, b"unflat unfla");
+    // 200 000 euro signs: 600 000 bytes, streamed in frames of 64 KiB.
+    let (code, len, body) = get("/euro/200000");
+    assert_eq!((code, len), (200, Some(600_000)));
+    assert_eq!(body, "€".repeat(200_000).as_bytes());
+    assert_eq!(get("/nope").0, 404);
+}

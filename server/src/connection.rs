@@ -14,17 +14,22 @@
 //! cannot take the bytes at once. The shutdown future is pinned once
 //! ([`Shutdown::stopped`]).
 //!
+//! Writes use `sendmsg` rather than `writev` ([`Socket`]): for a socket the
+//! two do the same, and `sendmsg` skips the file layer's work per call
+//! (docs/design.md has the measurement).
+//!
 //! The connection is generic over its IO, so tests drive it with in-memory
 //! sockets that count calls.
 
 use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use unflat::queue::{WriteQueue, IOV_MAX};
 
@@ -64,12 +69,43 @@ impl From<io::Error> for Ended {
     }
 }
 
+/// What a connection reads from and writes to. A vectored write defaults to
+/// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
+pub trait Socket: AsyncRead + AsyncWrite + Unpin {
+    /// Writes the slices, in order, as one call; how many bytes were taken.
+    fn poll_send_vectored(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(self).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl Socket for TcpStream {
+    fn poll_send_vectored(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.poll_write_ready(cx))?;
+            let sent = self.try_io(Interest::WRITABLE, || {
+                socket2::SockRef::from(&*self).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+            });
+            match sent {
+                // Readiness was stale; `try_io` cleared it, so the next poll
+                // waits for the socket.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+}
+
 /// Serves one connection until the peer closes it, a response closes it, a
 /// timeout expires, or the server shuts down.
-pub async fn serve<S>(io: &mut S, app: &App, shutdown: &Shutdown) -> Result<(), Ended>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Result<(), Ended> {
     let config = &app.config;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut queue = WriteQueue::with_policy(config.policy());
@@ -152,15 +188,12 @@ where
 /// Writes the whole queue, one `write_vectored` per iteration, failing when a
 /// call makes no progress for `send_timeout`. `timer` is armed only when the
 /// socket cannot take a write at once.
-pub async fn flush<S>(
+pub async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
     send_timeout: Duration,
     mut timer: Pin<&mut Sleep>,
-) -> Result<(), Ended>
-where
-    S: AsyncWrite + Unpin,
-{
+) -> Result<(), Ended> {
     while queue.has_remaining() {
         let mut armed = false;
         let written = poll_fn(|cx| {
@@ -184,26 +217,21 @@ where
     Ok(())
 }
 
-/// One `poll_write_vectored` of the queue's pending bytes. The iovec arrays
-/// live on the stack of this poll only, never in the connection's future.
-/// Most batches need a few slices; the IOV_MAX array (16 KiB to initialise)
-/// only when they need more.
-fn poll_write<S: AsyncWrite + Unpin>(
+/// One vectored write of the queue's pending bytes. The iovec arrays live on
+/// the stack of this poll only, never in the connection's future. Most
+/// batches need a few slices; the IOV_MAX array (16 KiB to initialise) only
+/// when they need more.
+fn poll_write<S: Socket>(
     io: &mut S,
     queue: &WriteQueue,
-    cx: &mut std::task::Context<'_>,
+    cx: &mut Context<'_>,
 ) -> Poll<io::Result<usize>> {
     let mut few = [IoSlice::new(&[]); FEW_IOVECS];
     let n = queue.chunks_vectored(&mut few);
-    if n == 1 {
-        // One contiguous slice (most small responses): `send`, which costs
-        // the kernel less than `writev` (no iovec to import).
-        return Pin::new(io).poll_write(cx, &few[0]);
-    }
     if n < FEW_IOVECS {
-        return Pin::new(io).poll_write_vectored(cx, &few[..n]);
+        return io.poll_send_vectored(cx, &few[..n]);
     }
     let mut many = [IoSlice::new(&[]); IOV_MAX];
     let n = queue.chunks_vectored(&mut many);
-    Pin::new(io).poll_write_vectored(cx, &many[..n])
+    io.poll_send_vectored(cx, &many[..n])
 }
