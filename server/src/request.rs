@@ -137,12 +137,14 @@ pub fn parse_head<'b>(
         }
         Err(e) => return Parsed::Rejected(httparse_reject(e, input, limits)),
     };
-    if let Some(r) = over_limits(&input[..len], limits) {
-        return Parsed::Rejected(r);
-    }
     let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
         return Parsed::Rejected(reject(Status::BAD_REQUEST, "incomplete request line"));
     };
+    // The request line's length from its parts, without a scan: `method SP
+    // target SP HTTP/1.x` (httparse allows no other spacing).
+    if let Some(r) = line_and_head_limits(method.len() + target.len() + 10, len, limits) {
+        return Parsed::Rejected(r);
+    }
     let fields: &'b [httparse::Header<'b>] = req.headers;
     let (path, query) = split_target(target);
     match check_fields(fields, version) {
@@ -162,19 +164,30 @@ pub fn parse_head<'b>(
     }
 }
 
-/// 414 for a request line over the limit, 431 for a head over it.
+/// 414 for a request line over the limit, 431 for a head over it, found by
+/// scanning what has arrived of a head.
 fn over_limits(head: &[u8], limits: HeadLimits) -> Option<Reject> {
     // Leading empty lines are not part of the request line.
     let start = head
         .iter()
         .position(|&b| b != b'\r' && b != b'\n')
         .unwrap_or(head.len());
-    let line_end = head[start..].iter().position(|&b| b == b'\n');
-    let line_len = line_end.unwrap_or(head.len() - start);
+    let line = &head[start..];
+    let line_len = match line.iter().position(|&b| b == b'\n') {
+        // Without its line ending, CRLF or bare LF.
+        Some(end) => end - usize::from(end > 0 && line[end - 1] == b'\r'),
+        None => line.len(),
+    };
+    line_and_head_limits(line_len, head.len(), limits)
+}
+
+/// 414 for a request line of `line_len` bytes (its line ending not
+/// counted) over the limit, 431 for a head of `head_len` bytes over it.
+fn line_and_head_limits(line_len: usize, head_len: usize, limits: HeadLimits) -> Option<Reject> {
     if line_len > limits.request_line {
         return Some(reject(Status::URI_TOO_LONG, "request line too long"));
     }
-    if head.len() > limits.head {
+    if head_len > limits.head {
         return Some(reject(
             Status::HEADER_FIELDS_TOO_LARGE,
             "request head too large",
@@ -396,6 +409,60 @@ fn valid_host(v: &[u8]) -> bool {
             None => (v, &v[..0]),
         }
     };
-    let reg_name = |b: &u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(b);
+    let reg_name = |b: &u8| {
+        matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9'
+            | b'-' | b'.' | b'_' | b'~' | b'%' | b'!' | b'$' | b'&' | b'\''
+            | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=')
+    };
     host.iter().all(reg_name) && port.iter().all(u8::is_ascii_digit) && port.len() <= 5
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(input: &[u8], request_line: usize) -> Result<bool, Status> {
+        let limits = HeadLimits {
+            head: 1 << 14,
+            request_line,
+            fields: 16,
+        };
+        let mut fields = [MaybeUninit::uninit(); 16];
+        match parse_head(input, &mut fields, limits) {
+            Parsed::Complete(_) => Ok(true),
+            Parsed::Partial => Ok(false),
+            Parsed::Rejected(r) => Err(r.status),
+        }
+    }
+
+    #[test]
+    fn the_request_line_limit_is_the_same_for_a_whole_head_and_a_partial_one() {
+        // `GET /aaa… HTTP/1.1` is the target's length + 13 bytes.
+        for (target, fits) in [(87, true), (88, false)] {
+            let line = format!("GET /{} HTTP/1.1", "a".repeat(target - 1));
+            assert_eq!(line.len(), target + 13);
+            let whole = format!("{line}\r\nHost: t\r\n\r\n");
+            let partial = format!("{line}\r\nHost: t\r\n");
+            let bare_lf = format!("{line}\nHost: t\n");
+            let expect = |done| {
+                if fits {
+                    Ok(done)
+                } else {
+                    Err(Status::URI_TOO_LONG)
+                }
+            };
+            assert_eq!(parse(whole.as_bytes(), 100), expect(true), "{target}");
+            assert_eq!(parse(partial.as_bytes(), 100), expect(false), "{target}");
+            assert_eq!(parse(bare_lf.as_bytes(), 100), expect(false), "{target}");
+        }
+    }
+
+    #[test]
+    fn targets_split_into_path_and_query() {
+        assert_eq!(split_target("/a/b?x=1&y"), ("/a/b", Some("x=1&y")));
+        assert_eq!(split_target("/a"), ("/a", None));
+        assert_eq!(split_target("HTTP://host:80/p?q"), ("/p", Some("q")));
+        assert_eq!(split_target("https://host"), ("/", None));
+        assert_eq!(split_target("*"), ("*", None));
+    }
 }

@@ -127,6 +127,10 @@ fn date_line() -> DateLine {
     })
 }
 
+/// A response head: `Content-Type` and one more line at most, besides the
+/// framing, date and connection lines the head writes itself.
+type ResponseHead<'a> = Head<'a, 2>;
+
 /// How responses are written: one per server, shared by every connection.
 #[derive(Debug)]
 pub struct Writer {
@@ -158,8 +162,9 @@ impl Writer {
     /// Queues `r`, marking the end of a response.
     pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>) {
         let date = date_line();
-        let mut head = Head::new(r.status, r.head_request);
-        // Two lines at most: the head has room for MAX_FIELDS.
+        // Room for the two lines a response has at most, and no more: the
+        // head is built on the stack for every response.
+        let mut head = ResponseHead::with_room(r.status, r.head_request);
         for line in [r.content_type, r.extra].into_iter().flatten() {
             head.line(line).expect("room for two lines");
         }
@@ -191,7 +196,7 @@ impl Writer {
 }
 
 /// The direct strategy.
-fn direct(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
+fn direct(queue: &mut WriteQueue, head: &ResponseHead<'_>, body: &Body<'_>) {
     encode(queue, head, Encoding::Latin1);
     let before = queue.remaining();
     match body {
@@ -224,7 +229,7 @@ fn encode<R: Rope + ?Sized>(queue: &mut WriteQueue, rope: &R, encoding: Encoding
 }
 
 /// The flatten strategy.
-fn flattened(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
+fn flattened(queue: &mut WriteQueue, head: &ResponseHead<'_>, body: &Body<'_>) {
     match body {
         Body::Empty | Body::Unsent(_) => flatten_into(queue, head, &[head]),
         Body::Bytes(b) => {
@@ -256,7 +261,7 @@ fn flattened(queue: &mut WriteQueue, head: &Head<'_>, body: &Body<'_>) {
 /// Collects `parts` — the head first — into one new flat string (copy 1),
 /// then encodes it into the write buffer (copy 2): the head's part as
 /// latin1, as a head is sent, and the rest as UTF-8.
-fn flatten_into(queue: &mut WriteQueue, head: &Head<'_>, parts: &[&dyn Rope]) {
+fn flatten_into(queue: &mut WriteQueue, head: &ResponseHead<'_>, parts: &[&dyn Rope]) {
     let head_len = head.shape().one_byte;
     match flatten(parts) {
         Flat::OneByte(flat) => {
