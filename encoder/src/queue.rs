@@ -447,7 +447,9 @@ impl WriteQueue {
     /// buffer's count is never touched, so a small body shared by every
     /// worker costs no contended atomic.
     pub fn share(&mut self, bytes: &Bytes) {
-        if bytes.len() < self.policy.copy_below {
+        // An empty buffer queues nothing: a segment of no bytes would never
+        // be advanced past.
+        if bytes.len() < self.policy.copy_below || bytes.is_empty() {
             self.copy(bytes);
             return;
         }
@@ -507,9 +509,12 @@ impl WriteQueue {
     }
 
     /// Marks the end of a response: everything pushed so far belongs to it
-    /// or to earlier ones.
+    /// or to earlier ones. A response whose bytes are all written already
+    /// (or that has none) is not pending.
     pub fn end_response(&mut self) {
-        self.response_ends.push_back(self.pushed_total);
+        if self.pushed_total > self.written_total {
+            self.response_ends.push_back(self.pushed_total);
+        }
     }
 
     /// Writes everything pending to a blocking writer, one `write_vectored`
@@ -961,6 +966,37 @@ mod tests {
         // for the head, then one per 7 bytes of the body.
         assert_eq!(w.1, 1 + 15);
         assert!(!q.has_remaining());
+    }
+
+    #[test]
+    fn empty_pushes_queue_nothing() {
+        let mut q = WriteQueue::with_policy(Policy::SHARE_ALL);
+        let rope = ropey::Rope::from_str("abc");
+        q.share(&Bytes::new());
+        q.share_rope(&rope, 1..1);
+        q.copy(b"");
+        q.encode("", Encoding::Utf8, Mode::Strict).unwrap();
+        let empty: SharedRope = Arc::new(String::new());
+        q.stream(&empty, Encoding::Utf8, Mode::Strict).unwrap();
+        assert!(!q.has_remaining());
+        assert_eq!(q.chunks_vectored(&mut [IoSlice::new(&[]); 4]), 0);
+        assert!(q.segments.is_empty());
+    }
+
+    #[test]
+    fn a_response_with_nothing_left_to_write_is_not_pending() {
+        let mut q = WriteQueue::new();
+        q.end_response();
+        assert_eq!(q.pending_responses(), 0);
+        q.copy(b"abc");
+        q.advance(3);
+        q.end_response();
+        assert_eq!(q.pending_responses(), 0);
+        q.copy(b"de");
+        q.end_response();
+        assert_eq!(q.pending_responses(), 1);
+        q.advance(2);
+        assert_eq!(q.pending_responses(), 0);
     }
 
     #[test]

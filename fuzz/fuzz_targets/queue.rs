@@ -1,9 +1,10 @@
 //! The write queue against the plain concatenation of what was pushed:
 //! random pushes of every kind (copied bytes, shared buffers, ranges of a
-//! ropey rope whose text is not ASCII, encoded text), under a random
-//! copy-or-share policy, drained by a writer that takes a random number of
-//! bytes and iovecs per call. What comes out must be exactly what went in,
-//! in order, and the queue's counts must agree with it at every step.
+//! ropey rope whose text is not ASCII, encoded text, text streamed in
+//! frames), under a random copy-or-share policy and frame size, drained by a
+//! writer that takes a random number of bytes and iovecs per call. What
+//! comes out must be exactly what went in, in order, and the queue's counts
+//! must agree with it at every step.
 #![no_main]
 
 use std::io::IoSlice;
@@ -11,16 +12,29 @@ use std::sync::OnceLock;
 
 use bytes::{Buf, Bytes};
 use libfuzzer_sys::fuzz_target;
-use unflat::queue::{Policy, WriteQueue};
-use unflat::{Encoding, Mode};
+use unflat::queue::{Policy, SharedRope, WriteQueue};
+use unflat::{Encoding, Mode, Utf16};
 
 /// A rope of two-, three- and four-byte characters with ASCII between, so
 /// that ranges and partial writes fall inside characters.
 fn rope() -> &'static (ropey::Rope, String) {
     static ROPE: OnceLock<(ropey::Rope, String)> = OnceLock::new();
     ROPE.get_or_init(|| {
-        let text = "é€😀ab".repeat(1500);
+        // ~3 KiB: four or five ropey chunks, so ranges cross chunk ends.
+        let text = "é€😀ab".repeat(300);
         (ropey::Rope::from_str(&text), text)
+    })
+}
+
+/// Two-byte text with surrogate pairs, shared, and its UTF-8 and UTF-16LE.
+fn two_byte() -> &'static (SharedRope, Vec<u8>, Vec<u8>) {
+    static TEXT: OnceLock<(SharedRope, Vec<u8>, Vec<u8>)> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let text = "x€😀é".repeat(60);
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let le = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+        let rope: SharedRope = std::sync::Arc::new(Utf16(units));
+        (rope, text.into_bytes(), le)
     })
 }
 
@@ -45,15 +59,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let policy = Policy {
-        copy_below: a,
-        copy_chunks_below: usize::from(b) * 8,
+        copy_below: a % 8192,
+        frame: usize::from(b) * 4 + 4,
     };
     let (rope, text) = rope();
     let mut q = WriteQueue::with_policy(policy);
     let mut expected = Vec::new();
     let mut out = Vec::new();
     while let Some(op) = input.byte() {
-        match op % 6 {
+        match op % 7 {
             0 => {
                 let n = usize::from(op / 6);
                 let bytes: Vec<u8> = (0..n).map(|i| i as u8).collect();
@@ -61,7 +75,8 @@ fuzz_target!(|data: &[u8]| {
                 expected.extend_from_slice(&bytes);
             }
             1 => {
-                let n = input.u16().unwrap_or(0);
+                // Up to 8 KiB: either side of any copy threshold below it.
+                let n = input.u16().unwrap_or(0) % 8192;
                 let bytes = Bytes::from(vec![op; n]);
                 q.share(&bytes);
                 expected.extend_from_slice(&bytes);
@@ -80,6 +95,16 @@ fuzz_target!(|data: &[u8]| {
                 expected.extend_from_slice(s.as_bytes());
             }
             4 => q.end_response(),
+            5 => {
+                let (rope, utf8, utf16le) = two_byte();
+                let (encoding, bytes) = if op & 0x80 == 0 {
+                    (Encoding::Utf8, utf8)
+                } else {
+                    (Encoding::Utf16Le, utf16le)
+                };
+                assert_eq!(q.stream(rope, encoding, Mode::Strict), Ok(bytes.len()));
+                expected.extend_from_slice(bytes);
+            }
             _ => {
                 // A partial write: at most `budget` bytes over at most
                 // `slots` iovecs.
