@@ -59,8 +59,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let policy = Policy {
-        copy_below: a % 8192,
-        frame: usize::from(b) * 4 + 4,
+        copy_below: a % 2048,
+        frame: usize::from(b) * 64 + 4,
     };
     let (rope, text) = rope();
     let mut q = WriteQueue::with_policy(policy);
@@ -75,8 +75,8 @@ fuzz_target!(|data: &[u8]| {
                 expected.extend_from_slice(&bytes);
             }
             1 => {
-                // Up to 8 KiB: either side of any copy threshold below it.
-                let n = input.u16().unwrap_or(0) % 8192;
+                // Up to 2 KiB: either side of any copy threshold below it.
+                let n = input.u16().unwrap_or(0) % 2048;
                 let bytes = Bytes::from(vec![op; n]);
                 q.share(&bytes);
                 expected.extend_from_slice(&bytes);

@@ -2,10 +2,11 @@
 //!
 //! [`crate::routes`] chooses a [`Reply`] from the request head; the session
 //! calls [`Reply::respond`] once the request body has been read, and the
-//! reply turns itself into a [`Response`] for the server's [`Writer`]: the
-//! help text, an `/end-string` body from the cache, a `/large` payload, the
-//! echo (JSON or raw), or an error with its reason. Nothing else in the
-//! server knows what a reply's response looks like.
+//! reply turns itself into a [`Response`] for the server's
+//! [`Writer`](crate::response::Writer): the help text, an `/end-string`
+//! body from the cache, a `/large` payload, the echo (JSON or raw), or an
+//! error with its reason. Nothing else in the server knows what a reply's
+//! response looks like.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
