@@ -239,10 +239,11 @@ pub trait Rope {
     }
 }
 
-/// Implements [`Rope`] for a pointer type by delegating every method.
+/// Implements [`Rope`] for a pointer to a rope (`&R`, `Box<R>`, …) by
+/// delegating every method to the rope it points to.
 macro_rules! delegate_rope {
-    ($($ptr:ident)::+) => {
-        impl<R: Rope + ?Sized> Rope for $($ptr)::+<R> {
+    ($($ptr:ty),*) => {$(
+        impl<R: Rope + ?Sized> Rope for $ptr {
             fn for_each_piece<'a>(
                 &'a self,
                 visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
@@ -262,33 +263,10 @@ macro_rules! delegate_rope {
                 (**self).for_each_piece_from(start, visit)
             }
         }
-    };
+    )*};
 }
 
-delegate_rope!(Box);
-delegate_rope!(std::rc::Rc);
-delegate_rope!(std::sync::Arc);
-
-impl<R: Rope + ?Sized> Rope for &R {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        (**self).for_each_piece(visit)
-    }
-
-    fn shape(&self) -> Shape {
-        (**self).shape()
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        (**self).for_each_piece_from(start, visit)
-    }
-}
+delegate_rope!(&R, Box<R>, std::rc::Rc<R>, std::sync::Arc<R>);
 
 /// Visits `piece` from position `start` on (nothing when `start` is past it).
 fn visit_from<'a>(

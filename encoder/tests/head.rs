@@ -3,29 +3,14 @@
 //! with a larger `N`; framing fields refused by name. Every head is read
 //! back with httparse.
 
+#[path = "common/head.rs"]
+mod head_common;
+
 use std::ops::ControlFlow;
 
+use head_common::parse_fields;
 use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Line, Status, MAX_FIELDS};
 use unflat::{Piece, Rope};
-
-/// Parses `bytes` as one response head; returns the code, the reason and
-/// the fields.
-fn parse(bytes: &[u8]) -> (u16, String, Vec<(String, Vec<u8>)>) {
-    let mut fields = [httparse::EMPTY_HEADER; 128];
-    let mut res = httparse::Response::new(&mut fields);
-    assert_eq!(
-        res.parse(bytes),
-        Ok(httparse::Status::Complete(bytes.len())),
-        "{:?}",
-        String::from_utf8_lossy(bytes)
-    );
-    let fields = res
-        .headers
-        .iter()
-        .map(|h| (h.name.to_string(), h.value.to_vec()))
-        .collect();
-    (res.code.unwrap(), res.reason.unwrap().to_string(), fields)
-}
 
 fn pieces(rope: &dyn Rope) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -45,7 +30,7 @@ fn every_code_from_100_to_999_is_sent_and_read_back() {
         let status = Status::from_code(code).unwrap();
         let head = Head::new(status, false);
         let bytes = head.to_vec();
-        let (parsed, reason, _) = parse(&bytes);
+        let (parsed, reason, _) = parse_fields(&bytes);
         assert_eq!(parsed, code);
         assert_eq!(reason, status.reason().unwrap_or(""));
         match status.line() {
@@ -63,13 +48,13 @@ fn every_code_from_100_to_999_is_sent_and_read_back() {
         }
         let custom = Status::new(code, Some("Custom \t Phrase")).unwrap();
         assert_eq!(custom.line(), None);
-        let (parsed, reason, _) = parse(&Head::new(custom, false).to_vec());
+        let (parsed, reason, _) = parse_fields(&Head::new(custom, false).to_vec());
         assert_eq!((parsed, reason.as_str()), (code, "Custom \t Phrase"));
         // obs-text is allowed, and sent as it is (httparse accepts it and
         // reports no phrase).
         let obs = Status::new(code, Some("Caf\u{e9}")).unwrap();
         let bytes = Head::new(obs, false).to_vec();
-        assert_eq!(parse(&bytes).0, code);
+        assert_eq!(parse_fields(&bytes).0, code);
         assert!(bytes.starts_with(format!("HTTP/1.1 {code} Caf\u{e9}\r\n").as_bytes()));
     }
     assert_eq!(registered, 61, "the IANA registry, less 104, 306 and 418");
@@ -137,7 +122,7 @@ fn a_head_holds_n_fields_and_refuses_one_more() {
     let (n, v) = field(40);
     assert_eq!(large.field(n, v).err(), Some(HeadError::TooManyFields));
     large.content_length(0).unwrap();
-    let (_, _, fields) = parse(&large.to_vec());
+    let (_, _, fields) = parse_fields(&large.to_vec());
     assert_eq!(fields.len(), 41);
     for (i, (name, value)) in fields[..40].iter().enumerate() {
         assert_eq!(
@@ -183,7 +168,7 @@ fn framing_fields_are_refused_by_name_in_any_case() {
     )
     .unwrap();
     head.content_length(2).unwrap();
-    let (_, _, fields) = parse(&head.to_vec());
+    let (_, _, fields) = parse_fields(&head.to_vec());
     let names: Vec<&str> = fields.iter().map(|f| f.0.as_str()).collect();
     assert_eq!(
         names,

@@ -3,29 +3,15 @@
 //! with httparse.
 #![cfg(feature = "http")]
 
+#[path = "common/head.rs"]
+mod head_common;
+
+use head_common::parse_fields;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
 use proptest::prelude::*;
 use unflat::head::{Head, HeadError, Status};
 use unflat::{size, write, Encoding, Mode};
-
-/// The fields of one response head, as httparse reads them.
-fn parse_fields(bytes: &[u8]) -> (u16, String, Vec<(String, Vec<u8>)>) {
-    let mut fields = [httparse::EMPTY_HEADER; 128];
-    let mut res = httparse::Response::new(&mut fields);
-    assert_eq!(
-        res.parse(bytes),
-        Ok(httparse::Status::Complete(bytes.len())),
-        "{:?}",
-        String::from_utf8_lossy(bytes)
-    );
-    let fields = res
-        .headers
-        .iter()
-        .map(|h| (h.name.to_string(), h.value.to_vec()))
-        .collect();
-    (res.code.unwrap(), res.reason.unwrap().to_string(), fields)
-}
 
 /// The value a recipient sees: no surrounding SP or HTAB.
 fn trimmed(v: &[u8]) -> &[u8] {

@@ -1,43 +1,12 @@
 //! Writing into a pre-sized destination allocates nothing, on every path,
 //! for ropes of 1, 10 and 1000 pieces — counted by a global allocator.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use unflat::{plan, storage_size, write, Encoding, Mode, Path, Piece, Rope};
 
-/// Counts allocations made by the current thread (tests run in parallel, so
-/// a process-wide count would see the other tests).
-struct Counting;
+#[path = "common/alloc.rs"]
+mod alloc;
 
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
+use alloc::allocations_during;
 
 /// Writes a rope of `count` copies of `piece` and returns the allocations the
 /// write made.
