@@ -92,9 +92,12 @@ fn split_target(target: &str) -> (&str, Option<&str>) {
     let rest = if target.starts_with('/') {
         target
     } else {
+        // Compared as bytes: the target may hold any UTF-8, and a scheme
+        // that matches ends with an ASCII '/', so slicing after it is safe.
         let after_scheme = ["http://", "https://"].iter().find_map(|scheme| {
-            let n = scheme.len();
-            (target.len() >= n && target[..n].eq_ignore_ascii_case(scheme)).then(|| &target[n..])
+            let head = target.as_bytes().get(..scheme.len())?;
+            head.eq_ignore_ascii_case(scheme.as_bytes())
+                .then(|| &target[scheme.len()..])
         });
         match after_scheme {
             Some(after) => after.find('/').map_or("/", |j| &after[j..]),
@@ -464,5 +467,9 @@ mod tests {
         assert_eq!(split_target("HTTP://host:80/p?q"), ("/p", Some("q")));
         assert_eq!(split_target("https://host"), ("/", None));
         assert_eq!(split_target("*"), ("*", None));
+        // Multi-byte characters where a scheme would end (found by the
+        // session fuzz target: slicing at byte 7 used to panic).
+        assert_eq!(split_target("httpsܫx"), ("httpsܫx", None));
+        assert_eq!(split_target("ééé?q"), ("ééé", Some("q")));
     }
 }
