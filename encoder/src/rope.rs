@@ -239,20 +239,23 @@ pub trait Rope {
     }
 }
 
-/// Implements [`Rope`] for a pointer to a rope (`&R`, `Box<R>`, …) by
-/// delegating every method to the rope it points to.
+/// Implements [`Rope`] for a type that holds a rope — a pointer (`&R`,
+/// `Box<R>`, …) or a container of ropes (`[R; N]`, `Vec<R>`) — by delegating
+/// every method to the rope `|this| place` names.
 macro_rules! delegate_rope {
-    ($($ptr:ty),*) => {$(
-        impl<R: Rope + ?Sized> Rope for $ptr {
+    ($(impl[$($generics:tt)*] $ty:ty => |$this:ident| $place:expr;)*) => {$(
+        impl<$($generics)*> Rope for $ty {
             fn for_each_piece<'a>(
                 &'a self,
                 visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
             ) -> ControlFlow<()> {
-                (**self).for_each_piece(visit)
+                let $this = self;
+                $place.for_each_piece(visit)
             }
 
             fn shape(&self) -> Shape {
-                (**self).shape()
+                let $this = self;
+                $place.shape()
             }
 
             fn for_each_piece_from<'a>(
@@ -260,13 +263,19 @@ macro_rules! delegate_rope {
                 start: usize,
                 visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
             ) -> ControlFlow<()> {
-                (**self).for_each_piece_from(start, visit)
+                let $this = self;
+                $place.for_each_piece_from(start, visit)
             }
         }
     )*};
 }
 
-delegate_rope!(&R, Box<R>, std::rc::Rc<R>, std::sync::Arc<R>);
+delegate_rope! {
+    impl[R: Rope + ?Sized] &R => |this| **this;
+    impl[R: Rope + ?Sized] Box<R> => |this| **this;
+    impl[R: Rope + ?Sized] std::rc::Rc<R> => |this| **this;
+    impl[R: Rope + ?Sized] std::sync::Arc<R> => |this| **this;
+}
 
 /// Visits `piece` from position `start` on (nothing when `start` is past it).
 fn visit_from<'a>(
@@ -600,46 +609,9 @@ impl<R: Rope> Rope for [R] {
     }
 }
 
-impl<R: Rope, const N: usize> Rope for [R; N] {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        self[..].for_each_piece(visit)
-    }
-
-    fn shape(&self) -> Shape {
-        self[..].shape()
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        self[..].for_each_piece_from(start, visit)
-    }
-}
-
-impl<R: Rope> Rope for Vec<R> {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        self[..].for_each_piece(visit)
-    }
-
-    fn shape(&self) -> Shape {
-        self[..].shape()
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        self[..].for_each_piece_from(start, visit)
-    }
+delegate_rope! {
+    impl[R: Rope, const N: usize] [R; N] => |this| this[..];
+    impl[R: Rope] Vec<R> => |this| this[..];
 }
 
 /// A rope together with its shape, measured once.

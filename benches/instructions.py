@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""User-space instructions per request, counted by valgrind's callgrind.
+
+    python3 benches/instructions.py [--len N] [--body flat|rope] [--top K] NAME=COMMAND...
+
+Each COMMAND starts a server; the word PORT in it is replaced by a free
+port. Every server runs twice under `valgrind --tool=callgrind`, answering
+1000 and then 3000 sequential keep-alive `GET /end-string/{N}?kind=ascii`
+requests (`&body=rope` added with `--body rope`) from one connection; the difference between the two runs, divided
+by 2000, is what one request costs in user space — start-up and shutdown
+cancel out. Unlike CPU time under wrk, the count does not depend on what
+else the machine is doing, so small differences between variants show.
+With `--top K`, also prints the K functions with the most inclusive
+instructions per request (build with
+`CARGO_PROFILE_RELEASE_DEBUG=line-tables-only` for file names).
+
+    B=target/release
+    python3 benches/instructions.py \\
+        direct="$B/unflat-server --addr 127.0.0.1:PORT --workers 1" \\
+        hyper="$B/hyper-peer --addr 127.0.0.1:PORT --workers 1" \\
+        ceiling="$B/ceiling --addr 127.0.0.1:PORT --workers 1"
+
+One connection and one request at a time means one trip through the
+runtime's event loop per request; under wrk's 50 connections one trip
+serves several, so the runtime's share is larger here than there.
+"""
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+RUNS = (1000, 3000)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect(port, proc):
+    for _ in range(300):
+        if proc.poll() is not None:
+            sys.exit(f"server exited with {proc.returncode} before accepting")
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            time.sleep(0.1)
+    sys.exit("server did not accept within 30 s")
+
+
+def drive(sock, n, path):
+    """Sends n requests one at a time, reading each whole response."""
+    request = f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+    buf = b""
+    for _ in range(n):
+        sock.sendall(request)
+        while True:
+            end = buf.find(b"\r\n\r\n")
+            if end >= 0:
+                head = buf[:end].decode("latin-1").lower()
+                m = re.search(r"\r\ncontent-length:\s*(\d+)", head)
+                if not m:
+                    sys.exit(f"response without Content-Length: {head!r}")
+                total = end + 4 + int(m.group(1))
+                if len(buf) >= total:
+                    if not head.startswith("http/1.1 200"):
+                        sys.exit(f"unexpected response: {head!r}")
+                    buf = buf[total:]
+                    break
+            data = sock.recv(1 << 20)
+            if not data:
+                sys.exit("server closed the connection")
+            buf += data
+
+
+def count(command, n, path, out):
+    port = free_port()
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    argv += [a.replace("PORT", str(port)) for a in shlex.split(command)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with connect(port, proc) as sock:
+            drive(sock, n, path)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    m = re.search(r"Collected : (\d+)", err)
+    if not m:
+        sys.exit(f"no callgrind total in:\n{err}")
+    return int(m.group(1))
+
+
+def inclusive(out):
+    """Inclusive instructions per function, from callgrind_annotate."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", out],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    table = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)", line)
+        if m:
+            name = re.sub(r" \[[^\]]*\]$", "", m.group(2))
+            table[name] = table.get(name, 0) + int(m.group(1).replace(",", ""))
+    return table
+
+
+def main(argv):
+    length, body, top, variants = 4, "flat", 0, []
+    it = iter(argv)
+    for a in it:
+        if a == "--len":
+            length = int(next(it))
+        elif a == "--body":
+            body = next(it)
+            if body not in ("flat", "rope"):
+                sys.exit(f"--body: flat or rope, not {body!r}")
+        elif a == "--top":
+            top = int(next(it))
+        elif "=" in a:
+            variants.append(a.split("=", 1))
+        else:
+            sys.exit(__doc__)
+    if not variants:
+        sys.exit(__doc__)
+    path = f"/end-string/{length}?kind=ascii" + ("&body=rope" if body == "rope" else "")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, command in variants:
+            outs = [os.path.join(tmp, f"{name}.{n}.out") for n in RUNS]
+            totals = [count(command, n, path, out) for n, out in zip(RUNS, outs)]
+            per = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
+            results.append((name, per))
+            if top:
+                a, b = inclusive(outs[0]), inclusive(outs[1])
+                rows = sorted(((b[k] - a.get(k, 0)) / (RUNS[1] - RUNS[0]), k) for k in b)
+                print(f"{name}: instructions per request, inclusive, top {top}")
+                for v, k in rows[::-1][:top]:
+                    print(f"  {v:8.0f}  {k[:160]}")
+    first = results[0][1]
+    print(f"len {length}, body={body}: user-space instructions per request (callgrind)")
+    for name, per in results:
+        print(f"  {name:>10} {per:10.0f}  {per / first:5.2f}× {results[0][0]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
