@@ -31,7 +31,7 @@ pub enum Flat {
 /// ```
 pub fn flatten<R: Rope + ?Sized>(rope: &R) -> Flat {
     let shape = rope.shape();
-    let capacity = shape.one_byte + shape.utf8 + shape.two_byte;
+    let capacity = shape.len();
     if shape.range <= CharRange::Latin1 || fits(rope, 0xFF) {
         let mut flat = Vec::with_capacity(capacity);
         let _ = rope.for_each_piece(&mut |p| {

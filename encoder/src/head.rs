@@ -413,16 +413,23 @@ impl Status {
         if let Some((at, byte)) = first_invalid_value_byte(reason.as_bytes()) {
             return Err(HeadError::InvalidReason { at, byte });
         }
+        Ok(Status::checked(code, reason))
+    }
+
+    /// `code` (in 100..=999) with `reason` (valid, possibly empty): the
+    /// registered status, whose line is prebuilt, when the reason is its
+    /// own; otherwise a status whose line is built from its parts.
+    const fn checked(code: u16, reason: &'static str) -> Status {
         if let Some(known) = Status::registered(code) {
             if same(known.reason, reason) {
-                return Ok(known);
+                return known;
             }
         }
-        Ok(Status {
+        Status {
             code,
             reason,
             line: None,
-        })
+        }
     }
 
     /// `code` with its registered reason phrase, or with none when IANA
@@ -852,16 +859,9 @@ mod from_http {
     /// written in a few.
     impl From<http::StatusCode> for Status {
         fn from(code: http::StatusCode) -> Status {
-            let (code, reason) = (code.as_u16(), code.canonical_reason().unwrap_or(""));
-            match Status::registered(code) {
-                Some(known) if known.reason == reason => known,
-                // http's phrases are fixed strings of plain text.
-                _ => Status {
-                    code,
-                    reason,
-                    line: None,
-                },
-            }
+            // http guarantees the range, and its phrases are fixed strings
+            // of plain text: nothing to check again.
+            Status::checked(code.as_u16(), code.canonical_reason().unwrap_or(""))
         }
     }
 

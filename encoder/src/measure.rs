@@ -90,7 +90,7 @@ pub fn storage_size<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> usize {
 /// [`storage_size`] of a rope of shape `s`.
 pub(crate) fn bound(s: Shape, encoding: Encoding) -> usize {
     match encoding {
-        Encoding::Latin1 | Encoding::Ascii => s.one_byte + s.utf8 + s.two_byte,
+        Encoding::Latin1 | Encoding::Ascii => s.len(),
         Encoding::Utf8 => {
             let per_one_byte = if s.range == CharRange::Ascii { 1 } else { 2 };
             s.one_byte
@@ -98,7 +98,7 @@ pub(crate) fn bound(s: Shape, encoding: Encoding) -> usize {
                 .saturating_add(s.utf8)
                 .saturating_add(s.two_byte.saturating_mul(3))
         }
-        Encoding::Utf16Le => (s.one_byte + s.utf8 + s.two_byte).saturating_mul(2),
+        Encoding::Utf16Le => s.len().saturating_mul(2),
     }
 }
 

@@ -389,7 +389,7 @@ impl WriteQueue {
         mode: Mode,
     ) -> Result<usize, EncodeError> {
         let shape = rope.shape();
-        let frame = self.policy.frame.max(Encoder::MIN_DST);
+        let frame = self.frame_size();
         if bound(shape, encoding) <= frame {
             return self.encode(&**rope, encoding, mode);
         }
@@ -415,10 +415,10 @@ impl WriteQueue {
 
     /// Encodes the next frame of the front segment, a stream, at `offset`.
     fn next_frame(&mut self) {
+        let size = self.frame_size();
         let Some(Segment::Stream { rope, encoder, .. }) = self.segments.front_mut() else {
             unreachable!("frames are encoded for a stream at the front");
         };
-        let size = self.policy.frame.max(Encoder::MIN_DST);
         if self.frame.len() < size {
             self.frame.resize(size, 0);
         }
@@ -428,6 +428,12 @@ impl WriteQueue {
         debug_assert!(progress.written > 0, "a frame of MIN_DST makes progress");
         self.frame_start = self.offset;
         self.frame_len = progress.written;
+    }
+
+    /// Bytes per stream frame: the policy's, but never below what always
+    /// makes progress.
+    fn frame_size(&self) -> usize {
+        self.policy.frame.max(Encoder::MIN_DST)
     }
 
     /// The unwritten bytes of the front stream's frame.

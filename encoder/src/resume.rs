@@ -40,12 +40,7 @@ use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{check_encodable, Plan};
 use crate::rope::{Piece, Rope};
 use crate::surrogate::{is_high, is_low, pair_code_point};
-
-/// UTF-16 units staged on the stack on their way from UTF-8 to UTF-16LE.
-const STAGE: usize = 512;
-
-/// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
-const REPLACEMENT: [u8; 3] = [0xEF, 0xBF, 0xBD];
+use crate::two_byte::{floor_char_boundary, put_utf16le, REPLACEMENT, STAGE};
 
 /// What one [`Encoder::encode`] call did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,7 +231,7 @@ impl Run<'_> {
     /// Writes a pending high surrogate alone (as U+FFFD in UTF-8).
     fn lone(&mut self, high: u16) -> bool {
         let ok = match self.encoding {
-            Encoding::Utf8 => self.put(&REPLACEMENT),
+            Encoding::Utf8 => self.put(REPLACEMENT),
             Encoding::Utf16Le => self.put(&high.to_le_bytes()),
             Encoding::Latin1 | Encoding::Ascii => self.put(&[high as u8]),
         };
@@ -352,10 +347,8 @@ impl Run<'_> {
                         let mut units = [0; 2];
                         let units = c.encode_utf16(&mut units);
                         let mut bytes = [0; 4];
-                        for (d, u) in bytes.chunks_exact_mut(2).zip(units.iter()) {
-                            d.copy_from_slice(&u.to_le_bytes());
-                        }
-                        if !self.put(&bytes[..2 * units.len()]) {
+                        let len = put_utf16le(units, &mut bytes);
+                        if !self.put(&bytes[..len]) {
                             return ControlFlow::Break(());
                         }
                         self.read += c.len_utf8();
@@ -364,11 +357,7 @@ impl Run<'_> {
                     }
                     let mut stage = [0u16; STAGE];
                     let units = convert_str_to_utf16(&rest[..n], &mut stage);
-                    let dst = &mut self.dst[self.written..self.written + 2 * units];
-                    for (d, u) in dst.chunks_exact_mut(2).zip(&stage[..units]) {
-                        d.copy_from_slice(&u.to_le_bytes());
-                    }
-                    self.written += 2 * units;
+                    self.written += put_utf16le(&stage[..units], &mut self.dst[self.written..]);
                     self.read += n;
                     rest = &rest[n..];
                 }
@@ -418,10 +407,7 @@ impl Run<'_> {
             Encoding::Utf8 => convert_utf16_to_utf8_partial(u, dst),
             Encoding::Utf16Le => {
                 let n = keep_pairs(u, dst.len() / 2);
-                for (d, x) in dst.chunks_exact_mut(2).zip(&u[..n]) {
-                    d.copy_from_slice(&x.to_le_bytes());
-                }
-                (n, 2 * n)
+                (n, put_utf16le(&u[..n], dst))
             }
             Encoding::Latin1 | Encoding::Ascii => {
                 let n = keep_pairs(u, dst.len());
@@ -446,18 +432,6 @@ fn keep_pairs(units: &[u16], max: usize) -> usize {
     } else {
         max
     }
-}
-
-/// The largest character boundary of `s` at or below `max`.
-fn floor_char_boundary(s: &str, max: usize) -> usize {
-    if max >= s.len() {
-        return s.len();
-    }
-    let mut i = max;
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 #[cfg(test)]

@@ -289,25 +289,38 @@ fn visit_from<'a>(
     visit(piece.split_at(start).1)
 }
 
-impl Rope for Piece<'_> {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit(*self)
-    }
+/// Implements [`Rope`] for a type that is one piece of text, the [`Piece`]
+/// `|this| piece` names.
+macro_rules! one_piece_rope {
+    ($(impl[$($generics:tt)*] $ty:ty => |$this:ident| $piece:expr;)*) => {$(
+        impl<$($generics)*> Rope for $ty {
+            fn for_each_piece<'a>(
+                &'a self,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                let $this = self;
+                visit($piece)
+            }
 
-    fn shape(&self) -> Shape {
-        Shape::of_piece(*self)
-    }
+            fn shape(&self) -> Shape {
+                let $this = self;
+                Shape::of_piece($piece)
+            }
 
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_from(*self, start, visit)
-    }
+            fn for_each_piece_from<'a>(
+                &'a self,
+                start: usize,
+                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+            ) -> ControlFlow<()> {
+                let $this = self;
+                visit_from($piece, start, visit)
+            }
+        }
+    )*};
+}
+
+one_piece_rope! {
+    impl[] Piece<'_> => |this| *this;
 }
 
 impl Rope for str {
@@ -452,27 +465,6 @@ ropey_rope!(ropey::RopeSlice<'_>);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Latin1<B>(pub B);
 
-impl<B: AsRef<[u8]>> Rope for Latin1<B> {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit(Piece::OneByte(self.0.as_ref()))
-    }
-
-    fn shape(&self) -> Shape {
-        Shape::of_piece(Piece::OneByte(self.0.as_ref()))
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_from(Piece::OneByte(self.0.as_ref()), start, visit)
-    }
-}
-
 /// UTF-16 text as code units (what V8 calls a two-byte string); unpaired
 /// surrogates are allowed.
 ///
@@ -481,25 +473,9 @@ impl<B: AsRef<[u8]>> Rope for Latin1<B> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Utf16<B>(pub B);
 
-impl<B: AsRef<[u16]>> Rope for Utf16<B> {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit(Piece::TwoByte(self.0.as_ref()))
-    }
-
-    fn shape(&self) -> Shape {
-        Shape::of_piece(Piece::TwoByte(self.0.as_ref()))
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_from(Piece::TwoByte(self.0.as_ref()), start, visit)
-    }
+one_piece_rope! {
+    impl[B: AsRef<[u8]>] Latin1<B> => |this| Piece::OneByte(this.0.as_ref());
+    impl[B: AsRef<[u16]>] Utf16<B> => |this| Piece::TwoByte(this.0.as_ref());
 }
 
 /// Ropes of any kind, one after the other: a borrowed concatenation that

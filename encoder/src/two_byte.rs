@@ -14,10 +14,10 @@ use crate::rope::{Piece, Rope};
 use crate::surrogate::{self, Joined, Joiner};
 
 /// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+pub(crate) const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
 
 /// UTF-16 units staged on the stack on their way to a UTF-16LE byte buffer.
-const STAGE: usize = 512;
+pub(crate) const STAGE: usize = 512;
 
 /// Writes `rope` in `encoding` into `dst`, whose length must be exactly the
 /// encoded size. Returns the bytes written.
@@ -55,7 +55,7 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u
             (Encoding::Utf16Le, Piece::Utf8(s)) => {
                 let mut rest = s;
                 while !rest.is_empty() {
-                    let chunk = &rest[..char_floor(rest, STAGE)];
+                    let chunk = &rest[..floor_char_boundary(rest, STAGE)];
                     let mut stage = [0u16; STAGE];
                     let n = encoding_rs::mem::convert_str_to_utf16(chunk, &mut stage);
                     out.put_units(&stage[..n]);
@@ -88,11 +88,7 @@ impl Out<'_> {
 
     /// Code units as UTF-16LE bytes.
     fn put_units(&mut self, units: &[u16]) {
-        let dst = &mut self.dst[self.pos..self.pos + 2 * units.len()];
-        for (d, u) in dst.chunks_exact_mut(2).zip(units) {
-            d.copy_from_slice(&u.to_le_bytes());
-        }
-        self.pos += 2 * units.len();
+        self.pos += put_utf16le(units, &mut self.dst[self.pos..]);
     }
 
     /// What the [`Joiner`] hands on, as UTF-8.
@@ -113,9 +109,10 @@ impl Out<'_> {
     }
 }
 
-/// The largest char boundary of `s` at or below `max` (but at least one
-/// character, so that progress is made).
-fn char_floor(s: &str, max: usize) -> usize {
+/// The largest char boundary of `s` at or below `max` (0 when `max` is
+/// smaller than the first character; a `max` of at least 4 always takes
+/// one).
+pub(crate) fn floor_char_boundary(s: &str, max: usize) -> usize {
     if s.len() <= max {
         return s.len();
     }
@@ -124,6 +121,16 @@ fn char_floor(s: &str, max: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+/// Writes `units` as UTF-16LE at the start of `dst`, which needs
+/// `2 * units.len()` bytes (of any alignment). Returns the bytes written.
+pub(crate) fn put_utf16le(units: &[u16], dst: &mut [u8]) -> usize {
+    let dst = &mut dst[..2 * units.len()];
+    for (d, u) in dst.chunks_exact_mut(2).zip(units) {
+        d.copy_from_slice(&u.to_le_bytes());
+    }
+    dst.len()
 }
 
 /// Latin-1 to UTF-8. `dst` needs `src.len()` bytes plus one per byte ≥ 0x80.
