@@ -113,7 +113,7 @@ fn cases() -> Vec<(&'static str, &'static str, String, Expect)> {
         ("malformed version", "§2.3", s("GET / HTTP/1.1x\r\nHost: t\r\n\r\n"), Close(400)),
         ("missing version", "§3", s("GET /\r\nHost: t\r\n\r\n"), Close(400)),
         ("two spaces in the request line", "§3", s("GET  / HTTP/1.1\r\nHost: t\r\n\r\n"), Close(400)),
-        ("UTF-8 where a scheme would end in the target", "§3.2 (no route)", s("GET https\u{72b}x HTTP/1.1\r\nHost: t\r\n\r\n"), Open(404)),
+        ("UTF-8 where a scheme would end in the target", "§3.2 (neither origin- nor absolute-form)", s("GET https\u{72b}x HTTP/1.1\r\nHost: t\r\n\r\n"), Close(400)),
         ("a space inside the target", "§3", s("GET /a b HTTP/1.1\r\nHost: t\r\n\r\n"), Close(400)),
         ("a space inside the target of a HEAD", "§3, RFC 9110 §9.3.2", s("HEAD /a b HTTP/1.1\r\nHost: t\r\n\r\n"), Close(400)),
         ("absolute-form target", "§3.2.2", s("GET http://example.com/end-string/1 HTTP/1.1\r\nHost: example.com\r\n\r\n"), Open(200)),

@@ -147,6 +147,14 @@ async fn help_echo_and_errors() {
         .await
         .unwrap();
     assert_eq!(res.status(), 405);
-    assert_eq!(res.headers()["allow"], "GET, HEAD");
+    assert_eq!(res.headers()["allow"], "GET, HEAD, OPTIONS");
+    let res = client
+        .request(reqwest::Method::OPTIONS, format!("{base}/end-string/4"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 204);
+    assert_eq!(res.headers()["allow"], "GET, HEAD, OPTIONS");
+    assert!(res.headers().get("content-length").is_none());
     server.stop().unwrap();
 }

@@ -62,6 +62,108 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The range a numeric option accepts: the one place each rule is written,
+/// read by the command line's parser (so that a value out of range is
+/// refused as it is parsed) and by [`Config::validate`] (for a `Config`
+/// built in code).
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// The flag.
+    pub flag: &'static str,
+    /// The smallest value accepted.
+    pub min: u64,
+    /// The largest value accepted.
+    pub max: u64,
+}
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const TIB: u64 = 1 << 40;
+
+/// The bounds of every numeric option.
+pub mod bounds {
+    use super::{Bounds, GIB, MIB, TIB};
+
+    const fn b(flag: &'static str, min: u64, max: u64) -> Bounds {
+        Bounds { flag, min, max }
+    }
+    /// `--workers`.
+    pub const WORKERS: Bounds = b("--workers", 1, 1024);
+    /// `--max-len`: the longest text body.
+    pub const MAX_LEN: Bounds = b("--max-len", 0, GIB);
+    /// `--max-large`.
+    pub const MAX_LARGE: Bounds = b("--max-large", 0, 64 * GIB);
+    /// `--large-bytes`.
+    pub const LARGE_BYTES: Bounds = b("--large-bytes", 0, TIB);
+    /// `--max-body`: a body /echo holds in memory.
+    pub const MAX_BODY: Bounds = b("--max-body", 0, GIB);
+    /// `--max-head`: no request line fits in less than 64 bytes.
+    pub const MAX_HEAD: Bounds = b("--max-head", 64, MIB);
+    /// `--max-request-line`.
+    pub const MAX_REQUEST_LINE: Bounds = b("--max-request-line", 16, MIB);
+    /// `--max-fields`: the parser's array holds 256.
+    pub const MAX_FIELDS: Bounds = b("--max-fields", 1, crate::request::FIELDS_CAP as u64);
+    /// `--max-connections`: far below tokio's semaphore maximum (2^61 − 1).
+    pub const MAX_CONNECTIONS: Bounds = b("--max-connections", 1, 10_000_000);
+    /// `--max-requests`.
+    pub const MAX_REQUESTS: Bounds = b("--max-requests", 1, u64::MAX);
+    /// `--max-queued-bytes`.
+    pub const MAX_QUEUED_BYTES: Bounds = b("--max-queued-bytes", 0, GIB);
+    /// `--max-queued-responses`.
+    pub const MAX_QUEUED_RESPONSES: Bounds = b("--max-queued-responses", 1, 65536);
+    /// `--max-queued-total`.
+    pub const MAX_QUEUED_TOTAL: Bounds = b("--max-queued-total", MIB, TIB);
+    /// `--copy-below`.
+    pub const COPY_BELOW: Bounds = b("--copy-below", 0, GIB);
+    /// `--frame`: at least what always makes progress.
+    pub const FRAME: Bounds = b("--frame", unflat::Encoder::MIN_DST as u64, 16 * MIB);
+    /// `--cache-bytes`.
+    pub const CACHE_BYTES: Bounds = b("--cache-bytes", 0, TIB);
+    /// `--body-min-rate`, bytes per second (0: no extension).
+    pub const BODY_MIN_RATE: Bounds = b("--body-min-rate", 0, GIB);
+}
+
+impl Bounds {
+    /// `Err` naming the flag and its range when `v` is outside it.
+    pub fn check(self, v: u64) -> Result<(), String> {
+        if (self.min..=self.max).contains(&v) {
+            return Ok(());
+        }
+        let shown = |n: u64| match [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")]
+            .into_iter()
+            .find(|&(unit, _)| n >= unit && n % unit == 0)
+        {
+            Some((unit, name)) => format!("{} {name} ({n})", n / unit),
+            None => n.to_string(),
+        };
+        Err(if self.max == u64::MAX {
+            format!("{} {v}: must be at least {}", self.flag, shown(self.min))
+        } else {
+            format!(
+                "{} {v}: must be {} to {}",
+                self.flag,
+                shown(self.min),
+                shown(self.max)
+            )
+        })
+    }
+
+    /// A command-line parser for a value within these bounds.
+    pub fn parser<T: TryFrom<u64>>(
+        self,
+    ) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+        move |s: &str| {
+            let v: u64 = s
+                .trim()
+                .parse()
+                .map_err(|e| format!("{s:?} is not a whole number of bytes or items ({e})"))?;
+            self.check(v)?;
+            T::try_from(v).map_err(|_| format!("{v} does not fit on this machine"))
+        }
+    }
+}
+
 /// `unflat-server`: an HTTP/1.1 server that writes rope-built responses
 /// without flattening them.
 #[derive(Clone, Debug, Parser)]
@@ -71,43 +173,55 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
 
-    /// Worker threads (default: one per core).
-    #[arg(long, env = "UNFLAT_WORKERS")]
+    /// Worker threads (default: one per core; 1 to 1024).
+    #[arg(long, env = "UNFLAT_WORKERS", value_parser = bounds::WORKERS.parser::<u16>())]
     pub workers: Option<u16>,
 
-    /// How responses are written.
+    /// How responses are written. `flatten` is the old copying path, kept
+    /// to be measured: it holds each response whole, whatever the bounds
+    /// below say.
     #[arg(long, env = "UNFLAT_STRATEGY", value_enum, default_value_t = Strategy::Direct)]
     pub strategy: Strategy,
 
     /// Largest `len` accepted by /end-string/{len}, in characters (at most
     /// 2^30).
-    #[arg(long, env = "UNFLAT_MAX_LEN", default_value_t = 16 * 1024 * 1024)]
+    #[arg(long, env = "UNFLAT_MAX_LEN", default_value_t = 16 * 1024 * 1024,
+          value_parser = bounds::MAX_LEN.parser::<usize>())]
     pub max_len: usize,
 
     /// Largest size accepted by /large/{bytes} (at most 64 GiB).
-    #[arg(long, env = "UNFLAT_MAX_LARGE", default_value_t = 1024 * 1024 * 1024)]
+    #[arg(long, env = "UNFLAT_MAX_LARGE", default_value_t = 1024 * 1024 * 1024,
+          value_parser = bounds::MAX_LARGE.parser::<usize>())]
     pub max_large: usize,
 
     /// Bytes of `/large` payloads held at once, cached or being built (a
     /// payload larger than this is refused with 503).
-    #[arg(long, env = "UNFLAT_LARGE_BYTES", default_value_t = 2 * 1024 * 1024 * 1024)]
+    #[arg(long, env = "UNFLAT_LARGE_BYTES", default_value_t = 2 * 1024 * 1024 * 1024,
+          value_parser = bounds::LARGE_BYTES.parser::<usize>())]
     pub large_bytes: usize,
 
-    /// Largest request body /echo accepts, in bytes (larger: 413).
-    #[arg(long, env = "UNFLAT_MAX_BODY", default_value_t = 1024 * 1024)]
+    /// Largest request body, in bytes, on any route (larger: 413; at most
+    /// 1 GiB). /echo keeps it; other routes read and drop it.
+    #[arg(long, env = "UNFLAT_MAX_BODY", default_value_t = 1024 * 1024,
+          value_parser = bounds::MAX_BODY.parser::<usize>())]
     pub max_body: usize,
 
     /// Largest request head (request line and fields), in bytes (larger:
-    /// 431; at least 64).
-    #[arg(long, env = "UNFLAT_MAX_HEAD", default_value_t = 16 * 1024)]
+    /// 431; 64 to 1 MiB). A chunked body's trailer section counts against
+    /// what the head left of it.
+    #[arg(long, env = "UNFLAT_MAX_HEAD", default_value_t = 16 * 1024,
+          value_parser = bounds::MAX_HEAD.parser::<usize>())]
     pub max_head: usize,
 
-    /// Largest request line, in bytes (longer: 414; at least 16).
-    #[arg(long, env = "UNFLAT_MAX_REQUEST_LINE", default_value_t = 8 * 1024)]
+    /// Largest request line, in bytes (longer: 414; 16 to 1 MiB).
+    #[arg(long, env = "UNFLAT_MAX_REQUEST_LINE", default_value_t = 8 * 1024,
+          value_parser = bounds::MAX_REQUEST_LINE.parser::<usize>())]
     pub max_request_line: usize,
 
-    /// Most header fields in a request (more: 431; 1 to 256).
-    #[arg(long, env = "UNFLAT_MAX_FIELDS", default_value_t = 100)]
+    /// Most header fields in a request, trailer fields included (more: 431;
+    /// 1 to 256).
+    #[arg(long, env = "UNFLAT_MAX_FIELDS", default_value_t = 100,
+          value_parser = bounds::MAX_FIELDS.parser::<usize>())]
     pub max_fields: usize,
 
     /// Time to receive a whole request head, from its first byte (then:
@@ -124,38 +238,63 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_SEND_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub send_timeout: Duration,
 
-    /// Time a request body may stay silent before the connection is closed.
+    /// Time to receive a whole request body, trailers included, from the
+    /// end of its head, plus a second for every --body-min-rate bytes
+    /// received (then: 408 and close). A body trickled slower than that
+    /// rate is cut off however often its bytes come.
     #[arg(long, env = "UNFLAT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub body_timeout: Duration,
 
-    /// Most connections served at once; more wait in the accept backlog.
-    #[arg(long, env = "UNFLAT_MAX_CONNECTIONS", default_value_t = 10_000)]
+    /// Bytes per second a request body must average beyond --body-timeout
+    /// to keep its connection (0: the body must arrive within
+    /// --body-timeout).
+    #[arg(long, env = "UNFLAT_BODY_MIN_RATE", default_value_t = 500,
+          value_parser = bounds::BODY_MIN_RATE.parser::<u64>())]
+    pub body_min_rate: u64,
+
+    /// Most connections served at once; more wait in the accept backlog (1
+    /// to 10 000 000).
+    #[arg(long, env = "UNFLAT_MAX_CONNECTIONS", default_value_t = 10_000,
+          value_parser = bounds::MAX_CONNECTIONS.parser::<usize>())]
     pub max_connections: usize,
 
     /// Requests served on one connection before it is closed (default: no
     /// limit; at least 1).
-    #[arg(long, env = "UNFLAT_MAX_REQUESTS")]
+    #[arg(long, env = "UNFLAT_MAX_REQUESTS", value_parser = bounds::MAX_REQUESTS.parser::<u64>())]
     pub max_requests: Option<u64>,
 
-    /// Bytes of copied (not shared) output a connection may have queued before
-    /// it stops reading pipelined requests until the queue drains.
-    #[arg(long, env = "UNFLAT_MAX_QUEUED_BYTES", default_value_t = 1024 * 1024)]
+    /// Bytes of copied or encoded output (not shared) a connection may have
+    /// queued before it stops reading pipelined requests until the queue
+    /// drains.
+    #[arg(long, env = "UNFLAT_MAX_QUEUED_BYTES", default_value_t = 1024 * 1024,
+          value_parser = bounds::MAX_QUEUED_BYTES.parser::<usize>())]
     pub max_queued_bytes: usize,
 
     /// Responses a connection may have queued before it stops reading
     /// pipelined requests until the queue drains (1 to 65536).
-    #[arg(long, env = "UNFLAT_MAX_QUEUED_RESPONSES", default_value_t = 64)]
+    #[arg(long, env = "UNFLAT_MAX_QUEUED_RESPONSES", default_value_t = 64,
+          value_parser = bounds::MAX_QUEUED_RESPONSES.parser::<usize>())]
     pub max_queued_responses: usize,
+
+    /// Bytes of write buffers and frames all connections together may hold
+    /// (1 MiB to 1 TiB). Past it, a connection queues one response at a
+    /// time: it reads no further pipelined request until its queue drains.
+    #[arg(long, env = "UNFLAT_MAX_QUEUED_TOTAL", default_value_t = 256 * 1024 * 1024,
+          value_parser = bounds::MAX_QUEUED_TOTAL.parser::<usize>())]
+    pub max_queued_total: usize,
 
     /// Bodies, and chunks of rope bodies, shorter than this many bytes are
     /// copied behind the head rather than sent as iovecs at their own memory.
-    #[arg(long, env = "UNFLAT_COPY_BELOW", default_value_t = Policy::DEFAULT.copy_below)]
+    #[arg(long, env = "UNFLAT_COPY_BELOW", default_value_t = Policy::DEFAULT.copy_below,
+          value_parser = bounds::COPY_BELOW.parser::<usize>())]
     pub copy_below: usize,
 
-    /// Transcoded bodies longer than this many bytes are encoded a frame of
-    /// this size at a time as the socket drains, so that a connection holds
-    /// one frame of them, not the whole body (at least 4).
-    #[arg(long, env = "UNFLAT_FRAME", default_value_t = Policy::DEFAULT.frame)]
+    /// Transcoded bodies, and the copied runs of rope bodies, longer than
+    /// this many bytes are written a frame of this size at a time as the
+    /// socket drains, so that a connection holds one frame of them, not the
+    /// whole body (4 to 16 MiB).
+    #[arg(long, env = "UNFLAT_FRAME", default_value_t = Policy::DEFAULT.frame,
+          value_parser = bounds::FRAME.parser::<usize>())]
     pub frame: usize,
 
     /// Time to let responses in progress finish after Ctrl-C / SIGTERM.
@@ -163,7 +302,8 @@ pub struct Config {
     pub grace: Duration,
 
     /// End-string bodies kept in the cache, in bytes of their text.
-    #[arg(long, env = "UNFLAT_CACHE_BYTES", default_value_t = 256 * 1024 * 1024)]
+    #[arg(long, env = "UNFLAT_CACHE_BYTES", default_value_t = 256 * 1024 * 1024,
+          value_parser = bounds::CACHE_BYTES.parser::<usize>())]
     pub cache_bytes: usize,
 }
 
@@ -185,10 +325,12 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(5),
             send_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
+            body_min_rate: 500,
             max_connections: 10_000,
             max_requests: None,
             max_queued_bytes: 1024 * 1024,
             max_queued_responses: 64,
+            max_queued_total: 256 * 1024 * 1024,
             copy_below: Policy::DEFAULT.copy_below,
             frame: Policy::DEFAULT.frame,
             grace: Duration::from_secs(30),
@@ -204,6 +346,18 @@ impl Config {
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             usize::from,
         )
+    }
+
+    /// How long after the end of its head a body of which `received` bytes
+    /// have arrived may still take (see `--body-timeout`).
+    pub fn body_deadline(&self, received: u64) -> Duration {
+        // At most a day more, so that the deadline stays within tokio's
+        // timers however many bytes arrive.
+        let earned = match self.body_min_rate {
+            0 => Duration::ZERO,
+            rate => Duration::from_millis(received.saturating_mul(1000) / rate).min(MAX_DURATION),
+        };
+        self.body_timeout + earned
     }
 
     /// The write queue's copy-or-share policy.
@@ -245,41 +399,31 @@ impl Config {
                 self.grace
             ));
         }
-        let checks: [(&str, bool, &str); 10] = [
+        let counts = [
+            (bounds::WORKERS, self.workers.map(u64::from)),
+            (bounds::MAX_LEN, Some(self.max_len as u64)),
+            (bounds::MAX_LARGE, Some(self.max_large as u64)),
+            (bounds::LARGE_BYTES, Some(self.large_bytes as u64)),
+            (bounds::MAX_BODY, Some(self.max_body as u64)),
+            (bounds::MAX_HEAD, Some(self.max_head as u64)),
+            (bounds::MAX_REQUEST_LINE, Some(self.max_request_line as u64)),
+            (bounds::MAX_FIELDS, Some(self.max_fields as u64)),
+            (bounds::BODY_MIN_RATE, Some(self.body_min_rate)),
+            (bounds::MAX_CONNECTIONS, Some(self.max_connections as u64)),
+            (bounds::MAX_REQUESTS, self.max_requests),
+            (bounds::MAX_QUEUED_BYTES, Some(self.max_queued_bytes as u64)),
             (
-                "--workers",
-                self.workers.is_some_and(|w| w == 0 || w > 1024),
-                "1 to 1024",
+                bounds::MAX_QUEUED_RESPONSES,
+                Some(self.max_queued_responses as u64),
             ),
-            (
-                "--max-fields",
-                !(1..=crate::request::FIELDS_CAP).contains(&self.max_fields),
-                "1 to 256",
-            ),
-            ("--max-head", self.max_head < 64, "at least 64"),
-            (
-                "--max-request-line",
-                self.max_request_line < 16,
-                "at least 16",
-            ),
-            ("--max-connections", self.max_connections == 0, "at least 1"),
-            ("--max-requests", self.max_requests == Some(0), "at least 1"),
-            (
-                "--max-queued-responses",
-                self.max_queued_responses == 0,
-                "at least 1",
-            ),
-            (
-                "--frame",
-                self.frame < unflat::Encoder::MIN_DST,
-                "at least 4",
-            ),
-            ("--max-len", self.max_len > 1 << 30, "at most 2^30"),
-            ("--max-large", self.max_large > 64 << 30, "at most 64 GiB"),
+            (bounds::MAX_QUEUED_TOTAL, Some(self.max_queued_total as u64)),
+            (bounds::COPY_BELOW, Some(self.copy_below as u64)),
+            (bounds::FRAME, Some(self.frame as u64)),
+            (bounds::CACHE_BYTES, Some(self.cache_bytes as u64)),
         ];
-        for (flag, bad, rule) in checks {
-            if bad {
-                return Err(format!("{flag}: must be {rule}"));
+        for (bounds, value) in counts {
+            if let Some(v) = value {
+                bounds.check(v)?;
             }
         }
         if self.max_large > self.large_bytes {

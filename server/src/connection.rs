@@ -114,10 +114,7 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     tokio::pin!(timer);
     let stopped = shutdown.stopped();
     tokio::pin!(stopped);
-    // When the head being read began to arrive, and how many requests had
-    // been answered then: a head that follows another answered request is a
-    // new head, with a deadline of its own.
-    let mut head_started: Option<(u64, Instant)> = None;
+    let mut deadlines = Deadlines::default();
     loop {
         let step = session.process(&mut input, &mut queue, app);
         flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
@@ -141,22 +138,7 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
             // not started.
             break;
         }
-        let now = Instant::now();
-        let deadline = match waiting {
-            Waiting::Idle => now + config.idle_timeout,
-            Waiting::Head => {
-                let served = session.served();
-                let started = match head_started {
-                    Some((n, t)) if n == served => t,
-                    _ => {
-                        head_started = Some((served, now));
-                        now
-                    }
-                };
-                started + config.head_timeout
-            }
-            Waiting::Body => now + config.body_timeout,
-        };
+        let deadline = deadlines.next(waiting, session.served(), config);
         timer.as_mut().reset(deadline);
         if input.capacity() - input.len() < READ_CHUNK / 4 {
             input.reserve(READ_CHUNK);
@@ -172,7 +154,9 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
             Some(Ok(_)) => {}
             Some(Err(e)) => return Err(e.into()),
             None => {
-                if waiting == Waiting::Head {
+                // A head or a body that did not arrive in time is answered
+                // 408; an idle connection is closed without a word.
+                if waiting != Waiting::Idle {
                     session.timed_out(&input, &mut queue, app);
                     flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
                 }
@@ -183,6 +167,39 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     // Best effort: the peer may already be gone.
     let _ = io.shutdown().await;
     Ok(())
+}
+
+/// When the head and the body being read began to arrive, each with the
+/// count of requests answered then: a head or a body that follows another
+/// answered request is a new one, with a deadline of its own.
+#[derive(Debug, Default)]
+struct Deadlines {
+    head: Option<(u64, Instant)>,
+    body: Option<(u64, Instant)>,
+}
+
+impl Deadlines {
+    /// The deadline for what the session is waiting for.
+    ///
+    /// - idle: `--idle-timeout` from now;
+    /// - a head: `--head-timeout` from its first byte;
+    /// - a body (trailers included): `--body-timeout` from the end of its
+    ///   head, plus a second for every `--body-min-rate` bytes received
+    ///   (Apache's `mod_reqtimeout` `body=…,MinRate=…`). A timer restarted
+    ///   on every read, as nginx's `client_body_timeout` is, would let one
+    ///   byte per timeout hold a connection forever.
+    fn next(&mut self, waiting: Waiting, served: u64, config: &crate::Config) -> Instant {
+        let now = Instant::now();
+        let began = |slot: &mut Option<(u64, Instant)>| match *slot {
+            Some((n, t)) if n == served => t,
+            _ => slot.insert((served, now)).1,
+        };
+        match waiting {
+            Waiting::Idle => now + config.idle_timeout,
+            Waiting::Head => began(&mut self.head) + config.head_timeout,
+            Waiting::Body { received } => began(&mut self.body) + config.body_deadline(received),
+        }
+    }
 }
 
 /// Writes the whole queue, one `write_vectored` per iteration, failing when a

@@ -7,7 +7,8 @@
 //! that both can be measured from one binary.
 //!
 //! The data flow, one module each:
-//! [`request`] (parse and check a head) → [`decode`] (the body's framing) →
+//! [`request`] (parse and check a head) → [`decode`] (the body's framing,
+//! chunked bodies by [`chunked`]) →
 //! [`routes`] (choose the reply) → [`reply`] (each reply writes itself) →
 //! [`bodies`] (the cached bodies) → [`response`] (head rope and body into
 //! the write queue, by strategy) → [`session`] (one connection's protocol
@@ -15,6 +16,7 @@
 //! [`server`] (accept loop, connection limit, graceful shutdown).
 
 pub mod bodies;
+pub mod chunked;
 pub mod cli;
 pub mod config;
 pub mod connection;

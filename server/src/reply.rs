@@ -29,6 +29,7 @@ GET|HEAD /end-string/{len}?kind=ascii|latin1|twobyte&body=flat|rope
 GET|HEAD /large/{bytes}
 *        /echo[?format=json|raw]
 GET|HEAD /
+OPTIONS  * and every path above (204 with Allow)
 ";
 
 /// The text of `GET /` and of the start-up banner.
@@ -56,13 +57,19 @@ pub enum Reply {
     Large(usize),
     /// `/echo`: the request as received; the body is added once read.
     Echo(Echo),
+    /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
+    /// of the server for `OPTIONS *`.
+    Options {
+        /// `OPTIONS *`.
+        server_wide: bool,
+    },
     /// An error with a plain-text reason.
     Error {
         /// The status.
         status: Status,
         /// Why.
         reason: Cow<'static, str>,
-        /// Whether to send `Allow: GET, HEAD` (for 405).
+        /// Whether to send `Allow: GET, HEAD, OPTIONS` (for 405).
         allow: bool,
     },
 }
@@ -138,6 +145,16 @@ impl Reply {
                         .respond(to, queue)
                     }
                 };
+                app.writer.write(queue, &r);
+            }
+            Reply::Options { server_wide } => {
+                r.status = Status::NO_CONTENT;
+                r.content_type = None;
+                r.extra = Some(if *server_wide {
+                    &lines.allow_any
+                } else {
+                    &lines.allow
+                });
                 app.writer.write(queue, &r);
             }
             Reply::Echo(Echo::Json(json)) => {

@@ -85,6 +85,18 @@ impl<'b> RequestHead<'b> {
     }
 }
 
+/// What follows `http://` or `https://` (in any case) at the start of an
+/// absolute-form target.
+fn after_scheme(target: &str) -> Option<&str> {
+    // Compared as bytes: the target may hold any UTF-8, and a scheme that
+    // matches ends with an ASCII '/', so slicing after it is safe.
+    ["http://", "https://"].iter().find_map(|scheme| {
+        let head = target.as_bytes().get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme.as_bytes())
+            .then(|| &target[scheme.len()..])
+    })
+}
+
 /// `(path, query)` of an origin-form (`/p?q`) or absolute-form
 /// (`http://host/p?q`) target; other forms give themselves as the path.
 fn split_target(target: &str) -> (&str, Option<&str>) {
@@ -92,14 +104,7 @@ fn split_target(target: &str) -> (&str, Option<&str>) {
     let rest = if target.starts_with('/') {
         target
     } else {
-        // Compared as bytes: the target may hold any UTF-8, and a scheme
-        // that matches ends with an ASCII '/', so slicing after it is safe.
-        let after_scheme = ["http://", "https://"].iter().find_map(|scheme| {
-            let head = target.as_bytes().get(..scheme.len())?;
-            head.eq_ignore_ascii_case(scheme.as_bytes())
-                .then(|| &target[scheme.len()..])
-        });
-        match after_scheme {
+        match after_scheme(target) {
             Some(after) => after.find('/').map_or("/", |j| &after[j..]),
             None => target,
         }
@@ -119,6 +124,11 @@ pub enum Parsed<'b> {
     Partial,
     /// The head is refused.
     Rejected(Reject),
+    /// The request line says `HTTP/1.x` with x above 1, whose minor digit
+    /// is at this offset: such a request is processed as HTTP/1.1 (RFC 9112
+    /// §2.3). httparse reads 1.0 and 1.1 only, so the caller writes `1`
+    /// over the digit and parses again.
+    NewerMinor(usize),
 }
 
 /// Parses and checks the request head at the start of `input`, using
@@ -138,7 +148,7 @@ pub fn parse_head<'b>(
                 None => Parsed::Partial,
             }
         }
-        Err(e) => return Parsed::Rejected(httparse_reject(e, input, limits)),
+        Err(e) => return on_error(e, input, limits),
     };
     let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
         return Parsed::Rejected(reject(Status::BAD_REQUEST, "incomplete request line"));
@@ -146,6 +156,9 @@ pub fn parse_head<'b>(
     // The request line's length from its parts, without a scan: `method SP
     // target SP HTTP/1.x` (httparse allows no other spacing).
     if let Some(r) = line_and_head_limits(method.len() + target.len() + 10, len, limits) {
+        return Parsed::Rejected(r);
+    }
+    if let Err(r) = check_target(method, target) {
         return Parsed::Rejected(r);
     }
     let fields: &'b [httparse::Header<'b>] = req.headers;
@@ -199,38 +212,59 @@ fn line_and_head_limits(line_len: usize, head_len: usize, limits: HeadLimits) ->
     None
 }
 
-fn httparse_reject(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Reject {
+/// What an httparse error means: a refusal, or, for a version httparse
+/// does not read, either more bytes to wait for or an HTTP/1.x to process
+/// as 1.1.
+fn on_error<'b>(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<'b> {
     use httparse::Error as E;
     if let Some(r) = over_limits(input, limits) {
-        return r;
+        return Parsed::Rejected(r);
     }
-    match e {
+    let r = match e {
         E::TooManyHeaders => reject(Status::HEADER_FIELDS_TOO_LARGE, "too many header fields"),
-        E::Version => {
-            // httparse parses HTTP/1.x only: a well-formed other version is
-            // one we do not support, anything else is malformed.
-            if looks_like_other_http_version(input) {
-                reject(
-                    Status::VERSION_NOT_SUPPORTED,
-                    "only HTTP/1.0 and HTTP/1.1 are supported",
-                )
-            } else {
-                reject(Status::BAD_REQUEST, "malformed HTTP version")
+        // httparse parses HTTP/1.0 and 1.1 only, and may stop at the first
+        // digit it does not expect: the verdict waits for the whole line,
+        // so that it does not depend on where the bytes were split.
+        E::Version => match request_line_version(input) {
+            Version::Incomplete => return Parsed::Partial,
+            Version::Http { major: b'1', minor: b'2'..=b'9', at } => {
+                return Parsed::NewerMinor(at)
             }
-        }
+            Version::Http { .. } => reject(
+                Status::VERSION_NOT_SUPPORTED,
+                "only HTTP/1.0 and HTTP/1.1 are supported",
+            ),
+            Version::Malformed => reject(Status::BAD_REQUEST, "malformed HTTP version"),
+        },
         E::HeaderName => reject(Status::BAD_REQUEST, "invalid header field name"),
         E::HeaderValue => reject(Status::BAD_REQUEST, "invalid header field value"),
         E::Token => reject(Status::BAD_REQUEST, "invalid method"),
         E::NewLine => reject(Status::BAD_REQUEST, "invalid line ending"),
         E::Status => reject(Status::BAD_REQUEST, "invalid request line"),
-    }
+    };
+    Parsed::Rejected(r)
 }
 
-fn looks_like_other_http_version(input: &[u8]) -> bool {
-    let line = input
-        .split(|&b| b == b'\n')
-        .find(|l| !l.is_empty() && *l != b"\r");
-    let Some(line) = line else { return false };
+/// The version at the end of a request line.
+enum Version {
+    /// The line has not ended yet.
+    Incomplete,
+    /// `HTTP/major.minor`; `at` is the offset of the minor digit.
+    Http { major: u8, minor: u8, at: usize },
+    /// Anything else.
+    Malformed,
+}
+
+fn request_line_version(input: &[u8]) -> Version {
+    // Leading empty lines are not part of the request line.
+    let start = input
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(input.len());
+    let Some(end) = input[start..].iter().position(|&b| b == b'\n') else {
+        return Version::Incomplete;
+    };
+    let line = &input[start..start + end];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     // `method SP target SP version`: a target with a space in it is a
     // malformed request line (400), whatever its last word looks like.
@@ -238,9 +272,64 @@ fn looks_like_other_http_version(input: &[u8]) -> bool {
     let (Some(_), Some(_), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return false;
+        return Version::Malformed;
     };
-    matches!(version, [b'H', b'T', b'T', b'P', b'/', d, b'.', m] if d.is_ascii_digit() && m.is_ascii_digit())
+    match *version {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            Version::Http {
+                major,
+                minor,
+                at: start + line.len() - 1,
+            }
+        }
+        _ => Version::Malformed,
+    }
+}
+
+/// The request-target forms of RFC 9112 §3.2: origin-form (`/path`) for
+/// every method, absolute-form (`http://host/path`) for every method,
+/// asterisk-form (`*`) for OPTIONS only, authority-form (`host:port`) for
+/// CONNECT only. A fragment is never part of a target (§3.2, RFC 9110
+/// §7.1).
+fn check_target(method: &str, target: &str) -> Result<(), Reject> {
+    if target.contains('#') {
+        return Err(reject(
+            Status::BAD_REQUEST,
+            "a fragment (#) is not allowed in a request target",
+        ));
+    }
+    if method == "CONNECT" {
+        return if valid_host(target.as_bytes()) && target.contains(':') {
+            Ok(())
+        } else {
+            Err(reject(
+                Status::BAD_REQUEST,
+                "a CONNECT target must be host:port",
+            ))
+        };
+    }
+    if target.starts_with('/') {
+        return Ok(());
+    }
+    if target == "*" {
+        return if method == "OPTIONS" {
+            Ok(())
+        } else {
+            Err(reject(
+                Status::BAD_REQUEST,
+                "the asterisk-form target (*) is only for OPTIONS",
+            ))
+        };
+    }
+    if after_scheme(target).is_some() {
+        return Ok(());
+    }
+    Err(reject(
+        Status::BAD_REQUEST,
+        "the request target must begin with / (or be http://host/… or * for OPTIONS)",
+    ))
 }
 
 struct Checked {
@@ -435,6 +524,7 @@ mod tests {
             Parsed::Complete(_) => Ok(true),
             Parsed::Partial => Ok(false),
             Parsed::Rejected(r) => Err(r.status),
+            Parsed::NewerMinor(_) => Err(Status::VERSION_NOT_SUPPORTED),
         }
     }
 

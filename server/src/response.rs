@@ -77,8 +77,11 @@ pub struct Lines {
     pub octet_stream: Line,
     /// `Keep-Alive: timeout=N`.
     pub keep_alive: Line,
-    /// `Allow: GET, HEAD`.
+    /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
     pub allow: Line,
+    /// The methods of `OPTIONS *`: those of some path of the server (/echo
+    /// takes any).
+    pub allow_any: Line,
 }
 
 impl Lines {
@@ -90,7 +93,8 @@ impl Lines {
             json: line("Content-Type", "application/json"),
             octet_stream: line("Content-Type", "application/octet-stream"),
             keep_alive: line("Keep-Alive", &format!("timeout={idle_secs}")),
-            allow: line("Allow", "GET, HEAD"),
+            allow: line("Allow", "GET, HEAD, OPTIONS"),
+            allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
         }
     }
 }

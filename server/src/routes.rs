@@ -13,6 +13,16 @@ use crate::App;
 /// Chooses the reply for a request head.
 pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
     let path = head.path;
+    if head.method == "CONNECT" {
+        return Reply::error(
+            Status::NOT_IMPLEMENTED,
+            "CONNECT is not supported: this server is not a proxy",
+        );
+    }
+    if path == "*" {
+        // Only OPTIONS gets this far with `*` (the request's checks).
+        return Reply::Options { server_wide: true };
+    }
     if path == "/echo" {
         return echo(head);
     }
@@ -23,11 +33,14 @@ pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
             format!("no route for {path}; routes:\n{ROUTES}"),
         );
     }
+    if head.method == "OPTIONS" {
+        return Reply::Options { server_wide: false };
+    }
     if head.method != "GET" && head.method != "HEAD" {
         return Reply::Error {
             status: Status::METHOD_NOT_ALLOWED,
             reason: Cow::Owned(format!(
-                "{} is not allowed on {path}; use GET or HEAD",
+                "{} is not allowed on {path}; use GET, HEAD or OPTIONS",
                 head.method
             )),
             allow: true,

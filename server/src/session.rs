@@ -22,18 +22,12 @@ use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
 use crate::bodies::{Busy, Memo};
+use crate::chunked::ChunkLimits;
 use crate::decode::BodyDecoder;
 use crate::reply::{Reply, To};
-use crate::request::{parse_head, Framing, HeadLimits, Parsed, Reject, FIELDS_CAP};
+use crate::request::{parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
 use crate::routes::route;
 use crate::App;
-
-/// A request body over `--max-body`, whether announced by Content-Length or
-/// found while decoding chunks.
-const BODY_TOO_LARGE: Reject = Reject {
-    status: Status::PAYLOAD_TOO_LARGE,
-    reason: "request body too large",
-};
 
 /// What the connection must do after [`Session::process`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,8 +52,12 @@ pub enum Waiting {
     Idle,
     /// The rest of a request head (the head deadline).
     Head,
-    /// More of a request body (the body timeout).
-    Body,
+    /// More of a request body, of which this many bytes (framing
+    /// included) have been read: the body deadline grows with them.
+    Body {
+        /// Bytes of the body read so far.
+        received: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -70,6 +68,8 @@ enum State {
         pending: Pending,
         /// The body so far, for routes that use it.
         collected: Option<Vec<u8>>,
+        /// Bytes of the body read so far, framing included.
+        received: u64,
     },
     /// Waiting for the payload the pending reply sends.
     Payload(Pending),
@@ -148,27 +148,26 @@ impl Session {
                     mut decoder,
                     pending,
                     mut collected,
+                    received,
                 } => {
-                    let max_body = app.config.max_body;
-                    let mut sink = |chunk: &[u8]| match &mut collected {
-                        Some(body) if body.len() + chunk.len() > max_body => Err(BODY_TOO_LARGE),
-                        Some(body) => {
+                    let mut sink = |chunk: &[u8]| {
+                        if let Some(body) = &mut collected {
                             body.extend_from_slice(chunk);
-                            Ok(())
                         }
-                        None => Ok(()),
                     };
-                    match decoder.decode(input, app.config.max_head, &mut sink) {
+                    match decoder.decode(input, &mut sink) {
                         Err(reject) => self.reject(queue, app, reject, pending.head_request),
                         Ok(d) => {
                             input.advance(d.consumed);
+                            let received = received + d.consumed as u64;
                             if !d.done {
                                 self.state = State::Body {
                                     decoder,
                                     pending,
                                     collected,
+                                    received,
                                 };
-                                return Step::Read(Waiting::Body);
+                                return Step::Read(Waiting::Body { received });
                             }
                             self.answer(
                                 queue,
@@ -206,6 +205,11 @@ impl Session {
                 let head_request = starts_with_head_method(input);
                 return Some(self.reject(queue, app, reject, head_request));
             }
+            Parsed::NewerMinor(at) => {
+                // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3).
+                input[at] = b'1';
+                return self.head(input, queue, app);
+            }
             Parsed::Complete(head) => head,
         };
         let last_allowed = app
@@ -217,21 +221,21 @@ impl Session {
             keep_alive: head.keep_alive && !last_allowed,
             head_request: head.is_head(),
         };
+        // The trailer section, if any, shares the head's budget.
+        let limits = ChunkLimits {
+            data: app.config.max_body as u64,
+            trailer_bytes: app.config.max_head.saturating_sub(head.len),
+            trailer_fields: app.config.max_fields.saturating_sub(head.fields.len()),
+        };
         let (len, framing, expect_continue) = (head.len, head.framing, head.expect_continue);
         input.advance(len);
-
-        let Some(decoder) = BodyDecoder::new(framing) else {
-            return Some(self.answer(queue, app, pending, &[]));
+        let decoder = match BodyDecoder::new(framing, limits) {
+            Ok(Some(decoder)) => decoder,
+            Ok(None) => return Some(self.answer(queue, app, pending, &[])),
+            // Refused before it is sent; the unread body makes the
+            // connection unusable, so it is closed.
+            Err(reject) => return Some(self.reject(queue, app, reject, pending.head_request)),
         };
-        if pending.reply.wants_body() {
-            if let Framing::Length(n) = framing {
-                if n > app.config.max_body as u64 {
-                    // Refused before it is sent; the unread body makes the
-                    // connection unusable, so it is closed.
-                    return Some(self.reject(queue, app, BODY_TOO_LARGE, pending.head_request));
-                }
-            }
-        }
         if expect_continue {
             app.writer.interim(queue, Status::CONTINUE);
         }
@@ -240,6 +244,7 @@ impl Session {
             decoder,
             pending,
             collected,
+            received: 0,
         })
     }
 
@@ -289,14 +294,23 @@ impl Session {
         self.answer(queue, app, pending, &[])
     }
 
-    /// Queues `408 Request Timeout` for the head in `input` that did not
-    /// arrive in time; the connection then closes.
+    /// Queues `408 Request Timeout` for the head in `input`, or the body,
+    /// that did not arrive in time; the connection then closes.
     pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, app: &App) {
+        let (reason, head_request) = match &self.state {
+            State::Body { pending, .. } => {
+                ("request body not received in time", pending.head_request)
+            }
+            _ => (
+                "request head not received in time",
+                starts_with_head_method(input),
+            ),
+        };
         let reject = Reject {
             status: Status::REQUEST_TIMEOUT,
-            reason: "request head not received in time",
+            reason,
         };
-        self.state = self.reject(queue, app, reject, starts_with_head_method(input));
+        self.state = self.reject(queue, app, reject, head_request);
     }
 }
 
