@@ -64,12 +64,38 @@ fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
         (&["--max-connections", "0"], &[], "--max-connections"),
         (&[], &[("UNFLAT_SEND_TIMEOUT", "inf")], "inf"),
         (&[], &[("UNFLAT_MAX_FIELDS", "9999")], "--max-fields"),
+        // Past tokio's semaphore maximum, which used to panic after
+        // "listening".
+        (
+            &["--max-connections", "2305843009213693952"],
+            &[],
+            "--max-connections",
+        ),
+        (
+            &["--max-queued-responses", "65537"],
+            &[],
+            "1 to 65536",
+        ),
+        (&["--max-head", "10"], &[], "64 to 1 MiB"),
+        (&["--frame", "2"], &[], "--frame"),
+        (&["--body-min-rate", "x"], &[], "not a whole number"),
     ] {
         let (code, _, stderr) = run(args, env);
         assert_eq!(code, Some(2), "{args:?} {env:?}: {stderr}");
         assert!(stderr.contains(names), "{args:?} {env:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?} {env:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_busy_address_is_one_line_naming_it_and_exit_2() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, _, stderr) = run(&["--addr", &addr], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let want = format!("error: cannot listen on {addr}: ");
+    assert!(stderr.starts_with(&want), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 
 #[test]

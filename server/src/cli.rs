@@ -26,7 +26,14 @@ pub fn main() -> std::io::Result<()> {
         )
         .init();
     let workers = config.worker_threads();
-    let server = Server::bind(config)?;
+    let server = match Server::bind(config) {
+        Ok(server) => server,
+        Err(e) => {
+            // `cannot listen on ADDR: …`, the one line a user needs.
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
     let addr = server.local_addr();
     println!("{}", help_text(addr, server.app().config.strategy));
     info!(%addr, workers, "listening");

@@ -74,6 +74,8 @@ pub struct Bounds {
     pub min: u64,
     /// The largest value accepted.
     pub max: u64,
+    /// Whether the values are bytes (shown with units).
+    pub bytes: bool,
 }
 
 const KIB: u64 = 1 << 10;
@@ -85,13 +87,28 @@ const TIB: u64 = 1 << 40;
 pub mod bounds {
     use super::{Bounds, GIB, MIB, TIB};
 
+    /// A count of things.
+    const fn n(flag: &'static str, min: u64, max: u64) -> Bounds {
+        Bounds {
+            flag,
+            min,
+            max,
+            bytes: false,
+        }
+    }
+    /// A size in bytes.
     const fn b(flag: &'static str, min: u64, max: u64) -> Bounds {
-        Bounds { flag, min, max }
+        Bounds {
+            flag,
+            min,
+            max,
+            bytes: true,
+        }
     }
     /// `--workers`.
-    pub const WORKERS: Bounds = b("--workers", 1, 1024);
+    pub const WORKERS: Bounds = n("--workers", 1, 1024);
     /// `--max-len`: the longest text body.
-    pub const MAX_LEN: Bounds = b("--max-len", 0, GIB);
+    pub const MAX_LEN: Bounds = n("--max-len", 0, GIB);
     /// `--max-large`.
     pub const MAX_LARGE: Bounds = b("--max-large", 0, 64 * GIB);
     /// `--large-bytes`.
@@ -103,15 +120,15 @@ pub mod bounds {
     /// `--max-request-line`.
     pub const MAX_REQUEST_LINE: Bounds = b("--max-request-line", 16, MIB);
     /// `--max-fields`: the parser's array holds 256.
-    pub const MAX_FIELDS: Bounds = b("--max-fields", 1, crate::request::FIELDS_CAP as u64);
+    pub const MAX_FIELDS: Bounds = n("--max-fields", 1, crate::request::FIELDS_CAP as u64);
     /// `--max-connections`: far below tokio's semaphore maximum (2^61 − 1).
-    pub const MAX_CONNECTIONS: Bounds = b("--max-connections", 1, 10_000_000);
+    pub const MAX_CONNECTIONS: Bounds = n("--max-connections", 1, 10_000_000);
     /// `--max-requests`.
-    pub const MAX_REQUESTS: Bounds = b("--max-requests", 1, u64::MAX);
+    pub const MAX_REQUESTS: Bounds = n("--max-requests", 1, u64::MAX);
     /// `--max-queued-bytes`.
     pub const MAX_QUEUED_BYTES: Bounds = b("--max-queued-bytes", 0, GIB);
     /// `--max-queued-responses`.
-    pub const MAX_QUEUED_RESPONSES: Bounds = b("--max-queued-responses", 1, 65536);
+    pub const MAX_QUEUED_RESPONSES: Bounds = n("--max-queued-responses", 1, 65536);
     /// `--max-queued-total`.
     pub const MAX_QUEUED_TOTAL: Bounds = b("--max-queued-total", MIB, TIB);
     /// `--copy-below`.
@@ -125,27 +142,22 @@ pub mod bounds {
 }
 
 impl Bounds {
-    /// `Err` naming the flag and its range when `v` is outside it.
+    /// `Err` saying the range when `v` is outside it.
     pub fn check(self, v: u64) -> Result<(), String> {
         if (self.min..=self.max).contains(&v) {
             return Ok(());
         }
         let shown = |n: u64| match [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")]
             .into_iter()
-            .find(|&(unit, _)| n >= unit && n % unit == 0)
+            .find(|&(unit, _)| self.bytes && n >= unit && n % unit == 0)
         {
             Some((unit, name)) => format!("{} {name} ({n})", n / unit),
             None => n.to_string(),
         };
         Err(if self.max == u64::MAX {
-            format!("{} {v}: must be at least {}", self.flag, shown(self.min))
+            format!("must be at least {}", shown(self.min))
         } else {
-            format!(
-                "{} {v}: must be {} to {}",
-                self.flag,
-                shown(self.min),
-                shown(self.max)
-            )
+            format!("must be {} to {}", shown(self.min), shown(self.max))
         })
     }
 
@@ -423,7 +435,9 @@ impl Config {
         ];
         for (bounds, value) in counts {
             if let Some(v) = value {
-                bounds.check(v)?;
+                bounds
+                    .check(v)
+                    .map_err(|rule| format!("{} {v}: {rule}", bounds.flag))?;
             }
         }
         if self.max_large > self.large_bytes {

@@ -38,7 +38,9 @@ impl Server {
         config
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let listener = std::net::TcpListener::bind(config.addr)?;
+        let listener = std::net::TcpListener::bind(config.addr).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr))
+        })?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         Ok(Server {
