@@ -24,7 +24,7 @@ fn app() -> App {
 /// Feeds `parts` one after the other, as separate reads, and returns all
 /// the output and whether the session closed.
 fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
-    let mut session = Session::new();
+    let mut session = Session::new(app);
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
     let mut out = Vec::new();
@@ -249,7 +249,7 @@ fn a_large_transcoded_body_costs_one_frame_of_memory() {
     // 4 M two-byte characters: 12 MB of UTF-8, which used to be encoded into
     // the connection's write buffer whole (48 MB reserved for the worst case).
     let app = app();
-    let mut session = Session::new();
+    let mut session = Session::new(&app);
     let mut queue = WriteQueue::with_policy(app.config.policy());
     let mut input =
         BytesMut::from(&b"GET /end-string/4000000?kind=twobyte HTTP/1.1\r\nHost: t\r\n\r\n"[..]);

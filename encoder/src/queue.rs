@@ -1,7 +1,7 @@
 //! The zero-copy write queue: what a connection still owes its peer, as an
 //! ordered list of segments, with no IO of its own.
 //!
-//! Four kinds of segment:
+//! Five kinds of segment:
 //!
 //! - **copied** — bytes in the queue's own write buffer: response heads,
 //!   text encoded by [`WriteQueue::encode`], and whatever the copy-or-share
@@ -14,7 +14,14 @@
 //!   which keeps the chunks alive until they are written;
 //! - **stream** — a rope encoded frame by frame as the socket drains
 //!   ([`WriteQueue::stream`]): a large transcoded body costs the connection
-//!   one frame of memory, not its whole encoded size.
+//!   one frame of memory, not its whole encoded size;
+//! - **rope frames** — the short chunks of a ropey range longer than a frame,
+//!   copied a frame at a time as the socket drains, for the same reason.
+//!
+//! **Memory.** What a queue holds of its own ([`WriteQueue::held`]) is its
+//! copied bytes not yet written and one frame: every body longer than a
+//! frame is framed, whatever its form, and the write buffer reclaims its
+//! written front before it grows.
 //!
 //! **Copy or share** is decided here and nowhere else, by the queue's
 //! [`Policy`]: a contiguous piece — a [`Bytes`], or a chunk of a rope —
@@ -142,6 +149,13 @@ enum Segment {
         /// The encoded size, from the plan.
         len: usize,
     },
+    /// A byte range of a ropey rope whose chunks are copied rather than
+    /// shared, copied a frame at a time into the queue's frame buffer, and
+    /// only while it is the front segment.
+    RopeFrames {
+        rope: ropey::Rope,
+        range: Range<usize>,
+    },
 }
 
 impl std::fmt::Debug for Segment {
@@ -150,6 +164,7 @@ impl std::fmt::Debug for Segment {
             Segment::Copied { start, end } => write!(f, "Copied({start}..{end})"),
             Segment::Shared(b) => write!(f, "Shared({} bytes)", b.len()),
             Segment::Rope { range, .. } => write!(f, "Rope({range:?})"),
+            Segment::RopeFrames { range, .. } => write!(f, "RopeFrames({range:?})"),
             Segment::Stream { encoder, len, .. } => {
                 write!(f, "Stream({len} bytes, {:?})", encoder.encoding())
             }
@@ -161,10 +176,15 @@ impl Segment {
     fn len(&self) -> usize {
         match self {
             Segment::Copied { start, end } => end - start,
-            Segment::Rope { range, .. } => range.len(),
+            Segment::Rope { range, .. } | Segment::RopeFrames { range, .. } => range.len(),
             Segment::Shared(b) => b.len(),
             Segment::Stream { len, .. } => *len,
         }
+    }
+
+    /// Written a frame at a time through the queue's frame buffer.
+    fn is_framed(&self) -> bool {
+        matches!(self, Segment::Stream { .. } | Segment::RopeFrames { .. })
     }
 }
 
@@ -250,15 +270,18 @@ pub struct WriteQueue {
     response_ends: VecDeque<u64>,
     retain: usize,
     policy: Policy,
-    /// The frame of the front stream segment: its bytes from `frame_start`
-    /// (a position in the stream) on. **While the front segment is a
-    /// stream, `frame_start <= offset < frame_start + frame_len`**: the next
-    /// byte to write is always encoded (`advance` encodes the next frame the
-    /// moment the last one is written, and a stream that becomes the front
-    /// gets its first frame at once).
+    /// The frame of the front framed segment (a stream, or rope chunks
+    /// copied a frame at a time): its bytes from `frame_start` (a position
+    /// in the segment) on. **While the front segment is framed,
+    /// `frame_start <= offset < frame_start + frame_len`**: the next byte to
+    /// write is always in the frame (`advance` fills the next frame the
+    /// moment the last one is written, and a framed segment that becomes
+    /// the front gets its first frame at once).
     frame: Vec<u8>,
     frame_start: usize,
     frame_len: usize,
+    /// Framed segments queued.
+    framed: usize,
 }
 
 impl Default for WriteQueue {
@@ -291,6 +314,7 @@ impl WriteQueue {
             frame: Vec::new(),
             frame_start: 0,
             frame_len: 0,
+            framed: 0,
         }
     }
 
@@ -299,8 +323,9 @@ impl WriteQueue {
         self.policy
     }
 
-    /// Sets how many bytes of write buffer an empty queue keeps for reuse; a
-    /// larger buffer (grown by one large encoded body) is freed once drained.
+    /// Sets how many bytes of buffers (the write buffer and the frame) an
+    /// empty queue keeps for reuse; larger ones (grown by one large encoded
+    /// body) are freed once drained.
     pub fn set_retain(&mut self, bytes: usize) {
         self.retain = bytes;
     }
@@ -309,6 +334,22 @@ impl WriteQueue {
     /// (the memory the queue costs beyond what it references).
     pub fn copied_len(&self) -> usize {
         self.copied_pending
+    }
+
+    /// Bytes the queue holds of its own for what is pending: copied and
+    /// encoded bytes not yet written, and the frame buffer while a framed
+    /// segment (a long stream, or a rope's copied chunks) is queued. What a
+    /// connection costs beyond the memory it shares, and what a server
+    /// bounds across its connections. The write buffer's allocation is at
+    /// most a quarter above the bytes it holds, or the retained size
+    /// ([`WriteQueue::set_retain`]) once drained.
+    pub fn held(&self) -> usize {
+        let framing = if self.framed > 0 {
+            self.frame_size()
+        } else {
+            0
+        };
+        self.copied_pending + framing
     }
 
     /// Responses (as marked by [`WriteQueue::end_response`]) not yet written
@@ -323,14 +364,49 @@ impl WriteQueue {
     }
 
     /// Room for `n` more bytes at the end of the write buffer: initialised
-    /// memory, zeroed only when the buffer grows.
+    /// memory, zeroed only when the buffer grows. The bytes already written
+    /// at the front of the buffer are reclaimed first, so that a queue that
+    /// never drains completely (a peer reading slowly while it pipelines)
+    /// holds what is pending, not all it ever sent; the buffer grows by a
+    /// quarter at a time, so that what it holds stays close to what is
+    /// queued.
     fn reserve(&mut self, n: usize) -> &mut [u8] {
+        if self.buf.len() < self.filled + n {
+            self.compact();
+        }
         let need = self.filled + n;
         if self.buf.len() < need {
-            let grown = need.max(self.buf.len() * 2).max(4096);
+            let grown = need.max(self.buf.len() + self.buf.len() / 4).max(4096);
+            self.buf.reserve_exact(grown - self.buf.len());
             self.buf.resize(grown, 0);
         }
         &mut self.buf[self.filled..need]
+    }
+
+    /// Moves the unwritten copied bytes to the start of the write buffer.
+    fn compact(&mut self) {
+        // The front segment's written part is dropped from it first, so
+        // that every copied segment starts at an unwritten byte.
+        if let Some(Segment::Copied { start, .. }) = self.segments.front_mut() {
+            *start += self.offset;
+            self.offset = 0;
+        }
+        let first = self.segments.iter().find_map(|seg| match seg {
+            Segment::Copied { start, .. } => Some(*start),
+            _ => None,
+        });
+        let first = first.unwrap_or(self.filled);
+        if first == 0 {
+            return;
+        }
+        self.buf.copy_within(first..self.filled, 0);
+        self.filled -= first;
+        for seg in &mut self.segments {
+            if let Segment::Copied { start, end } = seg {
+                *start -= first;
+                *end -= first;
+            }
+        }
     }
 
     /// Queues `n` bytes just written at `buf[filled..]`.
@@ -401,33 +477,48 @@ impl WriteQueue {
             self.commit(n);
             return Ok(n);
         }
-        self.grew(len, 0);
-        self.segments.push_back(Segment::Stream {
-            rope: rope.clone(),
-            encoder: Encoder::from_plan(&plan),
+        self.push_framed(
             len,
-        });
-        if self.segments.len() == 1 {
-            self.next_frame();
-        }
+            Segment::Stream {
+                rope: rope.clone(),
+                encoder: Encoder::from_plan(&plan),
+                len,
+            },
+        );
         Ok(len)
     }
 
-    /// Encodes the next frame of the front segment, a stream, at `offset`.
+    /// Fills the frame with the next bytes of the front segment, a framed
+    /// one, from `offset` on.
     fn next_frame(&mut self) {
         let size = self.frame_size();
-        let Some(Segment::Stream { rope, encoder, .. }) = self.segments.front_mut() else {
-            unreachable!("frames are encoded for a stream at the front");
-        };
         if self.frame.len() < size {
             self.frame.resize(size, 0);
         }
-        let progress = encoder
-            .encode(&**rope, &mut self.frame[..size])
-            .expect("a planned stream encodes without error");
-        debug_assert!(progress.written > 0, "a frame of MIN_DST makes progress");
+        let frame = &mut self.frame[..size];
+        let written = match self.segments.front_mut() {
+            Some(Segment::Stream { rope, encoder, .. }) => {
+                encoder
+                    .encode(&**rope, frame)
+                    .expect("a planned stream encodes without error")
+                    .written
+            }
+            Some(Segment::RopeFrames { rope, range }) => {
+                let from = range.start + self.offset;
+                let to = range.end.min(from + size);
+                let mut n = 0;
+                for_each_chunk(rope, from..to, Walk::LookUp, |chunk| {
+                    frame[n..n + chunk.len()].copy_from_slice(chunk);
+                    n += chunk.len();
+                    ControlFlow::Continue(())
+                });
+                n
+            }
+            _ => unreachable!("frames are filled for a framed segment at the front"),
+        };
+        debug_assert!(written > 0, "a frame of MIN_DST makes progress");
         self.frame_start = self.offset;
-        self.frame_len = progress.written;
+        self.frame_len = written;
     }
 
     /// Bytes per stream frame: the policy's, but never below what always
@@ -485,24 +576,62 @@ impl WriteQueue {
         } else {
             Walk::LookUp
         };
-        // One walk: short chunks are copied as they come; a run of long
-        // ones becomes one segment, which the writer walks again.
+        // A range longer than a frame has its short chunks copied a frame at
+        // a time as the socket drains, so that the connection never holds
+        // more than a frame of it.
+        let framed = range.len() > self.frame_size();
+        // One walk: short chunks are copied as they come (or gathered into
+        // runs copied later, frame by frame); a run of long ones becomes one
+        // segment, which the writer walks again.
         let mut at = range.start;
         let mut shared: Option<Range<usize>> = None;
+        let mut copied: Option<Range<usize>> = None;
         for_each_chunk(rope, range, walk, |chunk| {
+            let end = at + chunk.len();
             if chunk.len() >= min {
-                shared.get_or_insert(at..at).end = at + chunk.len();
+                if let Some(run) = copied.take() {
+                    self.push_rope_frames(rope, run);
+                }
+                shared.get_or_insert(at..at).end = end;
             } else {
                 if let Some(run) = shared.take() {
                     self.push_rope(rope, run);
                 }
-                self.copy(chunk);
+                if framed {
+                    copied.get_or_insert(at..at).end = end;
+                } else {
+                    self.copy(chunk);
+                }
             }
-            at += chunk.len();
+            at = end;
             ControlFlow::Continue(())
         });
         if let Some(run) = shared {
             self.push_rope(rope, run);
+        }
+        if let Some(run) = copied {
+            self.push_rope_frames(rope, run);
+        }
+    }
+
+    fn push_rope_frames(&mut self, rope: &ropey::Rope, range: Range<usize>) {
+        self.push_framed(
+            range.len(),
+            Segment::RopeFrames {
+                rope: rope.clone(),
+                range,
+            },
+        );
+    }
+
+    /// Queues a framed segment of `len` bytes; one that becomes the front
+    /// gets its first frame at once.
+    fn push_framed(&mut self, len: usize, segment: Segment) {
+        self.grew(len, 0);
+        self.segments.push_back(segment);
+        self.framed += 1;
+        if self.segments.len() == 1 {
+            self.next_frame();
         }
     }
 
@@ -559,7 +688,7 @@ impl Buf for WriteQueue {
         let mut first: &[u8] = &[];
         if let Some(seg) = self.segments.front() {
             match seg {
-                Segment::Stream { .. } => first = self.frame_rest(),
+                Segment::Stream { .. } | Segment::RopeFrames { .. } => first = self.frame_rest(),
                 Segment::Copied { start, end } => first = &self.buf[start + self.offset..*end],
                 Segment::Shared(b) => first = &b[self.offset..],
                 Segment::Rope { rope, range } => {
@@ -586,7 +715,7 @@ impl Buf for WriteQueue {
                 break;
             }
             match seg {
-                Segment::Stream { .. } => {
+                Segment::Stream { .. } | Segment::RopeFrames { .. } => {
                     if i == 0 {
                         dst[n] = IoSlice::new(self.frame_rest());
                         n += 1;
@@ -633,10 +762,10 @@ impl Buf for WriteQueue {
         self.written_total += n as u64;
         while n > 0 {
             let front = self.segments.front().expect("pending bytes have a segment");
-            let stream = matches!(front, Segment::Stream { .. });
+            let framed = front.is_framed();
             let rest = front.len() - self.offset;
-            // A stream is written one encoded frame at a time.
-            let available = if stream {
+            // A framed segment is written one frame at a time.
+            let available = if framed {
                 self.frame_start + self.frame_len - self.offset
             } else {
                 rest
@@ -648,13 +777,14 @@ impl Buf for WriteQueue {
             n -= step;
             if step == rest {
                 self.segments.pop_front();
+                self.framed -= usize::from(framed);
                 self.offset = 0;
-                if matches!(self.segments.front(), Some(Segment::Stream { .. })) {
+                if self.segments.front().is_some_and(Segment::is_framed) {
                     self.next_frame();
                 }
             } else {
                 self.offset += step;
-                if stream && step == available {
+                if framed && step == available {
                     self.next_frame();
                 }
             }
@@ -667,8 +797,14 @@ impl Buf for WriteQueue {
             self.response_ends.pop_front();
         }
         if self.segments.is_empty() {
-            // Drained: the write buffer is reused from its start.
+            // Drained: the write buffer is reused from its start. The two
+            // buffers are kept for reuse up to the retained size between
+            // them, the frame going first: it is needed again only by the
+            // next long body.
             self.filled = 0;
+            if self.buf.len() + self.frame.len() > self.retain {
+                self.frame = Vec::new();
+            }
             if self.buf.len() > self.retain {
                 self.buf = Vec::new();
             }
@@ -1003,6 +1139,55 @@ mod tests {
         assert_eq!(q.pending_responses(), 1);
         q.advance(2);
         assert_eq!(q.pending_responses(), 0);
+    }
+
+    #[test]
+    fn a_rope_range_longer_than_a_frame_is_copied_a_frame_at_a_time() {
+        let text = "é€😀x".repeat(20_000);
+        let rope = ropey::Rope::from_str(&text);
+        let bytes = text.as_bytes();
+        let sizes: Vec<usize> = rope.chunks().map(str::len).collect();
+        let mid = sizes[sizes.len() / 2];
+        // Every chunk copied, then some shared (those of `mid` bytes and up)
+        // between copied runs.
+        for copy_below in [usize::MAX, mid] {
+            for frame in [4, 1000, 4096] {
+                let policy = Policy { copy_below, frame };
+                for (start, end) in [(0, bytes.len()), (3, bytes.len() - 2)] {
+                    let mut q = WriteQueue::with_policy(policy);
+                    q.copy(b"head|");
+                    q.share_rope(&rope, start..end);
+                    q.end_response();
+                    q.copy(b"|next");
+                    // Nothing of the rope is held but one frame.
+                    assert_eq!(q.copied_len(), 10);
+                    assert!(q.held() <= 10 + frame.max(Encoder::MIN_DST));
+                    let mut expected = b"head|".to_vec();
+                    expected.extend_from_slice(&bytes[start..end]);
+                    expected.extend_from_slice(b"|next");
+                    let out = drain_in_steps(&mut q, 777, 16);
+                    assert!(out == expected, "{policy:?} {start}..{end}");
+                    assert_eq!(q.held(), 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_queue_that_never_drains_holds_what_is_pending_not_what_it_sent() {
+        let mut q = WriteQueue::new();
+        let block = [7u8; 1000];
+        q.copy(&block);
+        for _ in 0..10_000 {
+            // The peer takes all but a few bytes of what is queued, and a
+            // new response comes: the queue is never empty.
+            q.copy(&block);
+            q.advance(q.remaining() - 3);
+            assert!(q.has_remaining());
+        }
+        assert_eq!(q.remaining(), 3);
+        assert!(q.buf.len() <= 8 * 1024, "{} bytes held", q.buf.len());
+        assert_eq!(q.chunk(), &[7, 7, 7]);
     }
 
     #[test]

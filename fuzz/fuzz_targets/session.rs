@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&chunk, stream)) = data.split_first() else { return };
     let chunk = usize::from(chunk).max(1);
     let app = app();
-    let mut session = Session::new();
+    let mut session = Session::new(app);
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
     let mut out = Vec::new();

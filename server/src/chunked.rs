@@ -113,9 +113,23 @@ pub struct Chunked {
 
 /// `tchar` (RFC 9110 §5.6.2).
 fn is_tchar(b: u8) -> bool {
-    matches!(b, b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.'
-        | b'^' | b'_' | b'`' | b'|' | b'~')
-        || b.is_ascii_alphanumeric()
+    matches!(
+        b,
+        b'!' | b'#'
+            | b'$'
+            | b'%'
+            | b'&'
+            | b'\''
+            | b'*'
+            | b'+'
+            | b'-'
+            | b'.'
+            | b'^'
+            | b'_'
+            | b'`'
+            | b'|'
+            | b'~'
+    ) || b.is_ascii_alphanumeric()
 }
 
 /// A byte of a field value (RFC 9110 §5.5): SP, HTAB, VCHAR or obs-text.
@@ -132,10 +146,7 @@ fn bad(reason: &'static str) -> Reject {
     reject(Status::BAD_REQUEST, reason)
 }
 
-const NO_CRLF: Reject = reject(
-    Status::BAD_REQUEST,
-    "chunk-size line not ended by CRLF",
-);
+const NO_CRLF: Reject = reject(Status::BAD_REQUEST, "chunk-size line not ended by CRLF");
 const BAD_EXTENSION: Reject = reject(Status::BAD_REQUEST, "invalid chunk extension");
 
 impl Chunked {
@@ -328,7 +339,9 @@ impl Chunked {
                     }
                     S::TrailerName
                 }
-                _ if ws => return Err(bad("obs-fold or whitespace at the start of a trailer line")),
+                _ if ws => {
+                    return Err(bad("obs-fold or whitespace at the start of a trailer line"))
+                }
                 b'\n' => return Err(bad("trailer line not ended by CRLF")),
                 _ => return Err(bad("invalid trailer field name")),
             },
@@ -396,7 +409,11 @@ mod tests {
         let mut c = Chunked::new(LIMITS);
         let r = c.decode(input, &mut |_| {});
         let Err(e) = r else {
-            panic!("accepted {:?}: {r:?}, {:?}", String::from_utf8_lossy(input), c.state())
+            panic!(
+                "accepted {:?}: {r:?}, {:?}",
+                String::from_utf8_lossy(input),
+                c.state()
+            )
         };
         // The same refusal byte by byte.
         let mut c = Chunked::new(LIMITS);
@@ -414,7 +431,10 @@ mod tests {
             (b"A\r\n0123456789\r\n0\r\n\r\n", b"0123456789"),
             (b"0000000000000000000003\r\nabc\r\n000\r\n\r\n", b"abc"),
             (b"3;a\r\nabc\r\n0\r\n\r\n", b"abc"),
-            (b"3 ;a=b ; c = \"q\\\"t d\"\t;e\r\nabc\r\n0;x=y\r\n\r\n", b"abc"),
+            (
+                b"3 ;a=b ; c = \"q\\\"t d\"\t;e\r\nabc\r\n0;x=y\r\n\r\n",
+                b"abc",
+            ),
             (b"3;a=b;c\r\nabc\r\n0\r\nX-T: 1\r\nY:\r\n\r\n", b"abc"),
             (b"0\r\nX-T: caf\xe9 \t v\r\n\r\n", b""),
         ] {
@@ -459,10 +479,22 @@ mod tests {
             (b"3\r\nabcd\r\n", "chunk data not followed by CRLF"),
             (b"3\r\nabc\n0\r\n", "chunk data not followed by CRLF"),
             (b"3\r\nabc\rX", "chunk data not followed by CRLF"),
-            (b"0\r\nGET / HTTP/1.1\r\n", "whitespace before the colon of a trailer field"),
-            (b"0\r\nno-colon\r\n\r\n", "trailer field line without a colon"),
-            (b"0\r\nX-A: 1\r\n folded\r\n\r\n", "obs-fold or whitespace at the start of a trailer line"),
-            (b"0\r\nX-A : 1\r\n\r\n", "whitespace before the colon of a trailer field"),
+            (
+                b"0\r\nGET / HTTP/1.1\r\n",
+                "whitespace before the colon of a trailer field",
+            ),
+            (
+                b"0\r\nno-colon\r\n\r\n",
+                "trailer field line without a colon",
+            ),
+            (
+                b"0\r\nX-A: 1\r\n folded\r\n\r\n",
+                "obs-fold or whitespace at the start of a trailer line",
+            ),
+            (
+                b"0\r\nX-A : 1\r\n\r\n",
+                "whitespace before the colon of a trailer field",
+            ),
             (b"0\r\nX-A: a\rb\r\n\r\n", "trailer line not ended by CRLF"),
             (b"0\r\nX-A: a\0b\r\n\r\n", "invalid trailer field value"),
             (b"0\r\nX-A: a\x7f\r\n\r\n", "invalid trailer field value"),
@@ -483,7 +515,10 @@ mod tests {
         let twice = format!("{ext}{ext}0\r\n\r\n");
         assert_eq!(decode(twice.as_bytes()).unwrap().0, b"aa");
         let thrice = format!("{ext}{ext}{ext}0\r\n\r\n");
-        assert_eq!(refused(thrice.as_bytes()).reason, "chunk extensions too long");
+        assert_eq!(
+            refused(thrice.as_bytes()).reason,
+            "chunk extensions too long"
+        );
         // Data: refused at the size line, before the data arrives.
         let mut c = Chunked::new(ChunkLimits { data: 5, ..LIMITS });
         assert_eq!(c.decode(b"3\r\nabc\r\n", &mut |_| {}), Ok(8));
@@ -493,9 +528,15 @@ mod tests {
         let fits = format!("0\r\nX: {}\r\n\r\n", "v".repeat(64 - 7));
         assert!(decode(fits.as_bytes()).is_ok());
         let over = format!("0\r\nX: {}\r\n\r\n", "v".repeat(64 - 6));
-        assert_eq!(refused(over.as_bytes()).status, Status::HEADER_FIELDS_TOO_LARGE);
+        assert_eq!(
+            refused(over.as_bytes()).status,
+            Status::HEADER_FIELDS_TOO_LARGE
+        );
         assert!(decode(b"0\r\nA: 1\r\nB: 2\r\n\r\n").is_ok());
         let e = refused(b"0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n");
-        assert_eq!((e.status, e.reason), (Status::HEADER_FIELDS_TOO_LARGE, "too many trailer fields"));
+        assert_eq!(
+            (e.status, e.reason),
+            (Status::HEADER_FIELDS_TOO_LARGE, "too many trailer fields")
+        );
     }
 }

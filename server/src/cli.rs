@@ -3,6 +3,8 @@
 //! The banner goes to stdout (harnesses wait for its `http://` address);
 //! logs go to stderr.
 
+use std::io::Write as _;
+
 use clap::Parser;
 use tracing::info;
 
@@ -35,7 +37,13 @@ pub fn main() -> std::io::Result<()> {
         }
     };
     let addr = server.local_addr();
-    println!("{}", help_text(addr, server.app().config.strategy));
+    // Best effort: a closed stdout (`unflat-server | head -1`) must not
+    // stop the server.
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}",
+        help_text(addr, server.app().config.strategy)
+    );
     info!(%addr, workers, "listening");
     server.run(stop_signal())?;
     info!("stopped");

@@ -109,7 +109,7 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     let config = &app.config;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut queue = WriteQueue::with_policy(config.policy());
-    let mut session = Session::new();
+    let mut session = Session::new(app);
     let timer = tokio::time::sleep(config.idle_timeout);
     tokio::pin!(timer);
     let stopped = shutdown.stopped();
@@ -118,6 +118,7 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     loop {
         let step = session.process(&mut input, &mut queue, app);
         flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
+        session.settle(&queue);
         let waiting = match step {
             Step::Flush => continue,
             Step::Close => break,

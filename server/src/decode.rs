@@ -54,11 +54,7 @@ impl BodyDecoder {
     }
 
     /// Decodes what `input` holds, passing body bytes to `sink`.
-    pub fn decode(
-        &mut self,
-        input: &[u8],
-        sink: &mut dyn FnMut(&[u8]),
-    ) -> Result<Decoded, Reject> {
+    pub fn decode(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8])) -> Result<Decoded, Reject> {
         match self {
             BodyDecoder::Length(left) => {
                 let n = (*left).min(input.len() as u64) as usize;
@@ -97,7 +93,9 @@ mod tests {
 
     #[test]
     fn content_length_counts_down_to_zero_and_is_bounded() {
-        let mut d = BodyDecoder::new(Framing::Length(5), LIMITS).unwrap().unwrap();
+        let mut d = BodyDecoder::new(Framing::Length(5), LIMITS)
+            .unwrap()
+            .unwrap();
         let mut body = Vec::new();
         let mut sink = |b: &[u8]| body.extend_from_slice(b);
         let r = d.decode(b"ab", &mut sink).unwrap();
@@ -116,7 +114,9 @@ mod tests {
         let mut d = BodyDecoder::new(Framing::Chunked, LIMITS).unwrap().unwrap();
         let mut body = Vec::new();
         let r = d
-            .decode(b"3\r\nabc\r\n0\r\n\r\nnext", &mut |b| body.extend_from_slice(b))
+            .decode(b"3\r\nabc\r\n0\r\n\r\nnext", &mut |b| {
+                body.extend_from_slice(b)
+            })
             .unwrap();
         assert_eq!((r.consumed, r.done, &body[..]), (13, true, &b"abc"[..]));
         let mut d = BodyDecoder::new(Framing::Chunked, LIMITS).unwrap().unwrap();

@@ -16,6 +16,7 @@
 //! [`server`] (accept loop, connection limit, graceful shutdown).
 
 pub mod bodies;
+pub mod budget;
 pub mod chunked;
 pub mod cli;
 pub mod config;
@@ -49,6 +50,8 @@ pub struct App {
     pub large: Arc<bodies::Large>,
     /// The `GET /` text.
     pub help: String,
+    /// What all connections' queues hold, against `--max-queued-total`.
+    pub budget: Arc<budget::Budget>,
 }
 
 impl App {
@@ -59,6 +62,7 @@ impl App {
             end_strings: bodies::EndStrings::new(config.cache_bytes),
             large: Arc::new(bodies::Large::new(config.large_bytes)),
             help: reply::help_text(addr, config.strategy),
+            budget: Arc::new(budget::Budget::new(config.max_queued_total)),
             config,
         }
     }

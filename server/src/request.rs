@@ -227,9 +227,11 @@ fn on_error<'b>(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<
         // so that it does not depend on where the bytes were split.
         E::Version => match request_line_version(input) {
             Version::Incomplete => return Parsed::Partial,
-            Version::Http { major: b'1', minor: b'2'..=b'9', at } => {
-                return Parsed::NewerMinor(at)
-            }
+            Version::Http {
+                major: b'1',
+                minor: b'2'..=b'9',
+                at,
+            } => return Parsed::NewerMinor(at),
             Version::Http { .. } => reject(
                 Status::VERSION_NOT_SUPPORTED,
                 "only HTTP/1.0 and HTTP/1.1 are supported",

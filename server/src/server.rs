@@ -38,7 +38,7 @@ impl Server {
         config
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let listener = std::net::TcpListener::bind(config.addr).map_err(|e| {
+        let listener = listen(config.addr).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr))
         })?;
         listener.set_nonblocking(true)?;
@@ -79,6 +79,25 @@ impl Server {
             accept.await.map_err(io::Error::other)
         })
     }
+}
+
+/// Connections the kernel queues for `accept` (tokio's default): a burst of
+/// new connections past std's 128 is not refused.
+const BACKLOG: i32 = 1024;
+
+/// A listening socket on `addr`, as `TcpListener::bind` makes one but with
+/// a [`BACKLOG`] of its own.
+fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
 }
 
 /// Accepts connections on `listener` until shutdown, serving each on the

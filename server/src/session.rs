@@ -7,8 +7,10 @@
 //! code runs under tokio, in tests, and in the fuzzer.
 //!
 //! Backpressure: while the queue holds more than `--max-queued-bytes` of
-//! copied output or `--max-queued-responses` responses, `process` stops and
-//! asks for a flush before it parses further pipelined requests.
+//! copied output or `--max-queued-responses` responses, or while all
+//! connections together hold more than `--max-queued-total`
+//! ([`crate::budget`]), `process` stops and asks for a flush before it
+//! parses further pipelined requests.
 //!
 //! A `GET /large/{n}` whose payload is not cached stops the session too
 //! ([`Step::Build`]): the connection builds the payload off the async
@@ -22,6 +24,7 @@ use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
 use crate::bodies::{Busy, Memo};
+use crate::budget::Account;
 use crate::chunked::ChunkLimits;
 use crate::decode::BodyDecoder;
 use crate::reply::{Reply, To};
@@ -92,23 +95,26 @@ pub struct Session {
     memo: Memo,
     /// The payload handed over by [`Session::payload`].
     payload: Option<Result<Bytes, Busy>>,
-}
-
-impl Default for Session {
-    fn default() -> Self {
-        Session::new()
-    }
+    /// The connection's share of the server's queued-output budget.
+    account: Account,
 }
 
 impl Session {
-    /// A session before its first request.
-    pub fn new() -> Session {
+    /// A session of `app` before its first request.
+    pub fn new(app: &App) -> Session {
         Session {
             state: State::Head,
             served: 0,
             memo: Memo::default(),
             payload: None,
+            account: Account::new(app.budget.clone()),
         }
+    }
+
+    /// Reports what `queue` holds to the server's budget; the connection
+    /// calls it after writing.
+    pub fn settle(&mut self, queue: &WriteQueue) {
+        self.account.settle(queue);
     }
 
     /// Requests answered so far.
@@ -128,8 +134,11 @@ impl Session {
             if matches!(self.state, State::Closed) {
                 return Step::Close;
             }
-            if queue.copied_len() > app.config.max_queued_bytes
-                || queue.pending_responses() >= app.config.max_queued_responses
+            self.account.settle(queue);
+            if queue.has_remaining()
+                && (queue.copied_len() > app.config.max_queued_bytes
+                    || queue.pending_responses() >= app.config.max_queued_responses
+                    || self.account.exceeded())
             {
                 return Step::Flush;
             }
