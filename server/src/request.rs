@@ -240,8 +240,15 @@ fn on_error<'b>(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<
         },
         E::HeaderName => reject(Status::BAD_REQUEST, "invalid header field name"),
         E::HeaderValue => reject(Status::BAD_REQUEST, "invalid header field value"),
-        E::Token => reject(Status::BAD_REQUEST, "invalid method"),
-        E::NewLine => reject(Status::BAD_REQUEST, "invalid line ending"),
+        E::Token => reject(
+            Status::BAD_REQUEST,
+            "invalid method or request target",
+        ),
+        // A verdict at the first wrong byte, whatever follows it.
+        E::NewLine => reject(
+            Status::BAD_REQUEST,
+            "invalid line ending, or bytes after the HTTP version",
+        ),
         E::Status => reject(Status::BAD_REQUEST, "invalid request line"),
     };
     Parsed::Rejected(r)
@@ -290,49 +297,90 @@ fn request_line_version(input: &[u8]) -> Version {
     }
 }
 
-/// The request-target forms of RFC 9112 §3.2: origin-form (`/path`) for
-/// every method, absolute-form (`http://host/path`) for every method,
-/// asterisk-form (`*`) for OPTIONS only, authority-form (`host:port`) for
-/// CONNECT only. A fragment is never part of a target (§3.2, RFC 9110
-/// §7.1).
+/// The request-target forms of RFC 9112 §3.2: origin-form (`/path?query`)
+/// and absolute-form (`http://host/path?query`, no userinfo: RFC 9110
+/// §4.2.4) for every method, asterisk-form (`*`) for OPTIONS only. A
+/// `CONNECT` (authority-form) is refused with 501: this server is no proxy,
+/// and the connection is closed so that tunnel bytes behind it are never
+/// read as requests. Every byte must be one a URI allows (RFC 3986: no
+/// space, no `"`, `\`, `|`, `{`, `}`, `^`, backtick, control or non-ASCII
+/// byte, a `%` only before two hex digits), and a fragment (`#`) is never
+/// part of a target.
 fn check_target(method: &str, target: &str) -> Result<(), Reject> {
+    let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
     if target.contains('#') {
-        return Err(reject(
-            Status::BAD_REQUEST,
-            "a fragment (#) is not allowed in a request target",
-        ));
+        return bad("a fragment (#) is not allowed in a request target");
     }
     if method == "CONNECT" {
-        return if valid_host(target.as_bytes()) && target.contains(':') {
-            Ok(())
-        } else {
+        return if target.contains(':') && valid_host(target.as_bytes()) {
             Err(reject(
-                Status::BAD_REQUEST,
-                "a CONNECT target must be host:port",
+                Status::NOT_IMPLEMENTED,
+                "CONNECT is not supported: this server is not a proxy",
             ))
+        } else {
+            bad("a CONNECT target must be host:port")
         };
     }
-    if target.starts_with('/') {
-        return Ok(());
-    }
-    if target == "*" {
+    let path = if target.starts_with('/') {
+        target
+    } else if target == "*" {
         return if method == "OPTIONS" {
             Ok(())
         } else {
-            Err(reject(
-                Status::BAD_REQUEST,
-                "the asterisk-form target (*) is only for OPTIONS",
-            ))
+            bad("the asterisk-form target (*) is only for OPTIONS")
         };
+    } else if let Some(after) = after_scheme(target) {
+        let end = after.find(['/', '?']).unwrap_or(after.len());
+        let authority = &after[..end];
+        if authority.contains('@') {
+            return bad("userinfo (user@) is not allowed in a request target");
+        }
+        if !valid_host(authority.as_bytes()) {
+            return bad("invalid authority in an absolute-form target");
+        }
+        &after[end..]
+    } else {
+        return bad("the request target must begin with / (or be http://host/… or * for OPTIONS)");
+    };
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_hexdigit);
+                if !(hex(i + 1) && hex(i + 2)) {
+                    return bad("a % not followed by two hex digits in the request target");
+                }
+                i += 3;
+                continue;
+            }
+            b if URI_BYTE[usize::from(b)] => {}
+            _ => return bad("a byte not allowed in a URI in the request target"),
+        }
+        i += 1;
     }
-    if after_scheme(target).is_some() {
-        return Ok(());
-    }
-    Err(reject(
-        Status::BAD_REQUEST,
-        "the request target must begin with / (or be http://host/… or * for OPTIONS)",
-    ))
+    Ok(())
 }
+
+/// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
+/// unreserved, sub-delims, `:`, `@`, `/` and `?`.
+const URI_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let allowed = b"-._~!$&'()*+,;=:@/?";
+    let mut i = 0;
+    while i < allowed.len() {
+        table[allowed[i] as usize] = true;
+        i += 1;
+    }
+    let mut b = 0;
+    while b < 256 {
+        if (b as u8).is_ascii_alphanumeric() {
+            table[b] = true;
+        }
+        b += 1;
+    }
+    table
+};
 
 struct Checked {
     framing: Framing,

@@ -13,12 +13,6 @@ use crate::App;
 /// Chooses the reply for a request head.
 pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
     let path = head.path;
-    if head.method == "CONNECT" {
-        return Reply::error(
-            Status::NOT_IMPLEMENTED,
-            "CONNECT is not supported: this server is not a proxy",
-        );
-    }
     if path == "*" {
         // Only OPTIONS gets this far with `*` (the request's checks).
         return Reply::Options { server_wide: true };
