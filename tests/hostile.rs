@@ -95,12 +95,100 @@ fn idle_keep_alive_connections_are_closed() {
 }
 
 #[test]
-fn silent_body_is_closed_after_the_body_timeout() {
+fn silent_body_is_answered_408_and_closed_after_the_body_timeout() {
     let server = Running::start(short_timeouts()).unwrap();
     let mut s = connect(&server);
     s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
         .unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.status, 408);
+    assert_eq!(r.header("connection"), Some("close"));
     assert!(closed_within(&mut s, Duration::from_secs(5)));
+}
+
+/// Sends `head`, then `body` one byte every 250 ms until the server
+/// answers; returns the answer, the bytes of `body` sent, and the time from
+/// the end of the head to the answer.
+fn trickle(server: &Running, head: &[u8], body: &[u8]) -> (common::Raw, usize, Duration) {
+    let mut s = connect(server);
+    s.write_all(head).unwrap();
+    let begun = Instant::now();
+    let mut sent = 0;
+    loop {
+        s.set_nonblocking(true).unwrap();
+        let mut probe = [0u8; 1];
+        let answered = matches!(s.peek(&mut probe), Ok(n) if n > 0);
+        s.set_nonblocking(false).unwrap();
+        if answered || sent == body.len() {
+            let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+            assert!(closed_within(&mut s, Duration::from_secs(5)));
+            return (r, sent, begun.elapsed());
+        }
+        if s.write_all(&body[sent..sent + 1]).is_err() {
+            sent = body.len();
+            continue;
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(begun.elapsed() < Duration::from_secs(15), "still open");
+    }
+}
+
+#[test]
+fn trickled_bodies_and_trailers_are_answered_408_at_the_body_deadline() {
+    // --body-timeout 2s, and bytes earn 1 s per 500 received: four bytes a
+    // second earn nothing worth speaking of, so the deadline stays about
+    // 2 s after the head, however often a byte comes (it used to restart
+    // on every byte).
+    let server = Running::start(Config {
+        body_timeout: Duration::from_secs(2),
+        body_min_rate: 500,
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    let body = [b'x'; 100];
+    let trailers = [&b"0\r\n"[..], &b"X-Slow: ".repeat(20)].concat();
+    for (what, head, rest) in [
+        (
+            "a Content-Length body",
+            &b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n"[..],
+            &body[..],
+        ),
+        (
+            "a chunked body",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n",
+            &body[..],
+        ),
+        (
+            "a trailer section",
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
+            &trailers[..],
+        ),
+    ] {
+        let (r, sent, took) = trickle(&server, head, rest);
+        assert_eq!(
+            r.status,
+            408,
+            "{what}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert_eq!(r.header("connection"), Some("close"), "{what}");
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(4),
+            "{what}: answered after {took:?}"
+        );
+        assert!(sent < rest.len(), "{what}: the whole body went in");
+    }
+    // A body that keeps to the rate is read: 600 bytes at once earn 1.2 s
+    // beyond the 2 s, so the last byte, at 2.6 s, is in time.
+    let mut s = connect(&server);
+    s.write_all(b"POST /echo?format=raw HTTP/1.1\r\nHost: t\r\nContent-Length: 601\r\n\r\n")
+        .unwrap();
+    s.write_all(&[b'y'; 600]).unwrap();
+    std::thread::sleep(Duration::from_millis(2600));
+    s.write_all(b"z").unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    assert_eq!((r.status, r.body.len()), (200, 601));
 }
 
 #[test]

@@ -240,10 +240,7 @@ fn on_error<'b>(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<
         },
         E::HeaderName => reject(Status::BAD_REQUEST, "invalid header field name"),
         E::HeaderValue => reject(Status::BAD_REQUEST, "invalid header field value"),
-        E::Token => reject(
-            Status::BAD_REQUEST,
-            "invalid method or request target",
-        ),
+        E::Token => reject(Status::BAD_REQUEST, "invalid method or request target"),
         // A verdict at the first wrong byte, whatever follows it.
         E::NewLine => reject(
             Status::BAD_REQUEST,
