@@ -288,9 +288,10 @@ pub struct Config {
           value_parser = bounds::MAX_QUEUED_RESPONSES.parser::<usize>())]
     pub max_queued_responses: usize,
 
-    /// Bytes of write buffers and frames all connections together may hold
-    /// (1 MiB to 1 TiB). Past it, a connection queues one response at a
-    /// time: it reads no further pipelined request until its queue drains.
+    /// Bytes of copied or encoded output, frames included, all connections
+    /// together may hold queued (1 MiB to 1 TiB). Past it, a connection
+    /// queues one response at a time: it reads no further pipelined request
+    /// until its queue drains.
     #[arg(long, env = "UNFLAT_MAX_QUEUED_TOTAL", default_value_t = 256 * 1024 * 1024,
           value_parser = bounds::MAX_QUEUED_TOTAL.parser::<usize>())]
     pub max_queued_total: usize,

@@ -27,8 +27,10 @@ pub const BODY_TOO_LARGE: Reject = Reject {
 pub enum BodyDecoder {
     /// `Content-Length`: bytes still to come.
     Length(u64),
-    /// `Transfer-Encoding: chunked`.
-    Chunked(Chunked),
+    /// `Transfer-Encoding: chunked`. Boxed: the session moves its state on
+    /// every step, and a request without a chunked body (nearly every one)
+    /// should not pay for moving the chunked decoder's counters.
+    Chunked(Box<Chunked>),
 }
 
 /// What [`BodyDecoder::decode`] did with the input.
@@ -49,7 +51,7 @@ impl BodyDecoder {
             Framing::None => None,
             Framing::Length(n) if n > limits.data => return Err(BODY_TOO_LARGE),
             Framing::Length(n) => Some(BodyDecoder::Length(n)),
-            Framing::Chunked => Some(BodyDecoder::Chunked(Chunked::new(limits))),
+            Framing::Chunked => Some(BodyDecoder::Chunked(Box::new(Chunked::new(limits)))),
         })
     }
 

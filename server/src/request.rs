@@ -97,24 +97,6 @@ fn after_scheme(target: &str) -> Option<&str> {
     })
 }
 
-/// `(path, query)` of an origin-form (`/p?q`) or absolute-form
-/// (`http://host/p?q`) target; other forms give themselves as the path.
-fn split_target(target: &str) -> (&str, Option<&str>) {
-    // Origin form, what nearly every request has, needs no scheme search.
-    let rest = if target.starts_with('/') {
-        target
-    } else {
-        match after_scheme(target) {
-            Some(after) => after.find('/').map_or("/", |j| &after[j..]),
-            None => target,
-        }
-    };
-    match rest.bytes().position(|b| b == b'?') {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
-    }
-}
-
 /// What [`parse_head`] found.
 #[derive(Debug)]
 pub enum Parsed<'b> {
@@ -158,11 +140,11 @@ pub fn parse_head<'b>(
     if let Some(r) = line_and_head_limits(method.len() + target.len() + 10, len, limits) {
         return Parsed::Rejected(r);
     }
-    if let Err(r) = check_target(method, target) {
-        return Parsed::Rejected(r);
-    }
+    let (path, query) = match parse_target(method, target) {
+        Ok(parts) => parts,
+        Err(r) => return Parsed::Rejected(r),
+    };
     let fields: &'b [httparse::Header<'b>] = req.headers;
-    let (path, query) = split_target(target);
     match check_fields(fields, version) {
         Ok(checked) => Parsed::Complete(RequestHead {
             method,
@@ -294,20 +276,20 @@ fn request_line_version(input: &[u8]) -> Version {
     }
 }
 
-/// The request-target forms of RFC 9112 §3.2: origin-form (`/path?query`)
-/// and absolute-form (`http://host/path?query`, no userinfo: RFC 9110
-/// §4.2.4) for every method, asterisk-form (`*`) for OPTIONS only. A
-/// `CONNECT` (authority-form) is refused with 501: this server is no proxy,
-/// and the connection is closed so that tunnel bytes behind it are never
-/// read as requests. Every byte must be one a URI allows (RFC 3986: no
-/// space, no `"`, `\`, `|`, `{`, `}`, `^`, backtick, control or non-ASCII
-/// byte, a `%` only before two hex digits), and a fragment (`#`) is never
-/// part of a target.
-fn check_target(method: &str, target: &str) -> Result<(), Reject> {
+/// Checks the request target and splits it into `(path, query)`, in one
+/// pass over its bytes.
+///
+/// The forms of RFC 9112 §3.2: origin-form (`/path?query`) and
+/// absolute-form (`http://host/path?query`, no userinfo: RFC 9110 §4.2.4;
+/// its path is `/` when empty) for every method, asterisk-form (`*`) for
+/// OPTIONS only. A `CONNECT` (authority-form) is refused with 501: this
+/// server is no proxy, and the connection is closed so that tunnel bytes
+/// behind it are never read as requests. Every byte must be one a URI
+/// allows (RFC 3986: no space, no `"`, `\`, `|`, `{`, `}`, `^`, backtick,
+/// control or non-ASCII byte, a `%` only before two hex digits), and a
+/// fragment (`#`) is never part of a target.
+fn parse_target<'t>(method: &str, target: &'t str) -> Result<(&'t str, Option<&'t str>), Reject> {
     let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
-    if target.contains('#') {
-        return bad("a fragment (#) is not allowed in a request target");
-    }
     if method == "CONNECT" {
         return if target.contains(':') && valid_host(target.as_bytes()) {
             Err(reject(
@@ -318,17 +300,21 @@ fn check_target(method: &str, target: &str) -> Result<(), Reject> {
             bad("a CONNECT target must be host:port")
         };
     }
-    let path = if target.starts_with('/') {
+    // Origin form, what nearly every request has, needs no scheme search.
+    let rest = if target.starts_with('/') {
         target
     } else if target == "*" {
         return if method == "OPTIONS" {
-            Ok(())
+            Ok(("*", None))
         } else {
             bad("the asterisk-form target (*) is only for OPTIONS")
         };
     } else if let Some(after) = after_scheme(target) {
         let end = after.find(['/', '?']).unwrap_or(after.len());
         let authority = &after[..end];
+        if authority.contains('#') {
+            return bad(FRAGMENT);
+        }
         if authority.contains('@') {
             return bad("userinfo (user@) is not allowed in a request target");
         }
@@ -339,10 +325,15 @@ fn check_target(method: &str, target: &str) -> Result<(), Reject> {
     } else {
         return bad("the request target must begin with / (or be http://host/… or * for OPTIONS)");
     };
-    let bytes = path.as_bytes();
+    // One pass over the bytes, through a table: the target of every
+    // request is checked.
+    let bytes = rest.as_bytes();
+    let mut query_at = None;
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
+            b'?' if query_at.is_none() => query_at = Some(i),
+            b if URI_BYTE[usize::from(b)] => {}
             b'%' => {
                 let hex = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_hexdigit);
                 if !(hex(i + 1) && hex(i + 2)) {
@@ -351,17 +342,24 @@ fn check_target(method: &str, target: &str) -> Result<(), Reject> {
                 i += 3;
                 continue;
             }
-            b if URI_BYTE[usize::from(b)] => {}
+            b'#' => return bad(FRAGMENT),
             _ => return bad("a byte not allowed in a URI in the request target"),
         }
         i += 1;
     }
-    Ok(())
+    // Every byte is ASCII now, so slicing anywhere is safe.
+    let (path, query) = match query_at {
+        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
+        None => (rest, None),
+    };
+    Ok((if path.is_empty() { "/" } else { path }, query))
 }
+
+const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";
 
 /// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
 /// unreserved, sub-delims, `:`, `@`, `/` and `?`.
-const URI_BYTE: [bool; 256] = {
+static URI_BYTE: [bool; 256] = {
     let mut table = [false; 256];
     let allowed = b"-._~!$&'()*+,;=:@/?";
     let mut i = 0;
@@ -599,14 +597,31 @@ mod tests {
 
     #[test]
     fn targets_split_into_path_and_query() {
-        assert_eq!(split_target("/a/b?x=1&y"), ("/a/b", Some("x=1&y")));
-        assert_eq!(split_target("/a"), ("/a", None));
-        assert_eq!(split_target("HTTP://host:80/p?q"), ("/p", Some("q")));
-        assert_eq!(split_target("https://host"), ("/", None));
-        assert_eq!(split_target("*"), ("*", None));
+        let get = |t| parse_target("GET", t).map_err(|r| r.reason);
+        assert_eq!(get("/a/b?x=1&y"), Ok(("/a/b", Some("x=1&y"))));
+        assert_eq!(get("/a?b?c"), Ok(("/a", Some("b?c"))));
+        assert_eq!(get("/a"), Ok(("/a", None)));
+        assert_eq!(get("HTTP://host:80/p?q"), Ok(("/p", Some("q"))));
+        assert_eq!(get("https://host"), Ok(("/", None)));
+        assert_eq!(get("http://host?q=1"), Ok(("/", Some("q=1"))));
+        assert_eq!(get("/%41%7e"), Ok(("/%41%7e", None)));
+        assert_eq!(parse_target("OPTIONS", "*"), Ok(("*", None)));
         // Multi-byte characters where a scheme would end (found by the
-        // session fuzz target: slicing at byte 7 used to panic).
-        assert_eq!(split_target("httpsܫx"), ("httpsܫx", None));
-        assert_eq!(split_target("ééé?q"), ("ééé", Some("q")));
+        // session fuzz target: slicing at byte 7 used to panic), and
+        // anywhere else: not URI bytes.
+        assert!(get("httpsܫx").is_err());
+        assert!(get("/ééé?q").is_err());
+        for bad in [
+            "*",
+            "a/b",
+            "/a#b",
+            "/a b",
+            "/%4",
+            "/%zz",
+            "/a|b",
+            "http://u@h/",
+        ] {
+            assert!(get(bad).is_err(), "{bad:?} accepted");
+        }
     }
 }

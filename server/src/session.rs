@@ -134,13 +134,16 @@ impl Session {
             if matches!(self.state, State::Closed) {
                 return Step::Close;
             }
-            self.account.settle(queue);
-            if queue.has_remaining()
-                && (queue.copied_len() > app.config.max_queued_bytes
+            // An empty queue holds nothing and may always take the next
+            // response (the connection settles it after writing).
+            if queue.has_remaining() {
+                self.account.settle(queue);
+                if queue.copied_len() > app.config.max_queued_bytes
                     || queue.pending_responses() >= app.config.max_queued_responses
-                    || self.account.exceeded())
-            {
-                return Step::Flush;
+                    || self.account.exceeded()
+                {
+                    return Step::Flush;
+                }
             }
             let state = std::mem::replace(&mut self.state, State::Head);
             self.state = match state {
@@ -215,9 +218,11 @@ impl Session {
                 return Some(self.reject(queue, app, reject, head_request));
             }
             Parsed::NewerMinor(at) => {
-                // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3).
+                // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3),
+                // parsed again on the next turn of `process` (a loop, not a
+                // recursion, so that this function stays inlined).
                 input[at] = b'1';
-                return self.head(input, queue, app);
+                return Some(State::Head);
             }
             Parsed::Complete(head) => head,
         };
