@@ -60,11 +60,8 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::Duration;
 
-use bytes::BytesMut;
-use common::{connect, read_response, start};
-use unflat::queue::WriteQueue;
-use unflat_server::session::{Session, Step};
-use unflat_server::{App, Config, Running, Strategy};
+use common::{app, connect, read_response, serve_in_memory as serve, start, undated};
+use unflat_server::{Running, Strategy};
 
 /// What a vector must get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1572,49 +1569,6 @@ fn every_framing_vector_gets_its_verdict() {
         vectors.len(),
         failures.join("\n")
     );
-}
-
-fn app() -> App {
-    let config = Config {
-        strategy: Strategy::Direct,
-        ..Config::default()
-    };
-    App::new(config, "127.0.0.1:0".parse().unwrap())
-}
-
-/// Feeds `parts` one after the other, as separate reads, to a new session;
-/// returns all its output and whether it closed.
-fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
-    let mut session = Session::new(app);
-    let mut queue = WriteQueue::new();
-    let mut input = BytesMut::new();
-    let mut out = Vec::new();
-    for part in parts {
-        input.extend_from_slice(part);
-        loop {
-            let step = session.process(&mut input, &mut queue, app);
-            queue.write_to(&mut out).unwrap();
-            match step {
-                Step::Flush => continue,
-                Step::Build(size) => session.payload(app.large.build(size)),
-                Step::Close => return (out, true),
-                Step::Read(_) => break,
-            }
-        }
-    }
-    (out, false)
-}
-
-/// The output with every Date value blanked (it changes with the clock).
-fn undated(out: &[u8]) -> Vec<u8> {
-    let mut v = out.to_vec();
-    let mut at = 0;
-    while let Some(i) = v[at..].windows(8).position(|w| w == b"\r\nDate: ") {
-        let start = at + i + 8;
-        v[start..start + 29].fill(b'*');
-        at = start;
-    }
-    v
 }
 
 /// Where an input of `len` bytes is split in two: at every byte, except

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{config, connect, read_response};
@@ -214,17 +214,7 @@ fn max_requests_per_connection_closes_after_the_last() {
 
 /// Resident memory of this process (the server runs in it).
 fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kib: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .unwrap()
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    kib * 1024
+    common::proc_status_bytes("self", "VmRSS:")
 }
 
 #[test]
@@ -268,30 +258,9 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
     assert!(served(&server));
 }
 
-/// The binary under test: `UNFLAT_SERVER_BIN` when set (`.ci/run` points it
-/// at the release build), else the one `cargo test` builds.
-fn server_binary() -> String {
-    std::env::var("UNFLAT_SERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_unflat-server").to_string())
-}
-
 #[test]
 fn sigterm_under_load_completes_every_response_and_exits_zero() {
-    let mut child = Command::new(server_binary())
-        .args(["--addr", "127.0.0.1:0", "--workers", "2", "--grace", "5"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-        if let Some(at) = line.find("http://") {
-            break line[at + 7..].trim().to_string();
-        }
-    };
+    let (mut child, addr) = common::spawn_server(&["--workers", "2", "--grace", "5"]);
     let load: Vec<_> = (0..4)
         .map(|i| {
             let addr = addr.clone();

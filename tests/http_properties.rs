@@ -6,59 +6,14 @@
 //! the head builder refuses invalid names and values and round-trips valid
 //! ones.
 
+mod common;
+
 use bytes::{Buf, BytesMut};
+use common::{app, serve_in_memory as serve, undated};
 use proptest::prelude::*;
 use unflat::head::{Head, HeaderName, HeaderValue, Status};
 use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
-use unflat_server::{App, Config, Strategy as WriteStrategy};
-
-fn app() -> App {
-    let config = Config {
-        strategy: WriteStrategy::Direct,
-        ..Config::default()
-    };
-    App::new(config, "127.0.0.1:0".parse().unwrap())
-}
-
-/// Feeds `parts` one after the other, as separate reads, and returns all
-/// the output and whether the session closed.
-fn serve(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
-    let mut session = Session::new(app);
-    let mut queue = WriteQueue::new();
-    let mut input = BytesMut::new();
-    let mut out = Vec::new();
-    for part in parts {
-        input.extend_from_slice(part);
-        loop {
-            let step = session.process(&mut input, &mut queue, app);
-            queue.write_to(&mut out).unwrap();
-            match step {
-                Step::Flush => continue,
-                Step::Build(size) => session.payload(app.large.build(size)),
-                Step::Close => return (out, true),
-                Step::Read(_) => break,
-            }
-        }
-    }
-    (out, false)
-}
-
-/// The output with every Date value blanked (it changes with the clock).
-fn undated(out: &[u8]) -> Vec<u8> {
-    let mut v = out.to_vec();
-    let mut at = 0;
-    while let Some(i) = find(&v[at..], b"\r\nDate: ") {
-        let start = at + i + 8;
-        v[start..start + 29].fill(b'*');
-        at = start;
-    }
-    v
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
 
 /// Splits `out` into responses and checks each head; returns their count.
 fn check_responses(mut out: &[u8], head_requests: &[bool]) -> Result<usize, TestCaseError> {

@@ -17,30 +17,15 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+
 use std::time::{Duration, Instant};
 
-use common::config;
+use common::{config, proc_status_bytes, spawn_server};
 use socket2::{Domain, Socket, Type};
 use unflat_server::budget::GRANULE;
 use unflat_server::{Config, Running, Strategy};
 
 const MIB: u64 = 1 << 20;
-
-/// A field of /proc/PID/status, in bytes.
-fn status_bytes(pid: &str, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    kib * 1024
-}
 
 /// A connection whose receive buffer is small, so that the server's
 /// output stays in its own queue rather than in the kernel's buffers.
@@ -121,7 +106,7 @@ fn rope_bodies_cost_at_most_the_queue_bound_per_connection() {
         // Warm-up: the body is built and cached.
         read_through(addr, &request);
         let pid = std::process::id().to_string();
-        let before = status_bytes(&pid, "VmRSS:");
+        let before = proc_status_bytes(&pid, "VmRSS:");
         let stuck: Vec<TcpStream> = (0..per_kind)
             .map(|_| {
                 let mut s = tight_connection(addr);
@@ -130,7 +115,7 @@ fn rope_bodies_cost_at_most_the_queue_bound_per_connection() {
             })
             .collect();
         let held = settled(|| server.app().budget.held() as u64);
-        let grown = status_bytes(&pid, "VmRSS:").saturating_sub(before);
+        let grown = proc_status_bytes(&pid, "VmRSS:").saturating_sub(before);
         let limit = per_kind * (bound + frame);
         eprintln!(
             "{kind} rope, {per_kind} non-readers: queues hold {} KiB, resident memory grew {} KiB (bound {} KiB)",
@@ -146,41 +131,11 @@ fn rope_bodies_cost_at_most_the_queue_bound_per_connection() {
     }
 }
 
-/// The server binary: `UNFLAT_SERVER_BIN` when set (`.ci/run` points it
-/// at the release build), else the one `cargo test` builds.
-fn server_binary() -> String {
-    std::env::var("UNFLAT_SERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_unflat-server").to_string())
-}
-
-/// Starts the server binary with `args` on port 0; returns it and its
-/// address.
-fn spawn(args: &[&str]) -> (Child, SocketAddr) {
-    let mut child = Command::new(server_binary())
-        .args(["--addr", "127.0.0.1:0"])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-        if let Some(at) = line.find("http://") {
-            break line[at + 7..].trim().parse().unwrap();
-        }
-    };
-    // The rest of the banner is read, not left to a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (child, addr)
-}
-
 fn a_thousand_non_readers_stay_within_the_global_budget() {
-    let (mut child, addr) = spawn(&["--send-timeout", "120s", "--workers", "2"]);
+    let (mut child, addr) = spawn_server(&["--send-timeout", "120s", "--workers", "2"]);
+    let addr: SocketAddr = addr.parse().unwrap();
     let pid = child.id().to_string();
-    let idle = status_bytes(&pid, "VmRSS:");
+    let idle = proc_status_bytes(&pid, "VmRSS:");
     let request = "GET /end-string/16384?kind=twobyte HTTP/1.1\r\nHost: t\r\n\r\n".repeat(100);
     let stuck: Vec<TcpStream> = (0..1000)
         .map(|_| {
@@ -189,15 +144,15 @@ fn a_thousand_non_readers_stay_within_the_global_budget() {
             s
         })
         .collect();
-    settled(|| status_bytes(&pid, "VmRSS:"));
-    let peak = status_bytes(&pid, "VmHWM:");
+    settled(|| proc_status_bytes(&pid, "VmRSS:"));
+    let peak = proc_status_bytes(&pid, "VmHWM:");
     eprintln!(
         "1000 non-readers of 100 × /end-string/16384?kind=twobyte: peak resident memory {} MiB (idle {} MiB)",
         peak / MIB,
         idle / MIB
     );
     drop(stuck);
-    let after = settled(|| status_bytes(&pid, "VmRSS:"));
+    let after = settled(|| proc_status_bytes(&pid, "VmRSS:"));
     eprintln!("after they closed: {} MiB", after / MIB);
     let _ = child.kill();
     let _ = child.wait();

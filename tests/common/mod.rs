@@ -7,8 +7,11 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use sha2::{Digest, Sha256};
-use unflat_server::{Config, Running, Strategy};
+use unflat::queue::WriteQueue;
+use unflat_server::session::{Session, Step};
+use unflat_server::{App, Config, Running, Strategy};
 
 /// A configuration for tests: 127.0.0.1 port 0, two workers.
 pub fn config(strategy: Strategy) -> Config {
@@ -193,4 +196,93 @@ pub fn closed(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
         }
         Err(e) => e.kind() == io::ErrorKind::ConnectionReset,
     }
+}
+
+/// The shared state of a server with the default configuration (direct
+/// strategy), for driving sessions in memory.
+pub fn app() -> App {
+    App::new(config(Strategy::Direct), "127.0.0.1:0".parse().unwrap())
+}
+
+/// Feeds `parts` one after the other, as separate reads, to a new sans-IO
+/// session; returns all its output and whether it closed.
+pub fn serve_in_memory(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
+    let mut session = Session::new(app);
+    let mut queue = WriteQueue::new();
+    let mut input = BytesMut::new();
+    let mut out = Vec::new();
+    for part in parts {
+        input.extend_from_slice(part);
+        loop {
+            let step = session.process(&mut input, &mut queue, app);
+            queue.write_to(&mut out).unwrap();
+            match step {
+                Step::Flush => continue,
+                Step::Build(size) => session.payload(app.large.build(size)),
+                Step::Close => return (out, true),
+                Step::Read(_) => break,
+            }
+        }
+    }
+    (out, false)
+}
+
+/// The output with every Date value blanked (it changes with the clock).
+pub fn undated(out: &[u8]) -> Vec<u8> {
+    let mut v = out.to_vec();
+    let mut at = 0;
+    while let Some(i) = v[at..].windows(8).position(|w| w == b"\r\nDate: ") {
+        let start = at + i + 8;
+        v[start..start + 29].fill(b'*');
+        at = start;
+    }
+    v
+}
+
+/// The server binary: `UNFLAT_SERVER_BIN` when set (`.ci/run` points it at
+/// the release build), else the one `cargo test` builds.
+pub fn server_binary() -> String {
+    std::env::var("UNFLAT_SERVER_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_unflat-server").to_string())
+}
+
+/// Starts the server binary on port 0 with `args` (logs at warn); returns
+/// it and its address, read from the banner. The rest of its stdout is
+/// drained, so that the server never writes to a closed pipe.
+pub fn spawn_server(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(server_binary())
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no banner");
+        if let Some(at) = line.find("http://") {
+            break line[at + 7..].trim().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, addr)
+}
+
+/// A field of /proc/PID/status (`VmRSS:`, `VmHWM:`), in bytes; `self` for
+/// this process.
+pub fn proc_status_bytes(pid: &str, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    kib * 1024
 }
