@@ -78,6 +78,8 @@ fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
     ] {
         let (code, _, stderr) = run(args, env);
         assert_eq!(code, Some(2), "{args:?} {env:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?} {env:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?} {env:?}: {stderr}");
         assert!(stderr.contains(names), "{args:?} {env:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?} {env:?}: {stderr}");
     }

@@ -5,7 +5,7 @@
 
 use std::io::Write as _;
 
-use clap::Parser;
+use clap::Parser as _;
 use tracing::info;
 
 use crate::config::Config;
@@ -15,7 +15,21 @@ use crate::server::Server;
 /// Runs the server from the command line until Ctrl-C or SIGTERM. A
 /// configuration that cannot work exits with status 2 before anything starts.
 pub fn main() -> std::io::Result<()> {
-    let config = Config::parse();
+    let config = match Config::try_parse() {
+        Ok(config) => config,
+        Err(e) if e.use_stderr() => {
+            // One line, `error: invalid value '…' for '--flag …': why`,
+            // without clap's usage hint after it.
+            let text = e.to_string();
+            eprintln!(
+                "{}",
+                text.lines().next().unwrap_or("error: invalid arguments")
+            );
+            std::process::exit(2);
+        }
+        // --help and --version.
+        Err(e) => e.exit(),
+    };
     if let Err(e) = config.validate() {
         eprintln!("error: {e}");
         std::process::exit(2);
