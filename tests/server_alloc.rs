@@ -6,35 +6,15 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{connect, read_response, start};
 use unflat_server::{Running, Strategy};
 
-struct Counting;
+#[path = "../encoder/tests/common/alloc.rs"]
+mod alloc;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use alloc::process_allocations;
 
 /// Heap allocations per request over 2 000 keep-alive requests for
 /// `target`, after warm-up.
@@ -54,12 +34,12 @@ fn allocations_per_request(server: &Running, target: &str) -> f64 {
         s.read_exact(&mut response).unwrap();
     }
     let requests = 2_000;
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = process_allocations();
     for _ in 0..requests {
         s.write_all(&request).unwrap();
         s.read_exact(&mut response).unwrap();
     }
-    let allocated = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    let allocated = process_allocations() - before;
     assert!(response.starts_with(b"HTTP/1.1 200 OK\r\n"));
     assert!(response.ends_with(b"aaaa"));
     allocated as f64 / requests as f64

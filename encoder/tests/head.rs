@@ -8,6 +8,8 @@ mod head_common;
 
 use std::ops::ControlFlow;
 
+use proptest::prelude::*;
+
 use head_common::parse_fields;
 use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Line, Status, MAX_FIELDS};
 use unflat::{Piece, Rope};
@@ -173,5 +175,57 @@ fn framing_fields_are_refused_by_name_in_any_case() {
     assert_eq!(
         names,
         ["Content-Lengths", "Transfer-Encodings", "Content-Length"]
+    );
+}
+
+proptest! {
+    #[test]
+    fn head_builder_refuses_invalid_fields_and_round_trips_valid_ones(
+        name in prop::collection::vec(any::<u8>(), 0..12),
+        value in prop::collection::vec(any::<u8>(), 0..24),
+    ) {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let name_ok = !name.is_empty() && name.iter().all(|&b| tchar(b));
+        let value_ok = value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7F))
+            && !value.first().is_some_and(|&b| b == b' ' || b == b'\t')
+            && !value.last().is_some_and(|&b| b == b' ' || b == b'\t');
+        let name_str = std::str::from_utf8(&name).ok();
+        let parsed_name = name_str.map(HeaderName::new);
+        let parsed_value = HeaderValue::new(&value);
+        prop_assert_eq!(parsed_value.is_ok(), value_ok);
+        match parsed_name {
+            Some(n) => prop_assert_eq!(n.is_ok(), name_ok),
+            None => prop_assert!(!name_ok),
+        }
+        if let (Some(Ok(n)), Ok(v)) = (parsed_name, parsed_value) {
+            let mut head = Head::new(Status::OK, false);
+            head.field(n, v).unwrap();
+            head.content_length(0).unwrap();
+            let bytes = head.to_vec();
+            let mut fields = [httparse::EMPTY_HEADER; 4];
+            let mut res = httparse::Response::new(&mut fields);
+            prop_assert!(matches!(res.parse(&bytes), Ok(httparse::Status::Complete(n)) if n == bytes.len()));
+            prop_assert_eq!(res.headers[0].name.as_bytes(), &name[..]);
+            prop_assert_eq!(res.headers[0].value, &value[..]);
+        }
+    }
+}
+
+#[test]
+fn framing_is_exclusive_in_the_head_builder() {
+    let mut head = Head::new(Status::OK, false);
+    head.content_length(3).unwrap();
+    assert!(head.chunked().is_err());
+    let mut head = Head::new(Status::OK, false);
+    head.chunked().unwrap();
+    assert!(head.content_length(3).is_err());
+    let mut head = Head::new(Status::NO_CONTENT, false);
+    assert!(
+        head.content_length(0).is_err(),
+        "204 carries no body framing"
+    );
+    assert!(
+        !Head::new(Status::OK, true).body_allowed(),
+        "no body after HEAD"
     );
 }
