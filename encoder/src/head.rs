@@ -33,11 +33,13 @@ pub const MAX_FIELDS: usize = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HeadError {
-    /// A header name is empty or has a byte outside the token rule.
+    /// A header name is empty.
+    EmptyName,
+    /// A header name has a byte outside the token rule.
     InvalidName {
         /// Position of the offending byte.
         at: usize,
-        /// The byte (0 when the name is empty).
+        /// The byte.
         byte: u8,
     },
     /// A header value has a byte that field values may not hold (CR, LF,
@@ -60,10 +62,14 @@ pub enum HeadError {
     /// classes beyond 5xx are unassigned, but sendable, as in the `http`
     /// crate).
     InvalidStatus(u16),
-    /// Both `Content-Length` and `Transfer-Encoding: chunked`, either on a
-    /// status that never has a body, or either given as a field: the head
+    /// `Content-Length` or `Transfer-Encoding` given as a field: the head
     /// owns framing ([`Head::content_length`], [`Head::chunked`]).
-    Framing(&'static str),
+    FramingField,
+    /// Framing set twice: `Content-Length` and `Transfer-Encoding` exclude
+    /// each other, and each is sent once.
+    FramingTwice,
+    /// Framing on a status that never has a body (1xx, 204, 304).
+    FramingWithoutBody,
     /// More fields than the head has room for (its `N`).
     TooManyFields,
 }
@@ -71,9 +77,7 @@ pub enum HeadError {
 impl fmt::Display for HeadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            HeadError::InvalidName { at, byte } if byte == 0 && at == 0 => {
-                f.write_str("invalid header name: empty")
-            }
+            HeadError::EmptyName => f.write_str("invalid header name: empty"),
             HeadError::InvalidName { at, byte } => {
                 write!(
                     f,
@@ -95,7 +99,15 @@ impl fmt::Display for HeadError {
             HeadError::InvalidStatus(code) => {
                 write!(f, "status code {code} is not in 100..=999")
             }
-            HeadError::Framing(why) => write!(f, "invalid framing: {why}"),
+            HeadError::FramingField => f.write_str(
+                "invalid framing: Content-Length and Transfer-Encoding are set by content_length() and chunked(), not as fields",
+            ),
+            HeadError::FramingTwice => f.write_str(
+                "invalid framing: Content-Length and Transfer-Encoding exclude each other, and each is sent once",
+            ),
+            HeadError::FramingWithoutBody => {
+                f.write_str("invalid framing: 1xx, 204 and 304 responses carry no body framing")
+            }
             HeadError::TooManyFields => {
                 f.write_str("more header fields than the head has room for")
             }
@@ -136,9 +148,6 @@ fn is_framing_name(name: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"transfer-encoding")
 }
 
-const FRAMING_FIELD: &str =
-    "Content-Length and Transfer-Encoding are set by content_length() and chunked(), not as fields";
-
 /// A header field name that satisfies the token rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderName<'a>(&'a str);
@@ -148,7 +157,7 @@ impl<'a> HeaderName<'a> {
     pub const fn new(name: &'a str) -> Result<Self, HeadError> {
         let b = name.as_bytes();
         if b.is_empty() {
-            return Err(HeadError::InvalidName { at: 0, byte: 0 });
+            return Err(HeadError::EmptyName);
         }
         let mut i = 0;
         while i < b.len() {
@@ -529,7 +538,8 @@ impl DateLine {
     }
 }
 
-/// How the body that follows a head is delimited.
+/// How a message body is delimited (RFC 9112 §6): the body that follows a
+/// response head, and, in a server, the request body it reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
     /// No `Content-Length` nor `Transfer-Encoding` (bodiless statuses, or a
@@ -662,23 +672,23 @@ impl<'a, const N: usize> Head<'a, N> {
     }
 
     /// Adds a pre-rendered line. A `Content-Length` or `Transfer-Encoding`
-    /// line is refused with [`HeadError::Framing`].
+    /// line is refused with [`HeadError::FramingField`].
     pub fn line(&mut self, line: &'a Line) -> Result<&mut Self, HeadError> {
         if is_framing_name(&line.as_bytes()[..line.name_len]) {
-            return Err(HeadError::Framing(FRAMING_FIELD));
+            return Err(HeadError::FramingField);
         }
         self.push(Field::Line(line))
     }
 
     /// Adds `name: value`. `Content-Length` and `Transfer-Encoding` are
-    /// refused with [`HeadError::Framing`].
+    /// refused with [`HeadError::FramingField`].
     pub fn field(
         &mut self,
         name: HeaderName<'a>,
         value: HeaderValue<'a>,
     ) -> Result<&mut Self, HeadError> {
         if is_framing_name(name.0.as_bytes()) {
-            return Err(HeadError::Framing(FRAMING_FIELD));
+            return Err(HeadError::FramingField);
         }
         self.push(Field::Pair(name, value))
     }
@@ -716,14 +726,10 @@ impl<'a, const N: usize> Head<'a, N> {
 
     fn set_framing(&mut self, framing: Framing) -> Result<&mut Self, HeadError> {
         if self.framing != Framing::None {
-            return Err(HeadError::Framing(
-                "Content-Length and Transfer-Encoding exclude each other, and each is sent once",
-            ));
+            return Err(HeadError::FramingTwice);
         }
         if self.status.has_no_body() {
-            return Err(HeadError::Framing(
-                "1xx, 204 and 304 responses carry no body framing",
-            ));
+            return Err(HeadError::FramingWithoutBody);
         }
         self.framing = framing;
         Ok(self)
@@ -733,11 +739,6 @@ impl<'a, const N: usize> Head<'a, N> {
     pub fn persistence(&mut self, persistence: Persistence<'a>) -> &mut Self {
         self.persistence = persistence;
         self
-    }
-
-    /// The framing announced.
-    pub fn framing(&self) -> Framing {
-        self.framing
     }
 
     /// Whether body bytes may follow this head: never for `HEAD` requests or
@@ -903,7 +904,7 @@ mod from_http {
         /// [`HeaderValue`]); names in the `http` crate's lower case.
         ///
         /// A map with `Content-Length` or `Transfer-Encoding` is refused
-        /// with [`HeadError::Framing`]: the head owns framing.
+        /// with [`HeadError::FramingField`]: the head owns framing.
         ///
         /// ```
         /// use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, VARY};
@@ -923,7 +924,7 @@ mod from_http {
             if map.contains_key(http::header::CONTENT_LENGTH)
                 || map.contains_key(http::header::TRANSFER_ENCODING)
             {
-                return Err(HeadError::Framing(FRAMING_FIELD));
+                return Err(HeadError::FramingField);
             }
             self.push(Field::Map(map))
         }

@@ -56,12 +56,12 @@
 pub mod body;
 mod encode;
 mod encoding;
-pub mod expand;
+mod expand;
 pub mod flatten;
 pub mod head;
 mod measure;
 pub mod queue;
-pub mod resume;
+mod resume;
 mod rope;
 mod surrogate;
 mod two_byte;

@@ -1191,6 +1191,19 @@ mod tests {
     }
 
     #[test]
+    fn a_drained_queue_keeps_its_buffers_up_to_the_retained_size() {
+        let mut q = WriteQueue::new();
+        q.set_retain(8 * 1024);
+        q.copy(&[1; 4096]);
+        q.advance(4096);
+        assert!(q.buf.len() >= 4096, "kept for reuse");
+        q.copy(&[2; 20_000]);
+        q.advance(20_000);
+        assert!(q.buf.is_empty(), "larger than the retained size: freed");
+        assert_eq!(q.written_total(), 24_096);
+    }
+
+    #[test]
     fn the_write_buffer_is_reused_once_drained() {
         let mut q = WriteQueue::new();
         q.copy(&[1; 100]);

@@ -319,52 +319,12 @@ macro_rules! one_piece_rope {
     )*};
 }
 
+// A `str` is one UTF-8 piece; its shape is O(1): the length is known, the
+// character range is not (finding it would mean reading the text).
 one_piece_rope! {
     impl[] Piece<'_> => |this| *this;
-}
-
-impl Rope for str {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit(Piece::Utf8(self))
-    }
-
-    /// O(1): the length is known, the character range is not (finding it
-    /// would mean reading the text).
-    fn shape(&self) -> Shape {
-        Shape::utf8(self.len(), self.is_empty())
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_from(Piece::Utf8(self), start, visit)
-    }
-}
-
-impl Rope for String {
-    fn for_each_piece<'a>(
-        &'a self,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit(Piece::Utf8(self))
-    }
-
-    fn shape(&self) -> Shape {
-        self.as_str().shape()
-    }
-
-    fn for_each_piece_from<'a>(
-        &'a self,
-        start: usize,
-        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        visit_from(Piece::Utf8(self), start, visit)
-    }
+    impl[] str => |this| Piece::Utf8(this);
+    impl[] String => |this| Piece::Utf8(this);
 }
 
 /// Walks longer than this many bytes use ropey's chunk iterator; shorter
@@ -506,11 +466,6 @@ impl<'a, const N: usize> Concat<'a, N> {
     /// Joins `parts` in order.
     pub fn new(parts: [&'a dyn Rope; N]) -> Self {
         Concat { parts }
-    }
-
-    /// The joined ropes.
-    pub fn parts(&self) -> &[&'a dyn Rope] {
-        &self.parts
     }
 }
 

@@ -155,9 +155,9 @@ fn framing_fields_are_refused_by_name_in_any_case() {
                 HeaderValue::new(b"1").unwrap(),
             )
             .err();
-        assert!(matches!(err, Some(HeadError::Framing(_))), "{name}");
+        assert!(matches!(err, Some(HeadError::FramingField)), "{name}");
         assert!(
-            matches!(head.line(line).err(), Some(HeadError::Framing(_))),
+            matches!(head.line(line).err(), Some(HeadError::FramingField)),
             "{name}"
         );
     }
@@ -228,4 +228,20 @@ fn framing_is_exclusive_in_the_head_builder() {
         !Head::new(Status::OK, true).body_allowed(),
         "no body after HEAD"
     );
+}
+
+#[test]
+fn an_empty_name_and_a_nul_name_are_different_errors() {
+    assert_eq!(HeaderName::new(""), Err(HeadError::EmptyName));
+    assert_eq!(
+        HeaderName::new("\0"),
+        Err(HeadError::InvalidName { at: 0, byte: 0 })
+    );
+    assert_eq!(
+        HeadError::EmptyName.to_string(),
+        "invalid header name: empty"
+    );
+    assert!(HeadError::InvalidName { at: 0, byte: 0 }
+        .to_string()
+        .contains("0x00 at 0"));
 }

@@ -10,10 +10,10 @@
 //! are validated as field lines and dropped, never merged into the request's
 //! fields (RFC 9110 §6.5).
 
-use unflat::head::Status;
+use unflat::head::{Framing, Status};
 
 use crate::chunked::{ChunkLimits, Chunked};
-use crate::request::{Framing, Reject};
+use crate::request::Reject;
 
 /// A request body over `--max-body`, whether announced by Content-Length or
 /// found while decoding chunks.

@@ -10,7 +10,7 @@
 use std::mem::MaybeUninit;
 use std::str;
 
-use unflat::head::Status;
+use unflat::head::{Framing, Status};
 
 /// Most header fields a request may have, whatever `--max-fields` says
 /// (they are parsed into an array on the stack).
@@ -39,17 +39,6 @@ pub struct Reject {
 
 pub(crate) const fn reject(status: Status, reason: &'static str) -> Reject {
     Reject { status, reason }
-}
-
-/// How the request body is delimited (RFC 9112 §6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// No body.
-    None,
-    /// `Content-Length: n`.
-    Length(u64),
-    /// `Transfer-Encoding: chunked`.
-    Chunked,
 }
 
 /// A parsed and checked request head, borrowing the input.
