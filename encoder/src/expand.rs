@@ -1,30 +1,5 @@
-//! Path 2: one-byte text to UTF-8 by back-of-buffer expansion.
-//!
-//! A Latin-1 character takes one UTF-8 byte (below 0x80) or two. The encoded
-//! size is therefore `n + h`, where `n` is the number of source bytes and `h`
-//! the number of them that are ≥ 0x80; [`crate::plan`] counts `h`. The rope is
-//! written into a region of exactly `n + h` bytes in two steps:
-//!
-//! ```text
-//! step 1: copy every piece, one memcpy each, to the tail of the region
-//!
-//!   0         h                                   n+h
-//!   [ unused  | c a f é   n a ï v e               ]
-//!   ^ w         ^ r
-//!
-//! step 2: one forward pass; the reader r walks the copied bytes, the writer w
-//!         writes their UTF-8 form from the start of the region
-//!
-//!   [ c a f Ã © _ n a Ã ¯ v e                     ]   w == r: done early,
-//!                                        ^ w = r      the rest is in place
-//! ```
-//!
-//! Node puts the characters in the last third of a `3 × n` buffer; sizing the
-//! region exactly is what lets the pass end as soon as the last two-byte
-//! character is written: from then on every byte is already where it belongs.
-//!
-//! UTF-8 pieces between one-byte pieces are copied to the tail with them and
-//! moved, not expanded, by the forward pass.
+//! Path 2, one-byte text to UTF-8 by back-of-buffer expansion: the
+//! method is documented on [`crate::Path::Expand`].
 
 use std::ops::ControlFlow;
 

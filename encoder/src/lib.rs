@@ -19,7 +19,7 @@
 //!    * [`Path::OneByte`] — pieces copied as they are;
 //!    * [`Path::Expand`] — Latin-1 to UTF-8 by back-of-buffer expansion;
 //!    * [`Path::TwoByte`] — transcoded piece by piece.
-//! 4. [`resume`] — the [`Encoder`]: the same bytes, written into
+//! 4. the [`Encoder`] — the same bytes, written into
 //!    destinations of any size one after the other (fixed frames, the free
 //!    room of a socket buffer), resumed where the last one stopped.
 //! 5. [`head`] — the HTTP/1.1 response head as a rope, built per response

@@ -1,34 +1,5 @@
-//! Resumable encoding: a rope written into destinations of any size, one
-//! after the other, picking up where the last one stopped.
-//!
-//! The one-shot entry points ([`crate::write()`]) need a destination that
-//! holds the whole encoded rope. An [`Encoder`] fills whatever it is given —
-//! a 16 KiB frame, the free space of a socket buffer — and remembers its
-//! position, in the manner of encoding_rs's `_partial` converters, on whose
-//! kernels it runs: each call reports the source units it read, the bytes it
-//! wrote, and whether the rope is done. Memory is bounded by the destination,
-//! not by the rope.
-//!
-//! Guarantees, call after call:
-//!
-//! - **No character is split.** A call stops before a character whose
-//!   encoded form does not fit in what is left of `dst`, so every call's
-//!   output is a whole number of characters. A surrogate pair — also one split
-//!   across two two-byte pieces — is one character, in every encoding. A
-//!   destination of at least [`Encoder::MIN_DST`] bytes always makes
-//!   progress; a smaller one (an empty one included) may take nothing.
-//! - **The bytes are the one-shot bytes.** Concatenated, the output of all
-//!   calls equals what [`crate::write()`] writes, byte for byte.
-//! - **Strict mode refuses before the first byte.** The first call checks
-//!   the whole rope and returns [`EncodeError::Unencodable`] having written
-//!   nothing, so a stream never stops half-sent because of an unencodable
-//!   character.
-//! - **No walk from the start.** Each call finds its position with
-//!   [`Rope::for_each_piece_from`] and visits only the pieces it writes from:
-//!   a ropey rope finds a byte index in O(log n); a slice, vector or
-//!   [`crate::Concat`] skips whole parts by their [`crate::Shape`] (lengths,
-//!   not text) and hands the rest to the part that holds the position. So
-//!   the text is read once over all calls, however small the destinations.
+//! Resumable encoding: the [`Encoder`] (its documentation says how it
+//! works and what it guarantees).
 
 use std::ops::ControlFlow;
 
@@ -55,8 +26,37 @@ pub struct Progress {
     pub finished: bool,
 }
 
-/// Encodes one rope in steps, into destinations of any size. See the
-/// [module documentation](self).
+/// Encodes one rope in steps, into destinations of any size, picking up
+/// where the last call stopped.
+///
+/// The one-shot entry points ([`crate::write()`]) need a destination that
+/// holds the whole encoded rope. An [`Encoder`] fills whatever it is given —
+/// a 16 KiB frame, the free space of a socket buffer — and remembers its
+/// position, in the manner of encoding_rs's `_partial` converters, on whose
+/// kernels it runs: each call reports the source units it read, the bytes it
+/// wrote, and whether the rope is done. Memory is bounded by the destination,
+/// not by the rope.
+///
+/// Guarantees, call after call:
+///
+/// - **No character is split.** A call stops before a character whose
+///   encoded form does not fit in what is left of `dst`, so every call's
+///   output is a whole number of characters. A surrogate pair — also one split
+///   across two two-byte pieces — is one character, in every encoding. A
+///   destination of at least [`Encoder::MIN_DST`] bytes always makes
+///   progress; a smaller one (an empty one included) may take nothing.
+/// - **The bytes are the one-shot bytes.** Concatenated, the output of all
+///   calls equals what [`crate::write()`] writes, byte for byte.
+/// - **Strict mode refuses before the first byte.** The first call checks
+///   the whole rope and returns [`EncodeError::Unencodable`] having written
+///   nothing, so a stream never stops half-sent because of an unencodable
+///   character.
+/// - **No walk from the start.** Each call finds its position with
+///   [`Rope::for_each_piece_from`] and visits only the pieces it writes from:
+///   a ropey rope finds a byte index in O(log n); a slice, vector or
+///   [`crate::Concat`] skips whole parts by their [`crate::Shape`] (lengths,
+///   not text) and hands the rest to the part that holds the position. So
+///   the text is read once over all calls, however small the destinations.
 ///
 /// Pass the same rope (the same text, walked into the same pieces) to every
 /// call: the encoder keeps only a position in it.

@@ -164,6 +164,7 @@ impl Chunked {
     }
 
     /// Where the decoder stands.
+    #[cfg(test)]
     pub fn state(&self) -> State {
         self.state
     }

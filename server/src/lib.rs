@@ -7,33 +7,39 @@
 //! that both can be measured from one binary.
 //!
 //! The data flow, one module each:
-//! [`request`] (parse and check a head) → [`decode`] (the body's framing,
-//! chunked bodies by [`chunked`]) →
-//! [`routes`] (choose the reply) → [`reply`] (each reply writes itself) →
-//! [`bodies`] (the cached bodies) → [`response`] (head rope and body into
-//! the write queue, by strategy) → [`session`] (one connection's protocol
-//! state, no IO) → [`connection`] (reads, `write_vectored`, timeouts) →
-//! [`server`] (accept loop, connection limit, graceful shutdown).
+//! `request` (parse and check a head) → `decode` (the body's framing,
+//! chunked bodies by `chunked`) → `routes` (choose the reply) → `reply`
+//! (each reply writes itself) → `bodies` (the cached bodies) → `response`
+//! (head rope and body into the write queue, by strategy) → [`session`] (one
+//! connection's protocol state, no IO; [`budget`] bounds what all sessions
+//! queue) → [`connection`] (reads, `write_vectored`, timeouts) → `server`
+//! (accept loop, connection limit, graceful shutdown).
+//!
+//! Public are the pieces tests, the fuzzer and the binary drive: the
+//! sans-IO [`session`], the [`connection`] over any socket, the
+//! [`shutdown`] signal, the [`budget`], the [`cli`], and [`Server`] /
+//! [`Running`] with their [`Config`].
+#![forbid(unsafe_code)]
 
-pub mod bodies;
+mod bodies;
 pub mod budget;
-pub mod chunked;
+mod chunked;
 pub mod cli;
-pub mod config;
+mod config;
 pub mod connection;
-pub mod decode;
-pub mod reply;
-pub mod request;
-pub mod response;
-pub mod routes;
-pub mod server;
+mod decode;
+mod reply;
+mod request;
+mod response;
+mod routes;
+mod server;
 pub mod session;
 pub mod shutdown;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use config::{Config, Strategy};
+pub use config::{bounds, Bounds, Config, Strategy};
 pub use server::{Running, Server};
 
 /// What every connection shares: the configuration, the response writer,

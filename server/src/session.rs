@@ -41,7 +41,7 @@ pub enum Step {
     /// before reading.
     Flush,
     /// Build the `/large` payload of this many bytes
-    /// ([`crate::bodies::Large::build`]), pass it to [`Session::payload`],
+    /// (`Large::build`, on the blocking pool), pass it to [`Session::payload`],
     /// then call `process` again. The queue may be flushed meanwhile.
     Build(usize),
     /// Flush the queue, then close the connection.
