@@ -72,7 +72,7 @@ fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
             "--max-connections",
         ),
         (&["--max-queued-responses", "65537"], &[], "1 to 65536"),
-        (&["--max-head", "10"], &[], "64 to 1 MiB"),
+        (&["--max-head", "10"], &[], "64 bytes to 1 MiB"),
         (&["--frame", "2"], &[], "--frame"),
         (&["--body-min-rate", "x"], &[], "not a whole number"),
     ] {

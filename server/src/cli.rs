@@ -5,7 +5,6 @@
 
 use std::io::Write as _;
 
-use clap::Parser as _;
 use tracing::info;
 
 use crate::config::Config;
@@ -15,7 +14,7 @@ use crate::server::Server;
 /// Runs the server from the command line until Ctrl-C or SIGTERM. A
 /// configuration that cannot work exits with status 2 before anything starts.
 pub fn main() -> std::io::Result<()> {
-    let config = match Config::try_parse() {
+    let config = match Config::from_command_line() {
         Ok(config) => config,
         Err(e) if e.use_stderr() => {
             // One line, `error: invalid value '…' for '--flag …': why`,

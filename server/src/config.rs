@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use unflat::queue::Policy;
 
 /// How responses are written.
@@ -139,6 +139,27 @@ pub mod bounds {
     pub const CACHE_BYTES: Bounds = b("--cache-bytes", 0, TIB);
     /// `--body-min-rate`, bytes per second (0: no extension).
     pub const BODY_MIN_RATE: Bounds = b("--body-min-rate", 0, GIB);
+
+    /// Every numeric option's bounds.
+    pub const ALL: [Bounds; 17] = [
+        WORKERS,
+        MAX_LEN,
+        MAX_LARGE,
+        LARGE_BYTES,
+        MAX_BODY,
+        MAX_HEAD,
+        MAX_REQUEST_LINE,
+        MAX_FIELDS,
+        MAX_CONNECTIONS,
+        MAX_REQUESTS,
+        MAX_QUEUED_BYTES,
+        MAX_QUEUED_RESPONSES,
+        MAX_QUEUED_TOTAL,
+        COPY_BELOW,
+        FRAME,
+        CACHE_BYTES,
+        BODY_MIN_RATE,
+    ];
 }
 
 impl Bounds {
@@ -147,18 +168,29 @@ impl Bounds {
         if (self.min..=self.max).contains(&v) {
             return Ok(());
         }
+        Err(format!("must be {}", self.range()))
+    }
+
+    /// The range in words: `1 to 256`, `64 bytes to 1 MiB`, `at least 1`.
+    pub fn range(self) -> String {
         let shown = |n: u64| match [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")]
             .into_iter()
             .find(|&(unit, _)| self.bytes && n >= unit && n % unit == 0)
         {
-            Some((unit, name)) => format!("{} {name} ({n})", n / unit),
+            Some((unit, name)) => format!("{} {name}", n / unit),
+            None if self.bytes => format!("{n} bytes"),
             None => n.to_string(),
         };
-        Err(if self.max == u64::MAX {
-            format!("must be at least {}", shown(self.min))
+        if self.max == u64::MAX {
+            format!("at least {}", shown(self.min))
         } else {
-            format!("must be {} to {}", shown(self.min), shown(self.max))
-        })
+            format!("{} to {}", shown(self.min), shown(self.max))
+        }
+    }
+
+    /// The argument's id (its field in [`Config`]).
+    fn id(self) -> String {
+        self.flag.trim_start_matches("--").replace('-', "_")
     }
 
     /// A command-line parser for a value within these bounds.
@@ -185,7 +217,7 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
 
-    /// Worker threads (default: one per core; 1 to 1024).
+    /// Worker threads (default: one per core).
     #[arg(long, env = "UNFLAT_WORKERS", value_parser = bounds::WORKERS.parser::<u16>())]
     pub workers: Option<u16>,
 
@@ -195,13 +227,12 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_STRATEGY", value_enum, default_value_t = Strategy::Direct)]
     pub strategy: Strategy,
 
-    /// Largest `len` accepted by /end-string/{len}, in characters (at most
-    /// 2^30).
+    /// Largest `len` accepted by /end-string/{len}, in characters.
     #[arg(long, env = "UNFLAT_MAX_LEN", default_value_t = 16 * 1024 * 1024,
           value_parser = bounds::MAX_LEN.parser::<usize>())]
     pub max_len: usize,
 
-    /// Largest size accepted by /large/{bytes} (at most 64 GiB).
+    /// Largest size accepted by /large/{bytes}.
     #[arg(long, env = "UNFLAT_MAX_LARGE", default_value_t = 1024 * 1024 * 1024,
           value_parser = bounds::MAX_LARGE.parser::<usize>())]
     pub max_large: usize,
@@ -212,26 +243,26 @@ pub struct Config {
           value_parser = bounds::LARGE_BYTES.parser::<usize>())]
     pub large_bytes: usize,
 
-    /// Largest request body, in bytes, on any route (larger: 413; at most
-    /// 1 GiB). /echo keeps it; other routes read and drop it.
+    /// Largest request body, in bytes, on any route (larger: 413). /echo
+    /// keeps it; other routes read and drop it.
     #[arg(long, env = "UNFLAT_MAX_BODY", default_value_t = 1024 * 1024,
           value_parser = bounds::MAX_BODY.parser::<usize>())]
     pub max_body: usize,
 
     /// Largest request head (request line and fields), in bytes (larger:
-    /// 431; 64 to 1 MiB). A chunked body's trailer section counts against
-    /// what the head left of it.
+    /// 431). A chunked body's trailer section counts against what the head
+    /// left of it.
     #[arg(long, env = "UNFLAT_MAX_HEAD", default_value_t = 16 * 1024,
           value_parser = bounds::MAX_HEAD.parser::<usize>())]
     pub max_head: usize,
 
-    /// Largest request line, in bytes (longer: 414; 16 to 1 MiB).
+    /// Largest request line, in bytes (longer: 414).
     #[arg(long, env = "UNFLAT_MAX_REQUEST_LINE", default_value_t = 8 * 1024,
           value_parser = bounds::MAX_REQUEST_LINE.parser::<usize>())]
     pub max_request_line: usize,
 
-    /// Most header fields in a request, trailer fields included (more: 431;
-    /// 1 to 256).
+    /// Most header fields in a request, trailer fields included (more:
+    /// 431).
     #[arg(long, env = "UNFLAT_MAX_FIELDS", default_value_t = 100,
           value_parser = bounds::MAX_FIELDS.parser::<usize>())]
     pub max_fields: usize,
@@ -264,14 +295,13 @@ pub struct Config {
           value_parser = bounds::BODY_MIN_RATE.parser::<u64>())]
     pub body_min_rate: u64,
 
-    /// Most connections served at once; more wait in the accept backlog (1
-    /// to 10 000 000).
+    /// Most connections served at once; more wait in the accept backlog.
     #[arg(long, env = "UNFLAT_MAX_CONNECTIONS", default_value_t = 10_000,
           value_parser = bounds::MAX_CONNECTIONS.parser::<usize>())]
     pub max_connections: usize,
 
     /// Requests served on one connection before it is closed (default: no
-    /// limit; at least 1).
+    /// limit).
     #[arg(long, env = "UNFLAT_MAX_REQUESTS", value_parser = bounds::MAX_REQUESTS.parser::<u64>())]
     pub max_requests: Option<u64>,
 
@@ -283,13 +313,13 @@ pub struct Config {
     pub max_queued_bytes: usize,
 
     /// Responses a connection may have queued before it stops reading
-    /// pipelined requests until the queue drains (1 to 65536).
+    /// pipelined requests until the queue drains.
     #[arg(long, env = "UNFLAT_MAX_QUEUED_RESPONSES", default_value_t = 64,
           value_parser = bounds::MAX_QUEUED_RESPONSES.parser::<usize>())]
     pub max_queued_responses: usize,
 
     /// Bytes of copied or encoded output, frames included, all connections
-    /// together may hold queued (1 MiB to 1 TiB). Past it, a connection
+    /// together may hold queued. Past it, a connection
     /// queues one response at a time: it reads no further pipelined request
     /// until its queue drains.
     #[arg(long, env = "UNFLAT_MAX_QUEUED_TOTAL", default_value_t = 256 * 1024 * 1024,
@@ -305,7 +335,7 @@ pub struct Config {
     /// Transcoded bodies, and the copied runs of rope bodies, longer than
     /// this many bytes are written a frame of this size at a time as the
     /// socket drains, so that a connection holds one frame of them, not the
-    /// whole body (4 to 16 MiB).
+    /// whole body.
     #[arg(long, env = "UNFLAT_FRAME", default_value_t = Policy::DEFAULT.frame,
           value_parser = bounds::FRAME.parser::<usize>())]
     pub frame: usize,
@@ -321,38 +351,37 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The defaults, whatever the environment says.
+    /// What an empty command line gives, whatever the environment says:
+    /// every default is stated once, in its argument's attribute.
     fn default() -> Self {
-        Config {
-            addr: "127.0.0.1:3000".parse().expect("a valid address"),
-            workers: None,
-            strategy: Strategy::Direct,
-            max_len: 16 * 1024 * 1024,
-            max_large: 1024 * 1024 * 1024,
-            large_bytes: 2 * 1024 * 1024 * 1024,
-            max_body: 1024 * 1024,
-            max_head: 16 * 1024,
-            max_request_line: 8 * 1024,
-            max_fields: 100,
-            head_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(5),
-            send_timeout: Duration::from_secs(30),
-            body_timeout: Duration::from_secs(30),
-            body_min_rate: 500,
-            max_connections: 10_000,
-            max_requests: None,
-            max_queued_bytes: 1024 * 1024,
-            max_queued_responses: 64,
-            max_queued_total: 256 * 1024 * 1024,
-            copy_below: Policy::DEFAULT.copy_below,
-            frame: Policy::DEFAULT.frame,
-            grace: Duration::from_secs(30),
-            cache_bytes: 256 * 1024 * 1024,
-        }
+        let cmd = Config::command().mut_args(|a| a.env(None::<&str>));
+        let matches = cmd
+            .try_get_matches_from(["unflat-server"])
+            .expect("the defaults parse");
+        Config::from_arg_matches(&matches).expect("the defaults make a Config")
     }
 }
 
 impl Config {
+    /// The command line: the derived arguments, with each numeric option's
+    /// range, from [`bounds`], added to its help.
+    pub fn command() -> clap::Command {
+        let mut cmd = <Config as CommandFactory>::command();
+        for b in bounds::ALL {
+            cmd = cmd.mut_arg(b.id(), |a| {
+                let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+                let help = format!("{}. Accepts {}.", help.trim_end_matches('.'), b.range());
+                a.help(help)
+            });
+        }
+        cmd
+    }
+
+    /// The configuration the process's arguments and environment give.
+    pub fn from_command_line() -> Result<Config, clap::Error> {
+        Config::from_arg_matches(&Config::command().try_get_matches()?)
+    }
+
     /// Worker threads to run.
     pub fn worker_threads(&self) -> usize {
         self.workers.map_or_else(
@@ -502,9 +531,24 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_what_an_empty_command_line_gives() {
-        let parsed = Config::try_parse_from(["unflat-server"]).unwrap();
-        assert_eq!(format!("{parsed:?}"), format!("{:?}", Config::default()));
-        parsed.validate().unwrap();
+    fn the_defaults_are_those_documented_and_valid() {
+        // docs/robustness.md, "Limits and timeouts".
+        let d = Config::default();
+        assert_eq!(d.addr, "127.0.0.1:3000".parse().unwrap());
+        assert_eq!(
+            (d.max_head, d.max_fields, d.max_body),
+            (16 << 10, 100, 1 << 20)
+        );
+        assert_eq!(
+            (d.head_timeout, d.body_timeout),
+            (Duration::from_secs(10), Duration::from_secs(30))
+        );
+        assert_eq!((d.body_min_rate, d.max_queued_total), (500, 256 << 20));
+        assert_eq!((d.max_connections, d.max_requests), (10_000, None));
+        assert_eq!(
+            (d.copy_below, d.frame),
+            (Policy::DEFAULT.copy_below, Policy::DEFAULT.frame)
+        );
+        d.validate().unwrap();
     }
 }
