@@ -28,7 +28,7 @@
 //! how the bytes arrive: the extension cap, the trailer limits and
 //! `--max-body` are counts of bytes decoded, never of bytes buffered.
 
-use unflat::head::Status;
+use unflat::head::{is_field_value_byte as is_field_byte, is_tchar, Status};
 
 use crate::decode::BODY_TOO_LARGE;
 use crate::request::{reject, Reject};
@@ -109,32 +109,6 @@ pub struct Chunked {
     extension_bytes: usize,
     trailer_bytes: usize,
     trailer_fields: usize,
-}
-
-/// `tchar` (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    matches!(
-        b,
-        b'!' | b'#'
-            | b'$'
-            | b'%'
-            | b'&'
-            | b'\''
-            | b'*'
-            | b'+'
-            | b'-'
-            | b'.'
-            | b'^'
-            | b'_'
-            | b'`'
-            | b'|'
-            | b'~'
-    ) || b.is_ascii_alphanumeric()
-}
-
-/// A byte of a field value (RFC 9110 §5.5): SP, HTAB, VCHAR or obs-text.
-fn is_field_byte(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | 0x21..=0x7e | 0x80..=0xff)
 }
 
 /// `qdtext` (RFC 9110 §5.6.4).

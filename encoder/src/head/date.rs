@@ -1,0 +1,42 @@
+//! The clock-backed `Date` line.
+
+use std::io::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The `Date: <IMF-fixdate>\r\n` line, rendered at most once a second.
+#[derive(Clone, Copy, Debug)]
+pub struct DateLine {
+    second: u64,
+    line: [u8; DateLine::LEN],
+}
+
+impl DateLine {
+    /// `Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n` is always 37 bytes.
+    pub const LEN: usize = 37;
+
+    /// The line for `now`.
+    pub fn at(now: SystemTime) -> DateLine {
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut line = [0u8; DateLine::LEN];
+        let mut w = &mut line[..];
+        // An IMF-fixdate is exactly 29 bytes, so this cannot fail.
+        write!(w, "Date: {}\r\n", httpdate::HttpDate::from(now))
+            .expect("an IMF-fixdate line is 37 bytes");
+        DateLine { second, line }
+    }
+
+    /// Re-renders the line if `now` is in a later second; true if it did.
+    pub fn refresh(&mut self, now: SystemTime) -> bool {
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if second == self.second {
+            return false;
+        }
+        *self = DateLine::at(now);
+        true
+    }
+
+    /// The line, CRLF included.
+    pub fn as_bytes(&self) -> &[u8; DateLine::LEN] {
+        &self.line
+    }
+}

@@ -1,0 +1,91 @@
+//! Why a head could not be built.
+
+use std::fmt;
+
+/// Why a head could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeadError {
+    /// A header name is empty.
+    EmptyName,
+    /// A header name has a byte outside the token rule.
+    InvalidName {
+        /// Position of the offending byte.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// A header value has a byte that field values may not hold (CR, LF,
+    /// NUL or another control byte), or leading/trailing whitespace.
+    InvalidValue {
+        /// Position of the offending byte.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// A reason phrase has a byte that reason phrases may not hold (CR, LF,
+    /// NUL or another control byte other than HTAB).
+    InvalidReason {
+        /// Position of the offending byte.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// A status code outside 100..=999 (RFC 9110 §15: three digits; the
+    /// classes beyond 5xx are unassigned, but sendable, as in the `http`
+    /// crate).
+    InvalidStatus(u16),
+    /// `Content-Length` or `Transfer-Encoding` given as a field: the head
+    /// owns framing ([`Head::content_length`](super::Head::content_length), [`Head::chunked`](super::Head::chunked)).
+    FramingField,
+    /// Framing set twice: `Content-Length` and `Transfer-Encoding` exclude
+    /// each other, and each is sent once.
+    FramingTwice,
+    /// Framing on a status that never has a body (1xx, 204, 304).
+    FramingWithoutBody,
+    /// More fields than the head has room for (its `N`).
+    TooManyFields,
+}
+
+impl fmt::Display for HeadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HeadError::EmptyName => f.write_str("invalid header name: empty"),
+            HeadError::InvalidName { at, byte } => {
+                write!(
+                    f,
+                    "invalid header name: byte 0x{byte:02X} at {at} is not a token character"
+                )
+            }
+            HeadError::InvalidValue { at, byte } => {
+                write!(
+                    f,
+                    "invalid header value: byte 0x{byte:02X} at {at} is not allowed"
+                )
+            }
+            HeadError::InvalidReason { at, byte } => {
+                write!(
+                    f,
+                    "invalid reason phrase: byte 0x{byte:02X} at {at} is not allowed"
+                )
+            }
+            HeadError::InvalidStatus(code) => {
+                write!(f, "status code {code} is not in 100..=999")
+            }
+            HeadError::FramingField => f.write_str(
+                "invalid framing: Content-Length and Transfer-Encoding are set by content_length() and chunked(), not as fields",
+            ),
+            HeadError::FramingTwice => f.write_str(
+                "invalid framing: Content-Length and Transfer-Encoding exclude each other, and each is sent once",
+            ),
+            HeadError::FramingWithoutBody => {
+                f.write_str("invalid framing: 1xx, 204 and 304 responses carry no body framing")
+            }
+            HeadError::TooManyFields => {
+                f.write_str("more header fields than the head has room for")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HeadError {}

@@ -1,0 +1,142 @@
+//! Header fields: the token and field-value rules (RFC 9110 §5.1, §5.5),
+//! names and values validated where they are built, and whole lines
+//! rendered once.
+
+use super::HeadError;
+
+/// RFC 9110 `tchar`: a byte of a token (a field name, a method, a
+/// chunk-extension name).
+pub const fn is_tchar(b: u8) -> bool {
+    matches!(b,
+        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
+        b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+}
+
+/// RFC 9110 field-value byte: HTAB, SP, VCHAR or obs-text. RFC 9112's
+/// reason-phrase allows the same bytes.
+pub const fn is_field_value_byte(b: u8) -> bool {
+    b == b'\t' || (b >= 0x20 && b != 0x7F)
+}
+
+/// The first byte of `bytes` that is not a field-value byte.
+pub(super) const fn first_invalid_value_byte(bytes: &[u8]) -> Option<(usize, u8)> {
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_field_value_byte(bytes[i]) {
+            return Some((i, bytes[i]));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `Content-Length` or `Transfer-Encoding`, in any case: the fields the head
+/// writes itself.
+pub(super) fn is_framing_name(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"transfer-encoding")
+}
+
+/// A header field name that satisfies the token rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderName<'a>(pub(super) &'a str);
+
+impl<'a> HeaderName<'a> {
+    /// Validates `name`.
+    pub const fn new(name: &'a str) -> Result<Self, HeadError> {
+        let b = name.as_bytes();
+        if b.is_empty() {
+            return Err(HeadError::EmptyName);
+        }
+        let mut i = 0;
+        while i < b.len() {
+            if !is_tchar(b[i]) {
+                return Err(HeadError::InvalidName { at: i, byte: b[i] });
+            }
+            i += 1;
+        }
+        Ok(HeaderName(name))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// A header field value: field-value bytes only, no surrounding whitespace.
+/// Bytes 0x80..=0xFF are obs-text and are sent as they are (Latin-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderValue<'a>(pub(super) &'a [u8]);
+
+impl<'a> HeaderValue<'a> {
+    /// Validates `value`.
+    pub const fn new(value: &'a [u8]) -> Result<Self, HeadError> {
+        if let Some((at, byte)) = first_invalid_value_byte(value) {
+            return Err(HeadError::InvalidValue { at, byte });
+        }
+        if let [first, ..] = value {
+            if *first == b' ' || *first == b'\t' {
+                return Err(HeadError::InvalidValue {
+                    at: 0,
+                    byte: *first,
+                });
+            }
+        }
+        if let [.., last] = value {
+            if *last == b' ' || *last == b'\t' {
+                return Err(HeadError::InvalidValue {
+                    at: value.len() - 1,
+                    byte: *last,
+                });
+            }
+        }
+        Ok(HeaderValue(value))
+    }
+
+    /// The value's bytes.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.0
+    }
+}
+
+/// A whole header line, `Name: value\r\n`, validated and rendered once (at
+/// start-up, for fields every response carries).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    bytes: Vec<u8>,
+    pub(super) name_len: usize,
+}
+
+impl Line {
+    /// Renders `name: value\r\n`.
+    pub fn new(name: HeaderName<'_>, value: HeaderValue<'_>) -> Line {
+        let mut line = Vec::with_capacity(name.0.len() + value.0.len() + 4);
+        line.extend_from_slice(name.0.as_bytes());
+        line.extend_from_slice(b": ");
+        line.extend_from_slice(value.0);
+        line.extend_from_slice(b"\r\n");
+        Line {
+            bytes: line,
+            name_len: name.0.len(),
+        }
+    }
+
+    /// Validates and renders `name: value\r\n`.
+    pub fn parse(name: &str, value: &str) -> Result<Line, HeadError> {
+        Ok(Line::new(
+            HeaderName::new(name)?,
+            HeaderValue::new(value.as_bytes())?,
+        ))
+    }
+
+    /// The rendered line, CRLF included.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The field name.
+    pub fn name(&self) -> HeaderName<'_> {
+        // Rendered from a `HeaderName`: ASCII token bytes.
+        HeaderName(std::str::from_utf8(&self.bytes[..self.name_len]).expect("a token is ASCII"))
+    }
+}

@@ -1,0 +1,94 @@
+//! With the `http` feature: heads from the `http` crate's types, taking what
+//! those types guarantee as given (no second validation) and allocating
+//! nothing.
+
+use super::*;
+
+/// Any `http::StatusCode` (always 100..=999), with the `http` crate's
+/// `canonical_reason()` as its phrase, or none. Where that phrase is the
+/// IANA one, the status line is one `'static` piece; where the `http`
+/// crate words it differently (413, 422 and 203 in http 1.x), it is
+/// written in a few.
+impl From<http::StatusCode> for Status {
+    fn from(code: http::StatusCode) -> Status {
+        // http guarantees the range, and its phrases are fixed strings
+        // of plain text: nothing to check again.
+        Status::checked(code.as_u16(), code.canonical_reason().unwrap_or(""))
+    }
+}
+
+/// `http::HeaderName` is a token by construction (and lower case).
+impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
+    fn from(name: &'a http::HeaderName) -> HeaderName<'a> {
+        HeaderName(name.as_str())
+    }
+}
+
+/// `http::HeaderValue` holds field-value bytes only (HTAB, SP, visible
+/// ASCII and obs-text: no CR, LF, NUL or other control byte), but may
+/// begin or end with whitespace, which a field value does not include
+/// (RFC 9110 §5.5: a recipient strips it). The conversion leaves that
+/// whitespace out — it reads only the ends of the value and cannot fail —
+/// so what is sent is exactly the value a recipient would have seen.
+impl<'a> From<&'a http::HeaderValue> for HeaderValue<'a> {
+    fn from(value: &'a http::HeaderValue) -> HeaderValue<'a> {
+        HeaderValue(trim_ows(value.as_bytes()))
+    }
+}
+
+/// `bytes` without leading and trailing SP and HTAB.
+fn trim_ows(mut bytes: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = bytes {
+        bytes = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = bytes {
+        bytes = rest;
+    }
+    bytes
+}
+
+impl<'a, const N: usize> Head<'a, N> {
+    /// Adds every field of `map`, in the map's order, in one field slot:
+    /// the map is walked when the head is written, so its size is not
+    /// bounded by `N`, and nothing is copied. Values are sent without
+    /// surrounding whitespace (see `From<&http::HeaderValue>` for
+    /// [`HeaderValue`]); names in the `http` crate's lower case.
+    ///
+    /// A map with `Content-Length` or `Transfer-Encoding` is refused
+    /// with [`HeadError::FramingField`]: the head owns framing.
+    ///
+    /// ```
+    /// use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, VARY};
+    /// use unflat::head::{Head, Status};
+    /// let mut map = HeaderMap::new();
+    /// map.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    /// map.append(VARY, HeaderValue::from_static(" accept "));
+    /// let mut head = Head::new(http::StatusCode::CREATED.into(), false);
+    /// head.header_map(&map).unwrap().content_length(0).unwrap();
+    /// assert_eq!(
+    ///     head.to_vec(),
+    ///     b"HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\nvary: accept\r\n\
+    ///       Content-Length: 0\r\n\r\n"
+    /// );
+    /// ```
+    pub fn header_map(&mut self, map: &'a http::HeaderMap) -> Result<&mut Self, HeadError> {
+        if map.contains_key(http::header::CONTENT_LENGTH)
+            || map.contains_key(http::header::TRANSFER_ENCODING)
+        {
+            return Err(HeadError::FramingField);
+        }
+        self.push(Field::Map(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitespace_is_trimmed_from_both_ends_only() {
+        assert_eq!(trim_ows(b" \t a b\t "), b"a b");
+        assert_eq!(trim_ows(b"   "), b"");
+        assert_eq!(trim_ows(b""), b"");
+    }
+}

@@ -1,0 +1,348 @@
+//! The HTTP/1.1 response head as a rope.
+//!
+//! A [`Head`] is composed per response without touching the heap: the status
+//! line and fixed header lines are `'static` pieces (or [`Line`]s rendered
+//! once at start-up), the `Date` line comes from a [`DateLine`] refreshed once
+//! a second, and the `Content-Length` digits are formatted with itoa into the
+//! head itself. The head is a [`Rope`], so it is encoded straight into a
+//! write buffer like any other rope — by the one-byte fast path, since every
+//! piece is ASCII or Latin-1.
+//!
+//! **Injection cannot be expressed.** Every name and value is validated where
+//! it is built — [`HeaderName`] against the RFC 9110 token rule, [`HeaderValue`]
+//! against field-value bytes (HTAB, SP, VCHAR, obs-text: no CR, LF or NUL) — and
+//! the head writes every line ending itself.
+//!
+//! **The head owns framing.** [`Head::content_length`] and [`Head::chunked`]
+//! exclude each other, statuses that never carry a body (1xx, 204, 304) refuse
+//! both, and [`Head::body_allowed`] says whether body bytes may follow (never
+//! after a response to `HEAD`).
+
+mod date;
+mod error;
+mod field;
+#[cfg(feature = "http")]
+mod from_http;
+mod status;
+
+use std::ops::ControlFlow;
+
+use crate::rope::{CharRange, Piece, Rope, Shape};
+
+pub use date::DateLine;
+pub use error::HeadError;
+use field::is_framing_name;
+pub use field::{is_field_value_byte, is_tchar, HeaderName, HeaderValue, Line};
+pub use status::Status;
+
+/// Header fields a [`Head`] holds by default (its `N`), besides its status,
+/// framing, date and persistence lines.
+pub const MAX_FIELDS: usize = 16;
+
+/// How a message body is delimited (RFC 9112 §6): the body that follows a
+/// response head, and, in a server, the request body it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// No `Content-Length` nor `Transfer-Encoding` (bodiless statuses, or a
+    /// response whose body ends when the connection closes).
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// The keep-alive decision the head announces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persistence<'a> {
+    /// Say nothing (an HTTP/1.1 connection stays open by default).
+    Default,
+    /// `Connection: keep-alive` and the given `Keep-Alive: timeout=…` line.
+    KeepAlive(&'a Line),
+    /// `Connection: close`.
+    Close,
+}
+
+/// One field of a head.
+#[derive(Clone, Copy, Debug)]
+enum Field<'a> {
+    Line(&'a Line),
+    Pair(HeaderName<'a>, HeaderValue<'a>),
+    /// Every field of a map, walked when the head is written.
+    #[cfg(feature = "http")]
+    Map(&'a http::HeaderMap),
+}
+
+impl Field<'_> {
+    /// Bytes of the field's lines.
+    fn len(&self) -> usize {
+        match self {
+            Field::Line(line) => line.as_bytes().len(),
+            Field::Pair(name, value) => pair_len(name.0.as_bytes(), value.0),
+            #[cfg(feature = "http")]
+            Field::Map(map) => map
+                .iter()
+                .map(|(n, v)| pair_len(n.as_str().as_bytes(), HeaderValue::from(v).0))
+                .sum(),
+        }
+    }
+}
+
+/// Visits `name: value\r\n` as four pieces.
+fn visit_pair<'s>(
+    name: &'s [u8],
+    value: &'s [u8],
+    visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    visit(Piece::OneByte(name))?;
+    visit(Piece::OneByte(b": "))?;
+    visit(Piece::OneByte(value))?;
+    visit(Piece::OneByte(CRLF.as_bytes()))
+}
+
+/// Bytes of `name: value\r\n`.
+fn pair_len(name: &[u8], value: &[u8]) -> usize {
+    name.len() + 2 + value.len() + CRLF.len()
+}
+
+/// An HTTP/1.1 response head, composed without heap allocation.
+///
+/// It holds up to `N` fields (16 by default, [`MAX_FIELDS`]) besides the
+/// status line, `Date`, framing and persistence lines; a head with more
+/// room is `Head::<'_, 64>::with_room(..)`. With the `http` feature, one
+/// field slot can hold a whole `http::HeaderMap` (`Head::header_map`).
+///
+/// ```
+/// use unflat::head::{DateLine, Head, Line, Status};
+/// use unflat::{size, write, Encoding, Mode};
+/// let content_type = Line::parse("Content-Type", "text/plain").unwrap();
+/// let date = DateLine::at(std::time::UNIX_EPOCH);
+/// let mut head = Head::new(Status::OK, false);
+/// head.line(&content_type).unwrap();
+/// head.date(&date).content_length(5).unwrap();
+/// let mut out = vec![0; size(&head, Encoding::Latin1)];
+/// write(&head, Encoding::Latin1, Mode::Strict, &mut out).unwrap();
+/// assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
+///     Date: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 5\r\n\r\n");
+///
+/// // The head owns framing: no Content-Length or Transfer-Encoding field.
+/// let length = Line::parse("content-length", "5").unwrap();
+/// assert!(head.line(&length).is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Head<'a, const N: usize = MAX_FIELDS> {
+    status: Status,
+    head_request: bool,
+    fields: [Option<Field<'a>>; N],
+    count: usize,
+    date: Option<&'a DateLine>,
+    framing: Framing,
+    digits: [u8; 20],
+    digits_len: u8,
+    persistence: Persistence<'a>,
+}
+
+impl<'a> Head<'a> {
+    /// A head with `status` and room for [`MAX_FIELDS`] fields, answering a
+    /// `HEAD` request when `head_request` (it then announces the framing a
+    /// `GET` would have, and allows no body).
+    pub fn new(status: Status, head_request: bool) -> Head<'a> {
+        Head::with_room(status, head_request)
+    }
+}
+
+impl<'a, const N: usize> Head<'a, N> {
+    /// [`Head::new`] with room for `N` fields: `Head::<'_, 64>::with_room(..)`.
+    pub fn with_room(status: Status, head_request: bool) -> Head<'a, N> {
+        Head {
+            status,
+            head_request,
+            fields: [None; N],
+            count: 0,
+            date: None,
+            framing: Framing::None,
+            digits: [0; 20],
+            digits_len: 0,
+            persistence: Persistence::Default,
+        }
+    }
+
+    /// The status.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// Adds a pre-rendered line. A `Content-Length` or `Transfer-Encoding`
+    /// line is refused with [`HeadError::FramingField`].
+    pub fn line(&mut self, line: &'a Line) -> Result<&mut Self, HeadError> {
+        if is_framing_name(&line.as_bytes()[..line.name_len]) {
+            return Err(HeadError::FramingField);
+        }
+        self.push(Field::Line(line))
+    }
+
+    /// Adds `name: value`. `Content-Length` and `Transfer-Encoding` are
+    /// refused with [`HeadError::FramingField`].
+    pub fn field(
+        &mut self,
+        name: HeaderName<'a>,
+        value: HeaderValue<'a>,
+    ) -> Result<&mut Self, HeadError> {
+        if is_framing_name(name.0.as_bytes()) {
+            return Err(HeadError::FramingField);
+        }
+        self.push(Field::Pair(name, value))
+    }
+
+    fn push(&mut self, field: Field<'a>) -> Result<&mut Self, HeadError> {
+        let slot = self
+            .fields
+            .get_mut(self.count)
+            .ok_or(HeadError::TooManyFields)?;
+        *slot = Some(field);
+        self.count += 1;
+        Ok(self)
+    }
+
+    /// Adds the `Date` line.
+    pub fn date(&mut self, date: &'a DateLine) -> &mut Self {
+        self.date = Some(date);
+        self
+    }
+
+    /// Sets `Content-Length: n`.
+    pub fn content_length(&mut self, n: u64) -> Result<&mut Self, HeadError> {
+        self.set_framing(Framing::Length(n))?;
+        let mut buf = itoa::Buffer::new();
+        let digits = buf.format(n).as_bytes();
+        self.digits[..digits.len()].copy_from_slice(digits);
+        self.digits_len = digits.len() as u8;
+        Ok(self)
+    }
+
+    /// Sets `Transfer-Encoding: chunked`.
+    pub fn chunked(&mut self) -> Result<&mut Self, HeadError> {
+        self.set_framing(Framing::Chunked)
+    }
+
+    fn set_framing(&mut self, framing: Framing) -> Result<&mut Self, HeadError> {
+        if self.framing != Framing::None {
+            return Err(HeadError::FramingTwice);
+        }
+        if self.status.has_no_body() {
+            return Err(HeadError::FramingWithoutBody);
+        }
+        self.framing = framing;
+        Ok(self)
+    }
+
+    /// Sets what the head says about the connection.
+    pub fn persistence(&mut self, persistence: Persistence<'a>) -> &mut Self {
+        self.persistence = persistence;
+        self
+    }
+
+    /// Whether body bytes may follow this head: never for `HEAD` requests or
+    /// bodiless statuses.
+    pub fn body_allowed(&self) -> bool {
+        !self.head_request && !self.status.has_no_body()
+    }
+
+    fn content_length_digits(&self) -> &[u8] {
+        &self.digits[..usize::from(self.digits_len)]
+    }
+
+    /// Encodes the head into a new vector, as Latin-1: a convenience for
+    /// tests and small tools (a server encodes it straight into its write
+    /// buffer instead).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        crate::write_buf(self, crate::Encoding::Latin1, crate::Mode::Strict, &mut out)
+            .expect("a head is one-byte text");
+        out
+    }
+}
+
+const CONTENT_LENGTH: &str = "Content-Length: ";
+const CHUNKED: &str = "Transfer-Encoding: chunked\r\n";
+const KEEP_ALIVE: &str = "Connection: keep-alive\r\n";
+const CLOSE: &str = "Connection: close\r\n";
+const CRLF: &str = "\r\n";
+
+impl<const N: usize> Rope for Head<'_, N> {
+    fn for_each_piece<'s>(
+        &'s self,
+        visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.status.visit(&mut |s| visit(Piece::OneByte(s)))?;
+        for field in self.fields[..self.count].iter().flatten() {
+            match field {
+                Field::Line(line) => visit(Piece::OneByte(line.as_bytes()))?,
+                Field::Pair(name, value) => visit_pair(name.0.as_bytes(), value.0, visit)?,
+                #[cfg(feature = "http")]
+                Field::Map(map) => {
+                    for (name, value) in map.iter() {
+                        let value = HeaderValue::from(value).0;
+                        visit_pair(name.as_str().as_bytes(), value, visit)?;
+                    }
+                }
+            }
+        }
+        let mut one = |s: &'s [u8]| visit(Piece::OneByte(s));
+        if let Some(date) = self.date {
+            one(date.as_bytes())?;
+        }
+        match self.framing {
+            Framing::None => {}
+            Framing::Length(_) => {
+                one(CONTENT_LENGTH.as_bytes())?;
+                one(self.content_length_digits())?;
+                one(CRLF.as_bytes())?;
+            }
+            Framing::Chunked => one(CHUNKED.as_bytes())?,
+        }
+        match self.persistence {
+            Persistence::Default => {}
+            Persistence::KeepAlive(line) => {
+                one(KEEP_ALIVE.as_bytes())?;
+                one(line.as_bytes())?;
+            }
+            Persistence::Close => one(CLOSE.as_bytes())?,
+        }
+        one(CRLF.as_bytes())
+    }
+
+    /// O(fields), from lengths (O(entries) for a header map). Every piece is
+    /// one-byte (ASCII, and obs-text in values), so the head always takes
+    /// the one-byte fast path to latin1.
+    fn shape(&self) -> Shape {
+        let fields: usize = self.fields[..self.count]
+            .iter()
+            .flatten()
+            .map(Field::len)
+            .sum();
+        let framing = match self.framing {
+            Framing::None => 0,
+            Framing::Length(_) => {
+                CONTENT_LENGTH.len() + self.content_length_digits().len() + CRLF.len()
+            }
+            Framing::Chunked => CHUNKED.len(),
+        };
+        let persistence = match self.persistence {
+            Persistence::Default => 0,
+            Persistence::KeepAlive(line) => KEEP_ALIVE.len() + line.as_bytes().len(),
+            Persistence::Close => CLOSE.len(),
+        };
+        Shape {
+            one_byte: self.status.line_len()
+                + fields
+                + self.date.map_or(0, |_| DateLine::LEN)
+                + framing
+                + persistence
+                + CRLF.len(),
+            utf8: 0,
+            two_byte: 0,
+            range: CharRange::Latin1,
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The status line: any code 100..=999 with any reason phrase or none, the
+//! codes registered with IANA as constants whose line is one `'static`
+//! string.
+
+use std::ops::ControlFlow;
+
+use super::field::first_invalid_value_byte;
+use super::{HeadError, CRLF};
+
+/// A status code and its reason phrase: the status line of a response.
+///
+/// Any code from 100 to 999 can be sent, with any reason phrase or none
+/// (`HTTP/1.1 299 \r\n`, which RFC 9112 §4 allows). The codes registered
+/// with IANA have constants ([`Status::OK`], [`Status::CREATED`], …) whose
+/// line is one `'static` string, so the common head costs one piece; a code
+/// with another phrase, or none, is written as a few `'static` pieces.
+///
+/// ```
+/// use unflat::head::{Head, Status};
+/// assert_eq!(Status::from_code(404).unwrap(), Status::NOT_FOUND);
+/// assert_eq!(Status::from_code(299).unwrap().reason(), None);
+/// let teapot = Status::new(418, Some("I'm a teapot")).unwrap();
+/// assert!(Head::new(teapot, false).to_vec().starts_with(b"HTTP/1.1 418 I'm a teapot\r\n"));
+/// assert!(Status::new(1000, None).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Status {
+    code: u16,
+    /// Empty when there is none.
+    reason: &'static str,
+    /// The whole line, when it is the code's registered phrase. A function
+    /// of `code` and `reason` (see [`Status::new`]), so equality stays that
+    /// of code and phrase.
+    line: Option<&'static str>,
+}
+
+/// The three digits of every code 100..=999, one after the other, so that a
+/// status line without a static string of its own still borrows only
+/// `'static` text.
+static DIGITS: [u8; 2700] = {
+    let mut t = [0u8; 2700];
+    let mut code = 100;
+    while code < 1000 {
+        let at = (code - 100) * 3;
+        t[at] = b'0' + (code / 100) as u8;
+        t[at + 1] = b'0' + (code / 10 % 10) as u8;
+        t[at + 2] = b'0' + (code % 10) as u8;
+        code += 1;
+    }
+    t
+};
+
+/// `const` string equality.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+macro_rules! statuses {
+    ($($name:ident $code:literal $reason:literal;)*) => {
+        impl Status {
+            $(
+                #[doc = concat!("`", $code, " ", $reason, "`")]
+                pub const $name: Status = Status {
+                    code: $code,
+                    reason: $reason,
+                    line: Some(concat!("HTTP/1.1 ", $code, " ", $reason, "\r\n")),
+                };
+            )*
+
+            /// The status with the phrase registered for `code`, if IANA
+            /// registered one.
+            pub const fn registered(code: u16) -> Option<Status> {
+                match code {
+                    $($code => Some(Status::$name),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+// The IANA HTTP Status Code Registry (RFC 9110 §15 and the RFCs it lists),
+// without the unused 306 and 418 and the temporary 104.
+statuses! {
+    CONTINUE 100 "Continue";
+    SWITCHING_PROTOCOLS 101 "Switching Protocols";
+    PROCESSING 102 "Processing";
+    EARLY_HINTS 103 "Early Hints";
+    OK 200 "OK";
+    CREATED 201 "Created";
+    ACCEPTED 202 "Accepted";
+    NON_AUTHORITATIVE_INFORMATION 203 "Non-Authoritative Information";
+    NO_CONTENT 204 "No Content";
+    RESET_CONTENT 205 "Reset Content";
+    PARTIAL_CONTENT 206 "Partial Content";
+    MULTI_STATUS 207 "Multi-Status";
+    ALREADY_REPORTED 208 "Already Reported";
+    IM_USED 226 "IM Used";
+    MULTIPLE_CHOICES 300 "Multiple Choices";
+    MOVED_PERMANENTLY 301 "Moved Permanently";
+    FOUND 302 "Found";
+    SEE_OTHER 303 "See Other";
+    NOT_MODIFIED 304 "Not Modified";
+    USE_PROXY 305 "Use Proxy";
+    TEMPORARY_REDIRECT 307 "Temporary Redirect";
+    PERMANENT_REDIRECT 308 "Permanent Redirect";
+    BAD_REQUEST 400 "Bad Request";
+    UNAUTHORIZED 401 "Unauthorized";
+    PAYMENT_REQUIRED 402 "Payment Required";
+    FORBIDDEN 403 "Forbidden";
+    NOT_FOUND 404 "Not Found";
+    METHOD_NOT_ALLOWED 405 "Method Not Allowed";
+    NOT_ACCEPTABLE 406 "Not Acceptable";
+    PROXY_AUTHENTICATION_REQUIRED 407 "Proxy Authentication Required";
+    REQUEST_TIMEOUT 408 "Request Timeout";
+    CONFLICT 409 "Conflict";
+    GONE 410 "Gone";
+    LENGTH_REQUIRED 411 "Length Required";
+    PRECONDITION_FAILED 412 "Precondition Failed";
+    PAYLOAD_TOO_LARGE 413 "Content Too Large";
+    URI_TOO_LONG 414 "URI Too Long";
+    UNSUPPORTED_MEDIA_TYPE 415 "Unsupported Media Type";
+    RANGE_NOT_SATISFIABLE 416 "Range Not Satisfiable";
+    EXPECTATION_FAILED 417 "Expectation Failed";
+    MISDIRECTED_REQUEST 421 "Misdirected Request";
+    UNPROCESSABLE_CONTENT 422 "Unprocessable Content";
+    LOCKED 423 "Locked";
+    FAILED_DEPENDENCY 424 "Failed Dependency";
+    TOO_EARLY 425 "Too Early";
+    UPGRADE_REQUIRED 426 "Upgrade Required";
+    PRECONDITION_REQUIRED 428 "Precondition Required";
+    TOO_MANY_REQUESTS 429 "Too Many Requests";
+    HEADER_FIELDS_TOO_LARGE 431 "Request Header Fields Too Large";
+    UNAVAILABLE_FOR_LEGAL_REASONS 451 "Unavailable For Legal Reasons";
+    INTERNAL_SERVER_ERROR 500 "Internal Server Error";
+    NOT_IMPLEMENTED 501 "Not Implemented";
+    BAD_GATEWAY 502 "Bad Gateway";
+    SERVICE_UNAVAILABLE 503 "Service Unavailable";
+    GATEWAY_TIMEOUT 504 "Gateway Timeout";
+    VERSION_NOT_SUPPORTED 505 "HTTP Version Not Supported";
+    VARIANT_ALSO_NEGOTIATES 506 "Variant Also Negotiates";
+    INSUFFICIENT_STORAGE 507 "Insufficient Storage";
+    LOOP_DETECTED 508 "Loop Detected";
+    NOT_EXTENDED 510 "Not Extended";
+    NETWORK_AUTHENTICATION_REQUIRED 511 "Network Authentication Required";
+}
+
+const STATUS_PREFIX: &str = "HTTP/1.1 ";
+
+impl Status {
+    /// `code` with `reason` (`None`: an empty reason phrase). When `reason`
+    /// is the phrase registered for `code`, the result is that constant.
+    ///
+    /// Fails with [`HeadError::InvalidStatus`] for a code outside 100..=999
+    /// and [`HeadError::InvalidReason`] for a phrase with a control byte
+    /// (HTAB, SP, visible characters and obs-text are allowed).
+    pub const fn new(code: u16, reason: Option<&'static str>) -> Result<Status, HeadError> {
+        if code < 100 || code > 999 {
+            return Err(HeadError::InvalidStatus(code));
+        }
+        let reason = match reason {
+            Some(r) => r,
+            None => "",
+        };
+        if let Some((at, byte)) = first_invalid_value_byte(reason.as_bytes()) {
+            return Err(HeadError::InvalidReason { at, byte });
+        }
+        Ok(Status::checked(code, reason))
+    }
+
+    /// `code` (in 100..=999) with `reason` (valid, possibly empty): the
+    /// registered status, whose line is prebuilt, when the reason is its
+    /// own; otherwise a status whose line is built from its parts.
+    pub(super) const fn checked(code: u16, reason: &'static str) -> Status {
+        if let Some(known) = Status::registered(code) {
+            if same(known.reason, reason) {
+                return known;
+            }
+        }
+        Status {
+            code,
+            reason,
+            line: None,
+        }
+    }
+
+    /// `code` with its registered reason phrase, or with none when IANA
+    /// registered none (`HTTP/1.1 299 \r\n`).
+    pub const fn from_code(code: u16) -> Result<Status, HeadError> {
+        match Status::registered(code) {
+            Some(status) => Ok(status),
+            None => Status::new(code, None),
+        }
+    }
+
+    /// The numeric code.
+    pub fn code(&self) -> u16 {
+        self.code
+    }
+
+    /// The reason phrase, if not empty.
+    pub fn reason(&self) -> Option<&'static str> {
+        (!self.reason.is_empty()).then_some(self.reason)
+    }
+
+    /// `HTTP/1.1 <code> <reason>\r\n` when it is one `'static` string: for
+    /// the registered phrases. Other statuses are written in a few pieces.
+    pub fn line(&self) -> Option<&'static str> {
+        self.line
+    }
+
+    /// 1xx, 204 and 304 responses never carry a body (RFC 9110 §6.4.1).
+    pub fn has_no_body(&self) -> bool {
+        self.code < 200 || self.code == 204 || self.code == 304
+    }
+
+    /// The code's three digits.
+    fn digits(&self) -> &'static [u8] {
+        let at = usize::from(self.code - 100) * 3;
+        &DIGITS[at..at + 3]
+    }
+
+    /// Bytes of the status line.
+    pub(super) fn line_len(&self) -> usize {
+        match self.line {
+            Some(line) => line.len(),
+            None => STATUS_PREFIX.len() + 3 + 1 + self.reason.len() + CRLF.len(),
+        }
+    }
+
+    /// Visits the status line's pieces.
+    pub(super) fn visit<'s>(
+        &self,
+        one: &mut impl FnMut(&'s [u8]) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if let Some(line) = self.line {
+            return one(line.as_bytes());
+        }
+        one(STATUS_PREFIX.as_bytes())?;
+        one(self.digits())?;
+        one(b" ")?;
+        if !self.reason.is_empty() {
+            one(self.reason.as_bytes())?;
+        }
+        one(CRLF.as_bytes())
+    }
+}
