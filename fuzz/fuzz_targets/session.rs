@@ -91,7 +91,7 @@ fuzz_target!(|data: &[u8]| {
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,
-                Step::Build(size) => session.payload(app.large.build(size)),
+                Step::Defer(job) => session.resume(job.run()),
                 Step::Close => break 'feed,
                 Step::Read(_) => break,
             }

@@ -122,14 +122,13 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
         let waiting = match step {
             Step::Flush => continue,
             Step::Close => break,
-            Step::Build(size) => {
-                // On tokio's blocking pool: the payload may be a gigabyte,
-                // and no other connection waits for it to be built.
-                let large = app.large.clone();
-                let built = tokio::task::spawn_blocking(move || large.build(size))
+            Step::Defer(job) => {
+                // On tokio's blocking pool: a job may take long (a gigabyte
+                // to build), and no other connection waits for it.
+                let finished = tokio::task::spawn_blocking(move || job.run())
                     .await
                     .map_err(io::Error::other)?;
-                session.payload(built);
+                session.resume(finished);
                 continue;
             }
             Step::Read(w) => w,

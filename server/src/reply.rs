@@ -17,7 +17,7 @@ use bytes::Bytes;
 use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
-use crate::bodies::{Key, Memo};
+use crate::bodies::{Busy, Key, Memo};
 use crate::config::Strategy;
 use crate::request::RequestHead;
 use crate::response::{Body, Response};
@@ -53,8 +53,11 @@ pub enum Reply {
     Help,
     /// `/end-string/{len}?kind=…&body=…`.
     EndString(Key),
-    /// `/large/{bytes}`.
+    /// `/large/{bytes}`: answered from its size alone for `HEAD`; a `GET`
+    /// needs the payload, from the cache or built by a [`Job`].
     Large(usize),
+    /// A payload at hand (a `/large` one, cached or built).
+    Payload(Bytes),
     /// `/echo`: the request as received; the body is added once read.
     Echo(Echo),
     /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
@@ -100,14 +103,27 @@ impl Reply {
         matches!(self, Reply::Echo(_))
     }
 
-    /// The size of the `/large` payload this reply sends: a `GET` needs it
-    /// built (or from the cache) before it is written; a `HEAD` is answered
-    /// from the size alone.
-    pub fn needs_payload(&self, head_request: bool) -> Option<usize> {
-        match *self {
-            Reply::Large(size) if !head_request => Some(size),
-            _ => None,
+    /// The reply ready to write, or the job that makes it, to run off the
+    /// async workers: a `GET /large/{n}` whose payload is not cached (it may
+    /// be a gigabyte to build).
+    pub fn prepare(self, app: &App, head_request: bool) -> Result<Reply, Job> {
+        let Reply::Large(size) = self else {
+            return Ok(self);
+        };
+        if head_request {
+            return Ok(self);
         }
+        if let Some(hit) = app.large.cached(size) {
+            return Ok(Reply::Payload(hit));
+        }
+        let large = app.large.clone();
+        Err(Job::new(move || match large.build(size) {
+            Ok(payload) => Reply::Payload(payload),
+            Err(Busy) => Reply::error(
+                Status::SERVICE_UNAVAILABLE,
+                "the payload cannot be held within --large-bytes now; try again",
+            ),
+        }))
     }
 
     /// Queues the response.
@@ -133,18 +149,16 @@ impl Reply {
                 app.writer.write(queue, &r);
             }
             Reply::Large(size) => {
+                // Prepared replies to GET carry their payload: only a HEAD
+                // gets here, answered from the size alone.
+                debug_assert!(to.head_request, "a GET /large is prepared first");
                 r.content_type = None;
-                r.body = match to.payload {
-                    _ if to.head_request => Body::Unsent(*size),
-                    Some(payload) => Body::Shared(payload),
-                    None => {
-                        return Reply::error(
-                            Status::SERVICE_UNAVAILABLE,
-                            "the payload cannot be held within --large-bytes now; try again",
-                        )
-                        .respond(to, queue)
-                    }
-                };
+                r.body = Body::Unsent(*size);
+                app.writer.write(queue, &r);
+            }
+            Reply::Payload(payload) => {
+                r.content_type = None;
+                r.body = Body::Shared(payload);
                 app.writer.write(queue, &r);
             }
             Reply::Options { server_wide } => {
@@ -187,6 +201,35 @@ impl Reply {
     }
 }
 
+/// Work a reply needs done off the async workers before it can be written
+/// (building a `/large` payload), and the reply it then becomes. The
+/// session hands it to the connection ([`crate::session::Step::Defer`]),
+/// which runs it where blocking is allowed and gives back what it made
+/// ([`crate::session::Session::resume`]); nothing in the session knows what
+/// the job does.
+pub struct Job(Box<dyn FnOnce() -> Reply + Send>);
+
+/// What a [`Job`] made: the reply, ready to write.
+#[derive(Debug)]
+pub struct Finished(pub(crate) Reply);
+
+impl Job {
+    fn new(work: impl FnOnce() -> Reply + Send + 'static) -> Job {
+        Job(Box::new(work))
+    }
+
+    /// Does the work (blocking; call it off the async workers).
+    pub fn run(self) -> Finished {
+        Finished((self.0)())
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Job")
+    }
+}
+
 /// Who a reply answers, and what it needs from the connection.
 #[derive(Debug)]
 pub struct To<'a> {
@@ -196,9 +239,6 @@ pub struct To<'a> {
     pub memo: &'a mut Memo,
     /// The request body, for the echo.
     pub request_body: &'a [u8],
-    /// The `/large` payload, for a `GET` of one (see
-    /// [`Reply::needs_payload`]); `None` when it could not be held.
-    pub payload: Option<&'a Bytes>,
     /// Whether the connection stays open.
     pub keep_alive: bool,
     /// Whether the request was `HEAD`.

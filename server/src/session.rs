@@ -12,38 +12,40 @@
 //! ([`crate::budget`]), `process` stops and asks for a flush before it
 //! parses further pipelined requests.
 //!
-//! A `GET /large/{n}` whose payload is not cached stops the session too
-//! ([`Step::Build`]): the connection builds the payload off the async
-//! workers, hands it over with [`Session::payload`], and the session goes on
-//! in request order.
+//! A reply that must be finished off the async workers (a `/large` payload
+//! to build) stops the session too: it hands the connection a [`Job`]
+//! ([`Step::Defer`]), the connection runs it where blocking is allowed and
+//! gives back what it made with [`Session::resume`], and the session goes on
+//! in request order. The session knows nothing of what the job does.
 
 use std::mem::MaybeUninit;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
-use crate::bodies::{Busy, Memo};
+use crate::bodies::Memo;
 use crate::budget::Account;
 use crate::chunked::ChunkLimits;
 use crate::decode::BodyDecoder;
+pub use crate::reply::{Finished, Job};
 use crate::reply::{Reply, To};
 use crate::request::{parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
 use crate::routes::route;
 use crate::App;
 
 /// What the connection must do after [`Session::process`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Step {
     /// Flush the queue, then read more input.
     Read(Waiting),
     /// Flush the queue (it is over its limits), then call `process` again
     /// before reading.
     Flush,
-    /// Build the `/large` payload of this many bytes
-    /// (`Large::build`, on the blocking pool), pass it to [`Session::payload`],
-    /// then call `process` again. The queue may be flushed meanwhile.
-    Build(usize),
+    /// Run the job off the async workers ([`Job::run`]), pass what it made
+    /// to [`Session::resume`], then call `process` again. The queue may be
+    /// flushed meanwhile.
+    Defer(Job),
     /// Flush the queue, then close the connection.
     Close,
 }
@@ -74,12 +76,14 @@ enum State {
         /// Bytes of the body read so far, framing included.
         received: u64,
     },
-    /// Waiting for the payload the pending reply sends.
-    Payload(Pending),
+    /// Waiting for the job the pending reply needs ([`Session::resume`]).
+    Deferred(Pending),
+    /// The pending reply, finished by its job, to answer now.
+    Resumed(Pending),
     Closed,
 }
 
-/// A reply waiting for its request body (or its payload).
+/// A reply waiting for its request body (or its job).
 #[derive(Debug)]
 struct Pending {
     reply: Reply,
@@ -93,8 +97,8 @@ pub struct Session {
     state: State,
     served: u64,
     memo: Memo,
-    /// The payload handed over by [`Session::payload`].
-    payload: Option<Result<Bytes, Busy>>,
+    /// The job the pending reply needs, to hand to the connection.
+    job: Option<Job>,
     /// The connection's share of the server's queued-output budget.
     account: Account,
 }
@@ -106,7 +110,7 @@ impl Session {
             state: State::Head,
             served: 0,
             memo: Memo::default(),
-            payload: None,
+            job: None,
             account: Account::new(app.budget.clone()),
         }
     }
@@ -122,9 +126,18 @@ impl Session {
         self.served
     }
 
-    /// Hands over the payload asked for by [`Step::Build`].
-    pub fn payload(&mut self, built: Result<Bytes, Busy>) {
-        self.payload = Some(built);
+    /// Hands over what the job of [`Step::Defer`] made.
+    pub fn resume(&mut self, finished: Finished) {
+        match std::mem::replace(&mut self.state, State::Closed) {
+            State::Deferred(mut pending) => {
+                pending.reply = finished.0;
+                self.state = State::Resumed(pending);
+            }
+            other => {
+                debug_assert!(false, "resumed while not waiting for a job");
+                self.state = other;
+            }
+        }
     }
 
     /// Answers the requests `input` holds, consuming them, and says what to
@@ -190,12 +203,14 @@ impl Session {
                         }
                     }
                 }
-                State::Payload(pending) => self.answer(queue, app, pending, &[]),
+                State::Resumed(pending) => self.answer(queue, app, pending, &[]),
+                // `process` without `resume`: the job is gone; closing is
+                // all that is left.
+                State::Deferred(_) => State::Closed,
                 State::Closed => State::Closed,
             };
-            if let State::Payload(pending) = &self.state {
-                let size = pending.reply.needs_payload(pending.head_request);
-                return Step::Build(size.expect("waiting for a payload it needs"));
+            if let Some(job) = self.job.take() {
+                return Step::Defer(job);
             }
         }
     }
@@ -262,25 +277,21 @@ impl Session {
         })
     }
 
-    /// Queues the response to a request whose body has been read, unless it
-    /// needs a payload that is not at hand yet.
-    fn answer(&mut self, queue: &mut WriteQueue, app: &App, p: Pending, body: &[u8]) -> State {
-        let mut payload = None;
-        if let Some(size) = p.reply.needs_payload(p.head_request) {
-            payload = match self.payload.take() {
-                Some(built) => built.ok(),
-                None => match app.large.cached(size) {
-                    Some(hit) => Some(hit),
-                    None => return State::Payload(p),
-                },
-            };
-        }
+    /// Queues the response to a request whose body has been read, unless its
+    /// reply needs a job done first.
+    fn answer(&mut self, queue: &mut WriteQueue, app: &App, mut p: Pending, body: &[u8]) -> State {
+        p.reply = match std::mem::replace(&mut p.reply, Reply::Help).prepare(app, p.head_request) {
+            Ok(reply) => reply,
+            Err(job) => {
+                self.job = Some(job);
+                return State::Deferred(p);
+            }
+        };
         self.served += 1;
         let to = To {
             app,
             memo: &mut self.memo,
             request_body: body,
-            payload: payload.as_ref(),
             keep_alive: p.keep_alive,
             head_request: p.head_request,
         };
