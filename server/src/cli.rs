@@ -8,7 +8,6 @@ use std::io::Write as _;
 use tracing::info;
 
 use crate::config::Config;
-use crate::reply::help_text;
 use crate::server::Server;
 
 /// Runs the server from the command line until Ctrl-C or SIGTERM. A
@@ -52,11 +51,7 @@ pub fn main() -> std::io::Result<()> {
     let addr = server.local_addr();
     // Best effort: a closed stdout (`unflat-server | head -1`) must not
     // stop the server.
-    let _ = writeln!(
-        std::io::stdout(),
-        "{}",
-        help_text(addr, server.app().config.strategy)
-    );
+    let _ = writeln!(std::io::stdout(), "{}", server.app().help);
     info!(%addr, workers, "listening");
     server.run(stop_signal())?;
     info!("stopped");

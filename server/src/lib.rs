@@ -56,6 +56,8 @@ pub struct App {
     pub large: Arc<bodies::Large>,
     /// The `GET /` text.
     pub help: String,
+    /// The field lines the routes send.
+    pub fields: reply::Fields,
     /// What all connections' queues hold, against `--max-queued-total`.
     pub budget: Arc<budget::Budget>,
 }
@@ -68,6 +70,7 @@ impl App {
             end_strings: bodies::EndStrings::new(config.cache_bytes),
             large: Arc::new(bodies::Large::new(config.large_bytes)),
             help: reply::help_text(addr, config.strategy),
+            fields: reply::Fields::new(),
             budget: Arc::new(budget::Budget::new(config.max_queued_total)),
             config,
         }

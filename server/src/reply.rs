@@ -14,13 +14,13 @@ use std::net::SocketAddr;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use unflat::head::Status;
+use unflat::head::{Line, Status};
 use unflat::queue::WriteQueue;
 
-use crate::bodies::{Busy, Key, Memo};
+use crate::bodies::{Busy, Key, Memo, Text};
 use crate::config::Strategy;
 use crate::request::RequestHead;
-use crate::response::{Body, Response};
+use crate::response::{Body, Exchange, Response};
 use crate::App;
 
 /// The routes, for the help text and 404s.
@@ -98,6 +98,30 @@ impl Reply {
         }
     }
 
+    /// 404, with the routes there are.
+    pub fn not_found(path: &str) -> Reply {
+        Reply::error(
+            Status::NOT_FOUND,
+            format!("no route for {path}; routes:\n{ROUTES}"),
+        )
+    }
+
+    /// 405 for a path that takes GET, HEAD and OPTIONS, with `Allow`.
+    pub fn method_not_allowed(method: &str, path: &str) -> Reply {
+        Reply::Error {
+            status: Status::METHOD_NOT_ALLOWED,
+            reason: Cow::Owned(format!(
+                "{method} is not allowed on {path}; use GET, HEAD or OPTIONS"
+            )),
+            allow: true,
+        }
+    }
+
+    /// The JSON echo of `head`, waiting for its body.
+    pub fn echo_json(head: &RequestHead<'_>) -> Reply {
+        Reply::Echo(Echo::Json(EchoJson::new(head)))
+    }
+
     /// True for `/echo`, whose request body is kept.
     pub fn wants_body(&self) -> bool {
         matches!(self, Reply::Echo(_))
@@ -106,11 +130,11 @@ impl Reply {
     /// The reply ready to write, or the job that makes it, to run off the
     /// async workers: a `GET /large/{n}` whose payload is not cached (it may
     /// be a gigabyte to build).
-    pub fn prepare(self, app: &App, head_request: bool) -> Result<Reply, Job> {
+    pub fn prepare(self, app: &App, exchange: Exchange) -> Result<Reply, Job> {
         let Reply::Large(size) = self else {
             return Ok(self);
         };
-        if head_request {
+        if !exchange.sends_content() {
             return Ok(self);
         }
         if let Some(hit) = app.large.cached(size) {
@@ -129,59 +153,48 @@ impl Reply {
     /// Queues the response.
     pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) {
         let app = to.app;
-        let lines = app.writer.lines();
-        let mut r = Response {
-            status: Status::OK,
-            content_type: Some(&lines.text_plain),
-            extra: None,
-            body: Body::Empty,
-            keep_alive: to.keep_alive,
-            head_request: to.head_request,
-        };
-        match self {
-            Reply::Help => {
-                r.body = Body::Bytes(app.help.as_bytes());
-                app.writer.write(queue, &r);
-            }
+        let fields = &app.fields;
+        let (status, field, body) = match self {
+            Reply::Help => (
+                Status::OK,
+                Some(&fields.text_plain),
+                Body::Bytes(app.help.as_bytes()),
+            ),
             Reply::EndString(key) => {
-                let text = app.end_strings.get(*key, to.memo);
-                r.body = Body::Text(text);
-                app.writer.write(queue, &r);
+                let body = app.end_strings.get(*key, to.memo);
+                let form = match &body.text {
+                    Text::Ascii(b) => Body::Ascii(b),
+                    Text::Rope(rope) => Body::Rope(rope.get(), body.utf8_len),
+                    Text::Transcoded(text) => Body::Transcoded(text, body.utf8_len),
+                };
+                (Status::OK, Some(&fields.text_plain), form)
             }
-            Reply::Large(size) => {
-                // Prepared replies to GET carry their payload: only a HEAD
-                // gets here, answered from the size alone.
-                debug_assert!(to.head_request, "a GET /large is prepared first");
-                r.content_type = None;
-                r.body = Body::Unsent(*size);
-                app.writer.write(queue, &r);
-            }
-            Reply::Payload(payload) => {
-                r.content_type = None;
-                r.body = Body::Shared(payload);
-                app.writer.write(queue, &r);
-            }
+            // A GET is prepared into a payload first: only a HEAD gets here,
+            // answered from the size alone.
+            Reply::Large(size) => (Status::OK, None, Body::Unsent(*size)),
+            Reply::Payload(payload) => (Status::OK, None, Body::Shared(payload)),
             Reply::Options { server_wide } => {
-                r.status = Status::NO_CONTENT;
-                r.content_type = None;
-                r.extra = Some(if *server_wide {
-                    &lines.allow_any
+                let allow = if *server_wide {
+                    &fields.allow_any
                 } else {
-                    &lines.allow
-                });
-                app.writer.write(queue, &r);
+                    &fields.allow
+                };
+                (Status::NO_CONTENT, Some(allow), Body::Empty)
             }
             Reply::Echo(Echo::Json(json)) => {
                 let json = json.finish(to.request_body);
-                r.content_type = Some(&lines.json);
-                r.body = Body::Bytes(&json);
-                app.writer.write(queue, &r);
+                let r = Response {
+                    status: Status::OK,
+                    fields: [Some(&fields.json), None],
+                    body: Body::Bytes(&json),
+                };
+                return app.writer.write(queue, &r, to.exchange);
             }
-            Reply::Echo(Echo::Raw) => {
-                r.content_type = Some(&lines.octet_stream);
-                r.body = Body::Bytes(to.request_body);
-                app.writer.write(queue, &r);
-            }
+            Reply::Echo(Echo::Raw) => (
+                Status::OK,
+                Some(&fields.octet_stream),
+                Body::Bytes(to.request_body),
+            ),
             Reply::Error {
                 status,
                 reason,
@@ -192,11 +205,49 @@ impl Reply {
                 } else {
                     Cow::Owned(format!("{reason}\n"))
                 };
-                r.status = *status;
-                r.extra = allow.then_some(&lines.allow);
-                r.body = Body::Bytes(text.as_bytes());
-                app.writer.write(queue, &r);
+                let r = Response {
+                    status: *status,
+                    fields: [Some(&fields.text_plain), allow.then_some(&fields.allow)],
+                    body: Body::Bytes(text.as_bytes()),
+                };
+                return app.writer.write(queue, &r, to.exchange);
             }
+        };
+        let r = Response {
+            status,
+            fields: [field, None],
+            body,
+        };
+        app.writer.write(queue, &r, to.exchange);
+    }
+}
+
+/// The field lines the routes send, rendered once at start-up.
+#[derive(Debug)]
+pub struct Fields {
+    /// `Content-Type: text/plain; charset=utf-8`.
+    pub text_plain: Line,
+    /// `Content-Type: application/json`.
+    pub json: Line,
+    /// `Content-Type: application/octet-stream`.
+    pub octet_stream: Line,
+    /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
+    pub allow: Line,
+    /// The methods of `OPTIONS *`: those of some path of the server (/echo
+    /// takes any).
+    pub allow_any: Line,
+}
+
+impl Fields {
+    /// Renders the lines.
+    pub fn new() -> Fields {
+        let line = |n, v| Line::parse(n, v).expect("a valid static header line");
+        Fields {
+            text_plain: line("Content-Type", "text/plain; charset=utf-8"),
+            json: line("Content-Type", "application/json"),
+            octet_stream: line("Content-Type", "application/octet-stream"),
+            allow: line("Allow", "GET, HEAD, OPTIONS"),
+            allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
         }
     }
 }
@@ -239,10 +290,8 @@ pub struct To<'a> {
     pub memo: &'a mut Memo,
     /// The request body, for the echo.
     pub request_body: &'a [u8],
-    /// Whether the connection stays open.
-    pub keep_alive: bool,
-    /// Whether the request was `HEAD`.
-    pub head_request: bool,
+    /// What the request asked of its response.
+    pub exchange: Exchange,
 }
 
 /// The JSON `/echo` answers with: method, target, version, fields (name,

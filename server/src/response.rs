@@ -26,37 +26,57 @@ use std::time::SystemTime;
 use bytes::{Buf, Bytes};
 use unflat::flatten::{flatten, Flat};
 use unflat::head::{DateLine, Head, Line, Persistence, Status};
-use unflat::queue::WriteQueue;
+use unflat::queue::{SharedRope, WriteQueue};
 use unflat::{Encoding, Latin1, Mode, Rope, Utf16};
 
-use crate::bodies::{EndString, Text};
 use crate::config::Strategy;
 
 /// The body of a response, in whatever form its route keeps it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub enum Body<'a> {
     /// No body.
     Empty,
-    /// Bytes sent as they are (help text, error reasons, echo JSON).
+    /// Bytes sent as they are, copied (help text, error reasons, echo).
     Bytes(&'a [u8]),
-    /// An `/end-string` body in its form.
-    Text(&'a EndString),
-    /// A shared payload (`/large`).
+    /// ASCII text in one shared buffer, already its UTF-8: sent from its own
+    /// memory (flatten: joined to the head as text).
+    Ascii(&'a Bytes),
+    /// A ropey rope of this many UTF-8 bytes: its chunks shared or copied.
+    Rope(&'a ropey::Rope, usize),
+    /// One-byte or two-byte text, encoded to UTF-8 as it is sent; this many
+    /// UTF-8 bytes.
+    Transcoded(&'a SharedRope, usize),
+    /// A shared payload, sent from its own memory (flatten: copied into an
+    /// owned buffer first, the Deno path before its fix).
     Shared(&'a Bytes),
     /// A body of this many bytes that is announced but never sent: the
     /// answer to a `HEAD` that knows its length without building the body.
     Unsent(usize),
 }
 
+impl std::fmt::Debug for Body<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let form = match self {
+            Body::Empty => "Empty",
+            Body::Bytes(_) => "Bytes",
+            Body::Ascii(_) => "Ascii",
+            Body::Rope(..) => "Rope",
+            Body::Transcoded(..) => "Transcoded",
+            Body::Shared(_) => "Shared",
+            Body::Unsent(_) => "Unsent",
+        };
+        write!(f, "{form}({} bytes)", self.len())
+    }
+}
+
 impl Body<'_> {
     /// The body's length on the wire.
     pub fn len(&self) -> usize {
-        match self {
+        match *self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len(),
-            Body::Text(t) => t.utf8_len,
-            Body::Shared(b) => b.len(),
-            Body::Unsent(n) => *n,
+            Body::Ascii(b) | Body::Shared(b) => b.len(),
+            Body::Rope(_, n) | Body::Transcoded(_, n) | Body::Unsent(n) => n,
         }
     }
 
@@ -66,54 +86,38 @@ impl Body<'_> {
     }
 }
 
-/// The header lines every response may carry, rendered once.
-#[derive(Debug)]
-pub struct Lines {
-    /// `Content-Type: text/plain; charset=utf-8`.
-    pub text_plain: Line,
-    /// `Content-Type: application/json`.
-    pub json: Line,
-    /// `Content-Type: application/octet-stream`.
-    pub octet_stream: Line,
-    /// `Keep-Alive: timeout=N`.
-    pub keep_alive: Line,
-    /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
-    pub allow: Line,
-    /// The methods of `OPTIONS *`: those of some path of the server (/echo
-    /// takes any).
-    pub allow_any: Line,
+/// What the request asked of its response: whether the connection stays
+/// open, and whether it was `HEAD`. The one value the session hands the
+/// writer; only the writer (through the head it builds) decides what that
+/// means for the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    /// Whether the connection stays open after the response.
+    pub keep_alive: bool,
+    /// Whether the request was `HEAD`.
+    pub head_request: bool,
 }
 
-impl Lines {
-    /// Renders the lines for an idle timeout of `idle_secs`.
-    pub fn new(idle_secs: u64) -> Lines {
-        let line = |n, v: &str| Line::parse(n, v).expect("a valid static header line");
-        Lines {
-            text_plain: line("Content-Type", "text/plain; charset=utf-8"),
-            json: line("Content-Type", "application/json"),
-            octet_stream: line("Content-Type", "application/octet-stream"),
-            keep_alive: line("Keep-Alive", &format!("timeout={idle_secs}")),
-            allow: line("Allow", "GET, HEAD, OPTIONS"),
-            allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
-        }
+impl Exchange {
+    /// Whether a body with content can be sent at all: never to a `HEAD`
+    /// (RFC 9110 §9.3.2). A route may skip work whose result would not be
+    /// sent; the writer applies the rule to the bytes.
+    pub fn sends_content(self) -> bool {
+        !self.head_request
     }
 }
 
-/// One response to write.
+/// One response to write, as a route gives it: a status, its own field
+/// lines (rendered once, at start-up), a body in its form. Framing, `Date`
+/// and persistence are the writer's.
 #[derive(Debug)]
 pub struct Response<'a> {
     /// The status.
     pub status: Status,
-    /// `Content-Type` (none for bodiless responses).
-    pub content_type: Option<&'a Line>,
-    /// One more line (e.g. `Allow`).
-    pub extra: Option<&'a Line>,
+    /// Field lines (`Content-Type`, `Allow`, …): two at most.
+    pub fields: [Option<&'a Line>; 2],
     /// The body.
     pub body: Body<'a>,
-    /// Whether the connection stays open.
-    pub keep_alive: bool,
-    /// Whether the request was `HEAD`.
-    pub head_request: bool,
 }
 
 thread_local! {
@@ -131,15 +135,19 @@ fn date_line() -> DateLine {
     })
 }
 
-/// A response head: `Content-Type` and one more line at most, besides the
+/// A response head: the route's two field lines at most, besides the
 /// framing, date and connection lines the head writes itself.
 type ResponseHead<'a> = Head<'a, 2>;
 
-/// How responses are written: one per server, shared by every connection.
+/// The one place a response becomes bytes: the status line and the route's
+/// fields, `Date`, framing (`Content-Length`, or none on 1xx, 204 and 304),
+/// persistence (`Connection`, `Keep-Alive`), no body after a `HEAD`, and the
+/// strategy that writes it. One per server, shared by every connection.
 #[derive(Debug)]
 pub struct Writer {
     strategy: Strategy,
-    lines: Lines,
+    /// `Keep-Alive: timeout=N`.
+    keep_alive: Line,
 }
 
 impl Writer {
@@ -147,13 +155,9 @@ impl Writer {
     pub fn new(strategy: Strategy, idle_secs: u64) -> Writer {
         Writer {
             strategy,
-            lines: Lines::new(idle_secs),
+            keep_alive: Line::parse("Keep-Alive", &format!("timeout={idle_secs}"))
+                .expect("a valid Keep-Alive line"),
         }
-    }
-
-    /// The header lines, for building responses.
-    pub fn lines(&self) -> &Lines {
-        &self.lines
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
@@ -163,13 +167,14 @@ impl Writer {
         encode(queue, &Head::new(status, false), Encoding::Latin1);
     }
 
-    /// Queues `r`, marking the end of a response.
-    pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>) {
+    /// Queues `r`, the answer to a request that asked `exchange`, marking
+    /// the end of a response.
+    pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>, exchange: Exchange) {
         let date = date_line();
         // Room for the two lines a response has at most, and no more: the
         // head is built on the stack for every response.
-        let mut head = ResponseHead::with_room(r.status, r.head_request);
-        for line in [r.content_type, r.extra].into_iter().flatten() {
+        let mut head = ResponseHead::with_room(r.status, exchange.head_request);
+        for line in r.fields.into_iter().flatten() {
             head.line(line).expect("room for two lines");
         }
         head.date(&date);
@@ -177,8 +182,8 @@ impl Writer {
             head.content_length(r.body.len() as u64)
                 .expect("one framing on a status with a body");
         }
-        head.persistence(if r.keep_alive {
-            Persistence::KeepAlive(&self.lines.keep_alive)
+        head.persistence(if exchange.keep_alive {
+            Persistence::KeepAlive(&self.keep_alive)
         } else {
             Persistence::Close
         });
@@ -206,16 +211,13 @@ fn direct(queue: &mut WriteQueue, head: &ResponseHead<'_>, body: &Body<'_>) {
     match body {
         Body::Empty | Body::Unsent(_) => {}
         Body::Bytes(b) => queue.copy(b),
-        Body::Shared(b) => queue.share(b),
-        Body::Text(t) => match &t.text {
-            Text::Ascii(b) => queue.share(b),
-            Text::Rope(rope) => queue.share_rope(rope.get(), 0..t.utf8_len),
-            Text::Transcoded(rope) => {
-                queue
-                    .stream(rope, Encoding::Utf8, Mode::Strict)
-                    .expect("utf8 refuses nothing");
-            }
-        },
+        Body::Ascii(b) | Body::Shared(b) => queue.share(b),
+        Body::Rope(rope, len) => queue.share_rope(rope, 0..*len),
+        Body::Transcoded(text, _) => {
+            queue
+                .stream(text, Encoding::Utf8, Mode::Strict)
+                .expect("utf8 refuses nothing");
+        }
     }
     debug_assert_eq!(
         queue.remaining() - before,
@@ -245,11 +247,9 @@ fn flattened(queue: &mut WriteQueue, head: &ResponseHead<'_>, body: &Body<'_>) {
             flat.extend_from_slice(b);
             queue.copy(&flat);
         }
-        Body::Text(t) => match &t.text {
-            Text::Ascii(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
-            Text::Rope(r) => flatten_into(queue, head, &[head, r]),
-            Text::Transcoded(r) => flatten_into(queue, head, &[head, &**r]),
-        },
+        Body::Ascii(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
+        Body::Rope(r, _) => flatten_into(queue, head, &[head, *r]),
+        Body::Transcoded(r, _) => flatten_into(queue, head, &[head, &***r]),
         Body::Shared(payload) => {
             // The pre-fix Deno path: the payload is copied into an owned
             // buffer, which is then written.
@@ -281,14 +281,16 @@ fn flatten_into(queue: &mut WriteQueue, head: &ResponseHead<'_>, parts: &[&dyn R
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
-    use crate::bodies::{EndString, Form, Key, Kind};
     use unflat::head::{HeaderName, HeaderValue};
+    use unflat::{Latin1, Utf16};
 
     /// Everything the writer queues for `r`, Date value blanked.
-    fn written(strategy: Strategy, r: &Response<'_>) -> Vec<u8> {
+    fn written(strategy: Strategy, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
         let mut queue = WriteQueue::new();
-        Writer::new(strategy, 5).write(&mut queue, r);
+        Writer::new(strategy, 5).write(&mut queue, r, exchange);
         let mut out = Vec::new();
         queue.write_to(&mut out).unwrap();
         let at = out
@@ -303,39 +305,40 @@ mod tests {
     #[test]
     fn both_strategies_write_the_same_bytes_obs_text_included() {
         // obs-text in a field value is sent as the bytes it is (Latin-1) by
-        // both strategies, whatever the body's representation.
+        // both strategies, whatever the body's form.
         let obs = Line::new(
             HeaderName::new("X-Obs").unwrap(),
             HeaderValue::new(b"caf\xe9 \xff").unwrap(),
         );
-        let texts: Vec<EndString> = [Kind::Ascii, Kind::Latin1, Kind::TwoByte]
-            .into_iter()
-            .flat_map(|kind| {
-                [Form::Flat, Form::Rope].map(|form| {
-                    EndString::build(Key {
-                        len: 70_000,
-                        kind,
-                        form,
-                    })
-                })
-            })
-            .collect();
+        let len = 70_000;
+        let ascii = Bytes::from(vec![b'a'; len]);
+        let rope = ropey::Rope::from_str(&"\u{e9}\u{20ac}".repeat(len / 2));
+        let latin1: SharedRope = Arc::new(Latin1(vec![0xe9; len]));
+        let two_byte: SharedRope = Arc::new(Utf16(vec![0x20ac; len]));
         let payload = Bytes::from_static(b"payload");
-        let mut bodies: Vec<Body<'_>> = texts.iter().map(Body::Text).collect();
-        bodies.extend([Body::Empty, Body::Bytes(b"plain"), Body::Shared(&payload)]);
+        let bodies = [
+            Body::Ascii(&ascii),
+            Body::Rope(&rope, rope.len_bytes()),
+            Body::Transcoded(&latin1, 2 * len),
+            Body::Transcoded(&two_byte, 3 * len),
+            Body::Empty,
+            Body::Bytes(b"plain"),
+            Body::Shared(&payload),
+        ];
         for body in bodies {
             for head_request in [false, true] {
                 let r = Response {
                     status: Status::OK,
-                    content_type: None,
-                    extra: Some(&obs),
+                    fields: [None, Some(&obs)],
                     body,
+                };
+                let exchange = Exchange {
                     keep_alive: true,
                     head_request,
                 };
-                let direct = written(Strategy::Direct, &r);
+                let direct = written(Strategy::Direct, &r, exchange);
                 assert!(direct.windows(8).any(|w| w == b"caf\xe9 \xff\r\n"));
-                assert_eq!(direct, written(Strategy::Flatten, &r), "{body:?}");
+                assert_eq!(direct, written(Strategy::Flatten, &r, exchange), "{body:?}");
             }
         }
     }

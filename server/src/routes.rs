@@ -1,12 +1,10 @@
 //! Which reply a request gets: the routes, their arguments and their errors.
 //! No IO and no encoding here; [`crate::reply`] writes the reply.
 
-use std::borrow::Cow;
-
 use unflat::head::Status;
 
 use crate::bodies::{Form, Key, Kind};
-use crate::reply::{Echo, EchoJson, Reply, ROUTES};
+use crate::reply::{Echo, Reply};
 use crate::request::RequestHead;
 use crate::App;
 
@@ -22,23 +20,13 @@ pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
     }
     let known = path == "/" || path.starts_with("/end-string/") || path.starts_with("/large/");
     if !known {
-        return Reply::error(
-            Status::NOT_FOUND,
-            format!("no route for {path}; routes:\n{ROUTES}"),
-        );
+        return Reply::not_found(path);
     }
     if head.method == "OPTIONS" {
         return Reply::Options { server_wide: false };
     }
     if head.method != "GET" && head.method != "HEAD" {
-        return Reply::Error {
-            status: Status::METHOD_NOT_ALLOWED,
-            reason: Cow::Owned(format!(
-                "{} is not allowed on {path}; use GET, HEAD or OPTIONS",
-                head.method
-            )),
-            allow: true,
-        };
+        return Reply::method_not_allowed(head.method, path);
     }
     if path == "/" {
         return match head.query {
@@ -149,7 +137,7 @@ fn echo(head: &RequestHead<'_>) -> Reply {
         .rsplit('&')
         .find_map(|pair| pair.strip_prefix("format="));
     match format {
-        None | Some("json") => Reply::Echo(Echo::Json(EchoJson::new(head))),
+        None | Some("json") => Reply::echo_json(head),
         Some("raw") => Reply::Echo(Echo::Raw),
         Some(other) => bad_request(format!("unknown format {other:?}: expected json or raw")),
     }

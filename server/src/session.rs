@@ -31,6 +31,7 @@ use crate::decode::BodyDecoder;
 pub use crate::reply::{Finished, Job};
 use crate::reply::{Reply, To};
 use crate::request::{parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
+use crate::response::Exchange;
 use crate::routes::route;
 use crate::App;
 
@@ -87,8 +88,8 @@ enum State {
 #[derive(Debug)]
 struct Pending {
     reply: Reply,
-    keep_alive: bool,
-    head_request: bool,
+    /// What the request asked of its response.
+    exchange: Exchange,
 }
 
 /// One connection's protocol state.
@@ -181,7 +182,9 @@ impl Session {
                         }
                     };
                     match decoder.decode(input, &mut sink) {
-                        Err(reject) => self.reject(queue, app, reject, pending.head_request),
+                        Err(reject) => {
+                            self.reject(queue, app, reject, pending.exchange.head_request)
+                        }
                         Ok(d) => {
                             input.advance(d.consumed);
                             let received = received + d.consumed as u64;
@@ -247,8 +250,10 @@ impl Session {
             .is_some_and(|max| self.served + 1 >= max);
         let pending = Pending {
             reply: route(app, &head),
-            keep_alive: head.keep_alive && !last_allowed,
-            head_request: head.is_head(),
+            exchange: Exchange {
+                keep_alive: head.keep_alive && !last_allowed,
+                head_request: head.is_head(),
+            },
         };
         // The trailer section, if any, shares the head's budget.
         let limits = ChunkLimits {
@@ -263,7 +268,9 @@ impl Session {
             Ok(None) => return Some(self.answer(queue, app, pending, &[])),
             // Refused before it is sent; the unread body makes the
             // connection unusable, so it is closed.
-            Err(reject) => return Some(self.reject(queue, app, reject, pending.head_request)),
+            Err(reject) => {
+                return Some(self.reject(queue, app, reject, pending.exchange.head_request))
+            }
         };
         if expect_continue {
             app.writer.interim(queue, Status::CONTINUE);
@@ -280,7 +287,7 @@ impl Session {
     /// Queues the response to a request whose body has been read, unless its
     /// reply needs a job done first.
     fn answer(&mut self, queue: &mut WriteQueue, app: &App, mut p: Pending, body: &[u8]) -> State {
-        p.reply = match std::mem::replace(&mut p.reply, Reply::Help).prepare(app, p.head_request) {
+        p.reply = match std::mem::replace(&mut p.reply, Reply::Help).prepare(app, p.exchange) {
             Ok(reply) => reply,
             Err(job) => {
                 self.job = Some(job);
@@ -292,11 +299,10 @@ impl Session {
             app,
             memo: &mut self.memo,
             request_body: body,
-            keep_alive: p.keep_alive,
-            head_request: p.head_request,
+            exchange: p.exchange,
         };
         p.reply.respond(to, queue);
-        if p.keep_alive {
+        if p.exchange.keep_alive {
             State::Head
         } else {
             State::Closed
@@ -313,8 +319,10 @@ impl Session {
     ) -> State {
         let pending = Pending {
             reply: Reply::error(reject.status, reject.reason),
-            keep_alive: false,
-            head_request,
+            exchange: Exchange {
+                keep_alive: false,
+                head_request,
+            },
         };
         self.answer(queue, app, pending, &[])
     }
@@ -323,9 +331,10 @@ impl Session {
     /// that did not arrive in time; the connection then closes.
     pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, app: &App) {
         let (reason, head_request) = match &self.state {
-            State::Body { pending, .. } => {
-                ("request body not received in time", pending.head_request)
-            }
+            State::Body { pending, .. } => (
+                "request body not received in time",
+                pending.exchange.head_request,
+            ),
             _ => (
                 "request head not received in time",
                 starts_with_head_method(input),
