@@ -127,21 +127,22 @@ impl Reply {
         matches!(self, Reply::Echo(_))
     }
 
-    /// The reply ready to write, or the job that makes it, to run off the
-    /// async workers: a `GET /large/{n}` whose payload is not cached (it may
-    /// be a gigabyte to build).
-    pub fn prepare(self, app: &App, exchange: Exchange) -> Result<Reply, Job> {
-        let Reply::Large(size) = self else {
-            return Ok(self);
+    /// Makes the reply ready to write, or gives the job that makes it, to
+    /// run off the async workers: a `GET /large/{n}` whose payload is not
+    /// cached (it may be a gigabyte to build).
+    pub fn prepare(&mut self, app: &App, exchange: Exchange) -> Option<Job> {
+        let Reply::Large(size) = *self else {
+            return None;
         };
         if !exchange.sends_content() {
-            return Ok(self);
+            return None;
         }
         if let Some(hit) = app.large.cached(size) {
-            return Ok(Reply::Payload(hit));
+            *self = Reply::Payload(hit);
+            return None;
         }
         let large = app.large.clone();
-        Err(Job::new(move || match large.build(size) {
+        Some(Job::new(move || match large.build(size) {
             Ok(payload) => Reply::Payload(payload),
             Err(Busy) => Reply::error(
                 Status::SERVICE_UNAVAILABLE,

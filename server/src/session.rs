@@ -287,13 +287,10 @@ impl Session {
     /// Queues the response to a request whose body has been read, unless its
     /// reply needs a job done first.
     fn answer(&mut self, queue: &mut WriteQueue, app: &App, mut p: Pending, body: &[u8]) -> State {
-        p.reply = match std::mem::replace(&mut p.reply, Reply::Help).prepare(app, p.exchange) {
-            Ok(reply) => reply,
-            Err(job) => {
-                self.job = Some(job);
-                return State::Deferred(p);
-            }
-        };
+        if let Some(job) = p.reply.prepare(app, p.exchange) {
+            self.job = Some(job);
+            return State::Deferred(p);
+        }
         self.served += 1;
         let to = To {
             app,
