@@ -335,35 +335,61 @@ one_piece_rope! {
 /// faster. So lookups, which allocate nothing, up to 16 KiB.
 pub(crate) const ITERATE_ABOVE: usize = 16 * 1024;
 
-/// Visits the chunks of a ropey rope or slice of `len` bytes from byte
-/// `start` on. A short walk looks each chunk up by byte index (O(log n) per
-/// chunk, no allocation); a long one uses ropey's chunk iterator (O(1) per
-/// chunk after one descent, one small allocation): see [`ITERATE_ABOVE`].
-fn visit_ropey_chunks<'a, C: Iterator<Item = &'a str>>(
+/// How a walk over a ropey rope finds its chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Walk {
+    /// ropey's chunk iterator: O(1) per chunk after one descent, for one
+    /// small allocation (its node stack) per walk.
+    Iterate,
+    /// A descent from the root per chunk, O(log n): no allocation.
+    LookUp,
+}
+
+impl Walk {
+    /// The walk that measured faster for `len` bytes ([`ITERATE_ABOVE`]).
+    pub(crate) fn for_len(len: usize) -> Walk {
+        if len > ITERATE_ABOVE {
+            Walk::Iterate
+        } else {
+            Walk::LookUp
+        }
+    }
+}
+
+/// The one walk over the chunks of a ropey rope or slice: calls
+/// `visit(chunk, chunk_start)` for each chunk that overlaps the bytes
+/// `start..end`, in order, until it breaks. Each caller cuts the chunks to
+/// what it needs (as text, or as bytes that may cut a character).
+pub(crate) fn walk_ropey_chunks<'a, C: Iterator<Item = &'a str>>(
     start: usize,
-    len: usize,
+    end: usize,
+    walk: Walk,
     chunk_at_byte: impl Fn(usize) -> (&'a str, usize),
     chunks_at_byte: impl FnOnce(usize) -> (C, usize),
-    visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    mut visit: impl FnMut(&'a str, usize) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    if start >= len {
+    if start >= end {
         return ControlFlow::Continue(());
     }
-    if len - start > ITERATE_ABOVE {
-        let (chunks, mut at) = chunks_at_byte(start);
-        for chunk in chunks {
-            let piece = &chunk[start.saturating_sub(at)..];
-            at += chunk.len();
-            visit(Piece::Utf8(piece))?;
+    match walk {
+        Walk::Iterate => {
+            let (chunks, mut at) = chunks_at_byte(start);
+            for chunk in chunks {
+                visit(chunk, at)?;
+                at += chunk.len();
+                if at >= end {
+                    break;
+                }
+            }
         }
-        return ControlFlow::Continue(());
-    }
-    let mut at = start;
-    while at < len {
-        let (chunk, chunk_start) = chunk_at_byte(at);
-        let piece = &chunk[at - chunk_start..];
-        visit(Piece::Utf8(piece))?;
-        at += piece.len();
+        Walk::LookUp => {
+            let mut pos = start;
+            while pos < end {
+                let (chunk, at) = chunk_at_byte(pos);
+                visit(chunk, at)?;
+                pos = at + chunk.len();
+            }
+        }
     }
     ControlFlow::Continue(())
 }
@@ -395,9 +421,11 @@ macro_rules! ropey_rope {
                 start: usize,
                 visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
             ) -> ControlFlow<()> {
-                visit_ropey_chunks(
+                let len = self.len_bytes();
+                walk_ropey_chunks(
                     start,
-                    self.len_bytes(),
+                    len,
+                    Walk::for_len(len.saturating_sub(start)),
                     |i| {
                         let (c, start, _, _) = self.chunk_at_byte(i);
                         (c, start)
@@ -406,7 +434,7 @@ macro_rules! ropey_rope {
                         let (chunks, start, _, _) = self.chunks_at_byte(i);
                         (chunks, start)
                     },
-                    visit,
+                    |chunk, at| visit(Piece::Utf8(&chunk[start.saturating_sub(at)..])),
                 )
             }
         }

@@ -18,6 +18,10 @@
 //! - **rope frames** — the short chunks of a ropey range longer than a frame,
 //!   copied a frame at a time as the socket drains, for the same reason.
 //!
+//! The queue (this file) keeps the write buffer, the segment list and the
+//! response ledger; each segment kind keeps its own cursor (`segment.rs`),
+//! and a framed segment (`framed.rs`) the frame it is written from.
+//!
 //! **Memory.** What a queue holds of its own ([`WriteQueue::held`]) is its
 //! copied bytes not yet written and one frame: every body longer than a
 //! frame is framed, whatever its form, and the write buffer reclaims its
@@ -64,18 +68,22 @@
 //! assert_eq!(q.pending_responses(), 0);
 //! ```
 
+mod framed;
+mod segment;
+
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::ops::{ControlFlow, Range};
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
-
-use std::sync::Arc;
 
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
-use crate::rope::{Rope, ITERATE_ABOVE};
+use crate::rope::{walk_ropey_chunks, Rope, Walk};
+use framed::Framed;
+use segment::Segment;
 
 /// Linux's `IOV_MAX`: the most slices one `writev` takes.
 pub const IOV_MAX: usize = 1024;
@@ -131,122 +139,45 @@ impl Default for Policy {
 /// between threads. Cloning one is an `Arc` increment.
 pub type SharedRope = Arc<dyn Rope + Send + Sync>;
 
-enum Segment {
-    Copied {
-        start: usize,
-        end: usize,
-    },
-    Shared(Bytes),
-    Rope {
-        rope: ropey::Rope,
-        range: Range<usize>,
-    },
-    /// Encoded a frame at a time into the queue's frame buffer, and only
-    /// while it is the front segment.
-    Stream {
-        rope: SharedRope,
-        encoder: Encoder,
-        /// The encoded size, from the plan.
-        len: usize,
-    },
-    /// A byte range of a ropey rope whose chunks are copied rather than
-    /// shared, copied a frame at a time into the queue's frame buffer, and
-    /// only while it is the front segment.
-    RopeFrames {
-        rope: ropey::Rope,
-        range: Range<usize>,
-    },
-}
-
-impl std::fmt::Debug for Segment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Segment::Copied { start, end } => write!(f, "Copied({start}..{end})"),
-            Segment::Shared(b) => write!(f, "Shared({} bytes)", b.len()),
-            Segment::Rope { range, .. } => write!(f, "Rope({range:?})"),
-            Segment::RopeFrames { range, .. } => write!(f, "RopeFrames({range:?})"),
-            Segment::Stream { encoder, len, .. } => {
-                write!(f, "Stream({len} bytes, {:?})", encoder.encoding())
-            }
-        }
-    }
-}
-
-impl Segment {
-    fn len(&self) -> usize {
-        match self {
-            Segment::Copied { start, end } => end - start,
-            Segment::Rope { range, .. } | Segment::RopeFrames { range, .. } => range.len(),
-            Segment::Shared(b) => b.len(),
-            Segment::Stream { len, .. } => *len,
-        }
-    }
-
-    /// Written a frame at a time through the queue's frame buffer.
-    fn is_framed(&self) -> bool {
-        matches!(self, Segment::Stream { .. } | Segment::RopeFrames { .. })
-    }
-}
-
 /// Calls `visit` with the bytes of each chunk of `rope` that overlaps
 /// `range`, cut to the range, in order, until it breaks. Bytes, not `str`: a
 /// range of the UTF-8 encoding may cut a character, and a partial write may
 /// stop inside one.
 ///
-/// Two ways to find the chunks, one per use:
-/// - [`Walk::Iterate`], ropey's chunk iterator: O(1) per chunk after one
-///   descent, for one small allocation (its node stack) per walk. Used once
-///   per rope range longer than [`ITERATE_ABOVE`], when it is pushed.
-/// - [`Walk::LookUp`], a descent from the root per chunk: no allocation. Used
-///   for shorter ranges, where it measured faster, and by the writer, which
-///   walks the shared runs on every `writev` (again after each partial
-///   write), so that a response costs at most the one allocation of its push.
-fn for_each_chunk<'r>(
+/// Which walk ([`Walk`]): a push iterates a range longer than
+/// `ITERATE_ABOVE` (one small allocation per push) and looks a shorter one
+/// up; the writer, which walks the shared runs on every `writev` (again
+/// after each partial write), always looks up, so that a response costs at
+/// most the one allocation of its push.
+fn chunk_bytes<'r>(
     rope: &'r ropey::Rope,
     range: Range<usize>,
     walk: Walk,
     mut visit: impl FnMut(&'r [u8]) -> ControlFlow<()>,
-) {
-    if range.is_empty() {
-        return;
-    }
-    let mut cut = |chunk: &'r str, at: usize| {
-        let bytes = chunk.as_bytes();
-        let from = range.start.saturating_sub(at);
-        let to = (range.end - at).min(bytes.len());
-        from < to && visit(&bytes[from..to]).is_break()
-    };
-    match walk {
-        Walk::Iterate => {
-            let (chunks, mut at, _, _) = rope.chunks_at_byte(range.start);
-            for chunk in chunks {
-                if cut(chunk, at) {
-                    return;
-                }
-                at += chunk.len();
-                if at >= range.end {
-                    return;
-                }
+) -> ControlFlow<()> {
+    walk_ropey_chunks(
+        range.start,
+        range.end,
+        walk,
+        |i| {
+            let (c, at, _, _) = rope.chunk_at_byte(i);
+            (c, at)
+        },
+        |i| {
+            let (chunks, at, _, _) = rope.chunks_at_byte(i);
+            (chunks, at)
+        },
+        |chunk, at| {
+            let bytes = chunk.as_bytes();
+            let from = range.start.saturating_sub(at);
+            let to = (range.end - at).min(bytes.len());
+            if from < to {
+                visit(&bytes[from..to])
+            } else {
+                ControlFlow::Continue(())
             }
-        }
-        Walk::LookUp => {
-            let mut pos = range.start;
-            while pos < range.end {
-                let (chunk, at, _, _) = rope.chunk_at_byte(pos);
-                if cut(chunk, at) {
-                    return;
-                }
-                pos = at + chunk.len();
-            }
-        }
-    }
-}
-
-/// How [`for_each_chunk`] finds a rope's chunks.
-#[derive(Clone, Copy, Debug)]
-enum Walk {
-    Iterate,
-    LookUp,
+        },
+    )
 }
 
 /// Pending output of one connection. See the [module documentation](self).
@@ -256,30 +187,22 @@ pub struct WriteQueue {
     /// reused; `filled` marks the end of what is queued in it.
     buf: Vec<u8>,
     filled: usize,
+    /// The segments in order; each keeps its own cursor.
     segments: VecDeque<Segment>,
-    /// Bytes of the front segment already written.
-    offset: usize,
     /// Bytes queued and not yet written.
     pending: usize,
     /// Of those, bytes in the write buffer.
     copied_pending: usize,
     /// Bytes ever pushed and ever written: response ends are positions in
-    /// this stream.
+    /// this stream (the response ledger).
     pushed_total: u64,
     written_total: u64,
     response_ends: VecDeque<u64>,
     retain: usize,
     policy: Policy,
-    /// The frame of the front framed segment (a stream, or rope chunks
-    /// copied a frame at a time): its bytes from `frame_start` (a position
-    /// in the segment) on. **While the front segment is framed,
-    /// `frame_start <= offset < frame_start + frame_len`**: the next byte to
-    /// write is always in the frame (`advance` fills the next frame the
-    /// moment the last one is written, and a framed segment that becomes
-    /// the front gets its first frame at once).
-    frame: Vec<u8>,
-    frame_start: usize,
-    frame_len: usize,
+    /// The frame buffer, reused: lent to the framed segment at the front
+    /// while it is written, kept here between them.
+    spare_frame: Vec<u8>,
     /// Framed segments queued.
     framed: usize,
 }
@@ -303,7 +226,6 @@ impl WriteQueue {
             buf: Vec::new(),
             filled: 0,
             segments: VecDeque::new(),
-            offset: 0,
             pending: 0,
             copied_pending: 0,
             pushed_total: 0,
@@ -311,9 +233,7 @@ impl WriteQueue {
             response_ends: VecDeque::new(),
             retain: DEFAULT_RETAIN,
             policy,
-            frame: Vec::new(),
-            frame_start: 0,
-            frame_len: 0,
+            spare_frame: Vec::new(),
             framed: 0,
         }
     }
@@ -384,13 +304,10 @@ impl WriteQueue {
     }
 
     /// Moves the unwritten copied bytes to the start of the write buffer.
+    /// Copied segments lie in the buffer in queue order, each starting at
+    /// its first unwritten byte, so the first one's start is where the
+    /// unwritten bytes begin.
     fn compact(&mut self) {
-        // The front segment's written part is dropped from it first, so
-        // that every copied segment starts at an unwritten byte.
-        if let Some(Segment::Copied { start, .. }) = self.segments.front_mut() {
-            *start += self.offset;
-            self.offset = 0;
-        }
         let first = self.segments.iter().find_map(|seg| match seg {
             Segment::Copied { start, .. } => Some(*start),
             _ => None,
@@ -477,59 +394,14 @@ impl WriteQueue {
             self.commit(n);
             return Ok(n);
         }
-        self.push_framed(
-            len,
-            Segment::Stream {
-                rope: rope.clone(),
-                encoder: Encoder::from_plan(&plan),
-                len,
-            },
-        );
+        self.push_framed(Framed::encode(rope.clone(), Encoder::from_plan(&plan), len));
         Ok(len)
     }
 
-    /// Fills the frame with the next bytes of the front segment, a framed
-    /// one, from `offset` on.
-    fn next_frame(&mut self) {
-        let size = self.frame_size();
-        if self.frame.len() < size {
-            self.frame.resize(size, 0);
-        }
-        let frame = &mut self.frame[..size];
-        let written = match self.segments.front_mut() {
-            Some(Segment::Stream { rope, encoder, .. }) => {
-                encoder
-                    .encode(&**rope, frame)
-                    .expect("a planned stream encodes without error")
-                    .written
-            }
-            Some(Segment::RopeFrames { rope, range }) => {
-                let from = range.start + self.offset;
-                let to = range.end.min(from + size);
-                let mut n = 0;
-                for_each_chunk(rope, from..to, Walk::LookUp, |chunk| {
-                    frame[n..n + chunk.len()].copy_from_slice(chunk);
-                    n += chunk.len();
-                    ControlFlow::Continue(())
-                });
-                n
-            }
-            _ => unreachable!("frames are filled for a framed segment at the front"),
-        };
-        debug_assert!(written > 0, "a frame of MIN_DST makes progress");
-        self.frame_start = self.offset;
-        self.frame_len = written;
-    }
-
-    /// Bytes per stream frame: the policy's, but never below what always
-    /// makes progress.
+    /// Bytes per frame: the policy's, but never below what always makes
+    /// progress.
     fn frame_size(&self) -> usize {
         self.policy.frame.max(Encoder::MIN_DST)
-    }
-
-    /// The unwritten bytes of the front stream's frame.
-    fn frame_rest(&self) -> &[u8] {
-        &self.frame[self.offset - self.frame_start..self.frame_len]
     }
 
     /// Copies `bytes` into the write buffer and queues them.
@@ -557,8 +429,9 @@ impl WriteQueue {
     /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough
     /// to pay for an iovec ([`Policy::copy_below`]) are sent from the rope's
     /// own memory (the queue keeps a clone of the rope until they are
-    /// written), runs of shorter ones are copied. The range may cut a
-    /// character: the queue moves bytes.
+    /// written), runs of shorter ones are copied — a frame at a time as the
+    /// socket drains when the range is longer than a frame. The range may
+    /// cut a character: the queue moves bytes.
     ///
     /// # Panics
     /// If `range` is not within `0..=rope.len_bytes()` or runs backwards.
@@ -569,13 +442,7 @@ impl WriteQueue {
             rope.len_bytes()
         );
         let min = self.policy.copy_below;
-        // A short range is cheaper looked up than iterated (the measurement
-        // behind `ITERATE_ABOVE`).
-        let walk = if range.len() > ITERATE_ABOVE {
-            Walk::Iterate
-        } else {
-            Walk::LookUp
-        };
+        let walk = Walk::for_len(range.len());
         // A range longer than a frame has its short chunks copied a frame at
         // a time as the socket drains, so that the connection never holds
         // more than a frame of it.
@@ -586,11 +453,11 @@ impl WriteQueue {
         let mut at = range.start;
         let mut shared: Option<Range<usize>> = None;
         let mut copied: Option<Range<usize>> = None;
-        for_each_chunk(rope, range, walk, |chunk| {
+        let _ = chunk_bytes(rope, range, walk, |chunk| {
             let end = at + chunk.len();
             if chunk.len() >= min {
                 if let Some(run) = copied.take() {
-                    self.push_rope_frames(rope, run);
+                    self.push_framed(Framed::copy(rope.clone(), run));
                 }
                 shared.get_or_insert(at..at).end = end;
             } else {
@@ -610,28 +477,7 @@ impl WriteQueue {
             self.push_rope(rope, run);
         }
         if let Some(run) = copied {
-            self.push_rope_frames(rope, run);
-        }
-    }
-
-    fn push_rope_frames(&mut self, rope: &ropey::Rope, range: Range<usize>) {
-        self.push_framed(
-            range.len(),
-            Segment::RopeFrames {
-                rope: rope.clone(),
-                range,
-            },
-        );
-    }
-
-    /// Queues a framed segment of `len` bytes; one that becomes the front
-    /// gets its first frame at once.
-    fn push_framed(&mut self, len: usize, segment: Segment) {
-        self.grew(len, 0);
-        self.segments.push_back(segment);
-        self.framed += 1;
-        if self.segments.len() == 1 {
-            self.next_frame();
+            self.push_framed(Framed::copy(rope.clone(), run));
         }
     }
 
@@ -641,6 +487,26 @@ impl WriteQueue {
             rope: rope.clone(),
             range,
         });
+    }
+
+    /// Queues a framed segment; one that becomes the front gets its first
+    /// frame at once.
+    fn push_framed(&mut self, framed: Framed) {
+        self.grew(framed.remaining(), 0);
+        self.segments.push_back(Segment::Framed(framed));
+        self.framed += 1;
+        if self.segments.len() == 1 {
+            self.activate_front();
+        }
+    }
+
+    /// Lends the frame buffer to the front segment if it is framed: it has
+    /// just become the front.
+    fn activate_front(&mut self) {
+        let size = self.frame_size();
+        if let Some(Segment::Framed(framed)) = self.segments.front_mut() {
+            framed.activate(std::mem::take(&mut self.spare_frame), size);
+        }
     }
 
     /// Marks the end of a response: everything pushed so far belongs to it
@@ -683,67 +549,23 @@ impl Buf for WriteQueue {
     }
 
     /// The pending bytes of the front segment (its first chunk, for a rope;
-    /// its current frame, for a stream).
+    /// its current frame, for a framed segment).
     fn chunk(&self) -> &[u8] {
-        let mut first: &[u8] = &[];
-        if let Some(seg) = self.segments.front() {
-            match seg {
-                Segment::Stream { .. } | Segment::RopeFrames { .. } => first = self.frame_rest(),
-                Segment::Copied { start, end } => first = &self.buf[start + self.offset..*end],
-                Segment::Shared(b) => first = &b[self.offset..],
-                Segment::Rope { rope, range } => {
-                    let rest = range.start + self.offset..range.end;
-                    for_each_chunk(rope, rest, Walk::LookUp, |c| {
-                        first = c;
-                        ControlFlow::Break(())
-                    });
-                }
-            }
-        }
-        first
+        self.segments
+            .front()
+            .map_or(&[], |seg| seg.chunk(&self.buf))
     }
 
     /// Fills `dst` with iovecs for the pending bytes, in order, from the
     /// cursor on, and returns how many it filled (at most `dst.len()`; pass
-    /// at most [`IOV_MAX`]). A stream ends the list: only its current frame
-    /// is encoded, and the segments behind it wait for the rest.
+    /// at most [`IOV_MAX`]). A framed segment ends the list: only its
+    /// current frame is at hand, and the segments behind it wait.
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         let mut n = 0;
-        let mut skip = self.offset;
-        for (i, seg) in self.segments.iter().enumerate() {
-            if n == dst.len() {
+        for seg in &self.segments {
+            if seg.iovecs(&self.buf, dst, &mut n).is_break() {
                 break;
             }
-            match seg {
-                Segment::Stream { .. } | Segment::RopeFrames { .. } => {
-                    if i == 0 {
-                        dst[n] = IoSlice::new(self.frame_rest());
-                        n += 1;
-                    }
-                    break;
-                }
-                Segment::Copied { start, end } => {
-                    dst[n] = IoSlice::new(&self.buf[start + skip..*end]);
-                    n += 1;
-                }
-                Segment::Shared(b) => {
-                    dst[n] = IoSlice::new(&b[skip..]);
-                    n += 1;
-                }
-                Segment::Rope { rope, range } => {
-                    let rest = range.start + skip..range.end;
-                    for_each_chunk(rope, rest, Walk::LookUp, |chunk| {
-                        dst[n] = IoSlice::new(chunk);
-                        n += 1;
-                        if n == dst.len() {
-                            ControlFlow::Break(())
-                        } else {
-                            ControlFlow::Continue(())
-                        }
-                    });
-                }
-            }
-            skip = 0;
         }
         n
     }
@@ -761,32 +583,22 @@ impl Buf for WriteQueue {
         self.pending -= n;
         self.written_total += n as u64;
         while n > 0 {
-            let front = self.segments.front().expect("pending bytes have a segment");
-            let framed = front.is_framed();
-            let rest = front.len() - self.offset;
-            // A framed segment is written one frame at a time.
-            let available = if framed {
-                self.frame_start + self.frame_len - self.offset
-            } else {
-                rest
-            };
-            let step = available.min(n);
+            let front = self
+                .segments
+                .front_mut()
+                .expect("pending bytes have a segment");
+            let step = front.available().min(n);
             if matches!(front, Segment::Copied { .. }) {
                 self.copied_pending -= step;
             }
+            front.advance(step);
             n -= step;
-            if step == rest {
-                self.segments.pop_front();
-                self.framed -= usize::from(framed);
-                self.offset = 0;
-                if self.segments.front().is_some_and(Segment::is_framed) {
-                    self.next_frame();
+            if front.remaining() == 0 {
+                if let Some(Segment::Framed(mut done)) = self.segments.pop_front() {
+                    self.spare_frame = done.release();
+                    self.framed -= 1;
                 }
-            } else {
-                self.offset += step;
-                if framed && step == available {
-                    self.next_frame();
-                }
+                self.activate_front();
             }
         }
         while self
@@ -802,8 +614,8 @@ impl Buf for WriteQueue {
             // them, the frame going first: it is needed again only by the
             // next long body.
             self.filled = 0;
-            if self.buf.len() + self.frame.len() > self.retain {
-                self.frame = Vec::new();
+            if self.buf.len() + self.spare_frame.len() > self.retain {
+                self.spare_frame = Vec::new();
             }
             if self.buf.len() > self.retain {
                 self.buf = Vec::new();
@@ -1022,7 +834,7 @@ mod tests {
                     out == expected,
                     "frame {frame}, step {step}: output differs"
                 );
-                assert!(q.frame.len() <= frame.max(Encoder::MIN_DST));
+                assert!(q.spare_frame.len() <= frame.max(Encoder::MIN_DST));
                 assert_eq!(q.pending_responses(), 0);
             }
         }
