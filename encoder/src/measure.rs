@@ -196,11 +196,7 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
     mode: Mode,
 ) -> Result<(usize, Path), EncodeError> {
     let limit = encoding.one_byte_limit().expect("a one-byte encoding");
-    let known_fit = match encoding {
-        Encoding::Ascii => s.range == CharRange::Ascii,
-        _ => s.range <= CharRange::Latin1,
-    };
-    let check = mode == Mode::Strict && !known_fit;
+    let check = mode == Mode::Strict && !known_to_fit(s, limit);
     // One output byte per UTF-16 code unit; only UTF-8 pieces have a
     // different number of code units than bytes. The count and the strict
     // check share one walk, and a walk only happens when one is needed.
@@ -327,12 +323,17 @@ pub(crate) fn check_encodable<R: Rope + ?Sized>(
     let Some(limit) = encoding.one_byte_limit() else {
         return Ok(());
     };
-    let known_fit = s.range == CharRange::Ascii || (limit == 0xFF && s.range == CharRange::Latin1);
-    if mode == Mode::Lossy || known_fit || fits(rope, limit) {
+    if mode == Mode::Lossy || known_to_fit(s, limit) || fits(rope, limit) {
         Ok(())
     } else {
         Err(locate_unencodable(rope, encoding))
     }
+}
+
+/// True when the shape alone shows that every character is at most
+/// `limit` (0x7F or 0xFF): the text need not be read to know it fits.
+fn known_to_fit(s: Shape, limit: u32) -> bool {
+    s.range == CharRange::Ascii || (limit == 0xFF && s.range == CharRange::Latin1)
 }
 
 /// True when no character of `rope` is above `limit` (0x7F or 0xFF).
