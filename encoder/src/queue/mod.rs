@@ -591,13 +591,18 @@ impl Buf for WriteQueue {
             if matches!(front, Segment::Copied { .. }) {
                 self.copied_pending -= step;
             }
-            front.advance(step);
             n -= step;
-            if front.remaining() == 0 {
-                if let Some(Segment::Framed(mut done)) = self.segments.pop_front() {
-                    self.spare_frame = done.release();
-                    self.framed -= 1;
-                }
+            if step < front.remaining() {
+                front.advance(step);
+                continue;
+            }
+            // Written whole (the common case): dropped without moving its
+            // cursor, and the next one, if framed, gets its frame.
+            if let Some(Segment::Framed(mut done)) = self.segments.pop_front() {
+                self.spare_frame = done.release();
+                self.framed -= 1;
+            }
+            if matches!(self.segments.front(), Some(Segment::Framed(_))) {
                 self.activate_front();
             }
         }
