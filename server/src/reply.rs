@@ -155,10 +155,13 @@ impl Reply {
     pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) {
         let app = to.app;
         let fields = &app.fields;
-        let (status, field, body) = match self {
-            Reply::Help => (
+        // Bodies made here for this response live until it is queued.
+        let json: Vec<u8>;
+        let text: Cow<'_, str>;
+        let r = match self {
+            Reply::Help => Response::new(
                 Status::OK,
-                Some(&fields.text_plain),
+                [Some(&fields.text_plain), None],
                 Body::Bytes(app.help.as_bytes()),
             ),
             Reply::EndString(key) => {
@@ -168,32 +171,29 @@ impl Reply {
                     Text::Rope(rope) => Body::Rope(rope.get(), body.utf8_len),
                     Text::Transcoded(text) => Body::Transcoded(text, body.utf8_len),
                 };
-                (Status::OK, Some(&fields.text_plain), form)
+                Response::new(Status::OK, [Some(&fields.text_plain), None], form)
             }
             // A GET is prepared into a payload first: only a HEAD gets here,
             // answered from the size alone.
-            Reply::Large(size) => (Status::OK, None, Body::Unsent(*size)),
-            Reply::Payload(payload) => (Status::OK, None, Body::Shared(payload)),
+            Reply::Large(size) => Response::new(Status::OK, [None, None], Body::Unsent(*size)),
+            Reply::Payload(payload) => {
+                Response::new(Status::OK, [None, None], Body::Shared(payload))
+            }
             Reply::Options { server_wide } => {
                 let allow = if *server_wide {
                     &fields.allow_any
                 } else {
                     &fields.allow
                 };
-                (Status::NO_CONTENT, Some(allow), Body::Empty)
+                Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
-            Reply::Echo(Echo::Json(json)) => {
-                let json = json.finish(to.request_body);
-                let r = Response {
-                    status: Status::OK,
-                    fields: [Some(&fields.json), None],
-                    body: Body::Bytes(&json),
-                };
-                return app.writer.write(queue, &r, to.exchange);
+            Reply::Echo(Echo::Json(echo)) => {
+                json = echo.finish(to.request_body);
+                Response::new(Status::OK, [Some(&fields.json), None], Body::Bytes(&json))
             }
-            Reply::Echo(Echo::Raw) => (
+            Reply::Echo(Echo::Raw) => Response::new(
                 Status::OK,
-                Some(&fields.octet_stream),
+                [Some(&fields.octet_stream), None],
                 Body::Bytes(to.request_body),
             ),
             Reply::Error {
@@ -201,23 +201,17 @@ impl Reply {
                 reason,
                 allow,
             } => {
-                let text: Cow<'_, str> = if reason.ends_with('\n') {
+                text = if reason.ends_with('\n') {
                     Cow::Borrowed(reason)
                 } else {
                     Cow::Owned(format!("{reason}\n"))
                 };
-                let r = Response {
-                    status: *status,
-                    fields: [Some(&fields.text_plain), allow.then_some(&fields.allow)],
-                    body: Body::Bytes(text.as_bytes()),
-                };
-                return app.writer.write(queue, &r, to.exchange);
+                Response::new(
+                    *status,
+                    [Some(&fields.text_plain), allow.then_some(&fields.allow)],
+                    Body::Bytes(text.as_bytes()),
+                )
             }
-        };
-        let r = Response {
-            status,
-            fields: [field, None],
-            body,
         };
         app.writer.write(queue, &r, to.exchange);
     }

@@ -154,12 +154,7 @@ pub fn parse_head<'b>(
 /// 414 for a request line over the limit, 431 for a head over it, found by
 /// scanning what has arrived of a head.
 fn over_limits(head: &[u8], limits: HeadLimits) -> Option<Reject> {
-    // Leading empty lines are not part of the request line.
-    let start = head
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(head.len());
-    let line = &head[start..];
+    let line = after_empty_lines(head);
     let line_len = match line.iter().position(|&b| b == b'\n') {
         // Without its line ending, CRLF or bare LF.
         Some(end) => end - usize::from(end > 0 && line[end - 1] == b'\r'),
@@ -222,6 +217,16 @@ fn on_error<'b>(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<
     Parsed::Rejected(r)
 }
 
+/// `input` from its request line on: the empty lines a request may begin
+/// with (RFC 9112 §2.2) are not part of it.
+pub(crate) fn after_empty_lines(input: &[u8]) -> &[u8] {
+    let start = input
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(input.len());
+    &input[start..]
+}
+
 /// The version at the end of a request line.
 enum Version {
     /// The line has not ended yet.
@@ -233,11 +238,7 @@ enum Version {
 }
 
 fn request_line_version(input: &[u8]) -> Version {
-    // Leading empty lines are not part of the request line.
-    let start = input
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(input.len());
+    let start = input.len() - after_empty_lines(input).len();
     let Some(end) = input[start..].iter().position(|&b| b == b'\n') else {
         return Version::Incomplete;
     };

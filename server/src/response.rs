@@ -120,6 +120,17 @@ pub struct Response<'a> {
     pub body: Body<'a>,
 }
 
+impl<'a> Response<'a> {
+    /// A response of `status`, with `fields`, and `body`.
+    pub fn new(status: Status, fields: [Option<&'a Line>; 2], body: Body<'a>) -> Response<'a> {
+        Response {
+            status,
+            fields,
+            body,
+        }
+    }
+}
+
 thread_local! {
     static DATE: Cell<DateLine> = Cell::new(DateLine::at(SystemTime::now()));
 }

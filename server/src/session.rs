@@ -30,7 +30,7 @@ use crate::chunked::ChunkLimits;
 use crate::decode::BodyDecoder;
 pub use crate::reply::{Finished, Job};
 use crate::reply::{Reply, To};
-use crate::request::{parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
+use crate::request::{after_empty_lines, parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
 use crate::response::Exchange;
 use crate::routes::route;
 use crate::App;
@@ -348,9 +348,5 @@ impl Session {
 /// True when `input` holds the start of a `HEAD` request (after the empty
 /// lines a request may begin with).
 fn starts_with_head_method(input: &[u8]) -> bool {
-    let start = input
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(input.len());
-    input[start..].starts_with(b"HEAD ")
+    after_empty_lines(input).starts_with(b"HEAD ")
 }
