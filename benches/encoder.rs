@@ -24,8 +24,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use std::time::SystemTime;
 use unflat::flatten::flatten_then_write;
 
+use std::ops::ControlFlow;
 use unflat::head::{DateLine, Head, HeaderName, HeaderValue, Line, Persistence, Status};
-use unflat::{size, storage_size, write, Encoding, Mode, Piece, Rope};
+use unflat::{size, storage_size, write, CharRange, Encoding, Mode, Piece, Rope, Shape};
 
 const LENS: [usize; 5] = [4, 64, 1024, 16384, 102400];
 const PIECES: usize = 16;
@@ -220,9 +221,331 @@ fn ropey_walk(c: &mut Criterion) {
     g.finish();
 }
 
+/// Text for the kernels: Latin-1 with every 8th byte 'é', and UTF-16 that
+/// mixes characters of one, two and three UTF-8 bytes ('a', 'é', '€' in
+/// turn, with runs of 'a').
+fn kernel_texts(len: usize) -> (Vec<u8>, Vec<u16>) {
+    let latin1 = (0..len)
+        .map(|i| {
+            if i % 8 == 7 {
+                0xE9
+            } else {
+                b'a' + (i % 26) as u8
+            }
+        })
+        .collect();
+    let utf16 = (0..len)
+        .map(|i| match i % 16 {
+            5 => 0xE9,
+            11 => 0x20AC,
+            _ => u16::from(b'a') + (i % 26) as u16,
+        })
+        .collect();
+    (latin1, utf16)
+}
+
+/// The conversions the encoder runs, each by every library that offers it,
+/// over text already flat: what chooses the kernels in
+/// `encoder/src/kernel/mod.rs` and the lengths below which encoding_rs or a
+/// loop keeps a conversion (`SIMD_MIN`, `COUNT_SIMD_MIN`).
+fn kernels(c: &mut Criterion) {
+    let lens = [8, 16, 32, 64, 256, 1024, 16384, 102400];
+    let mut g = c.benchmark_group("kernels/latin1_to_utf8");
+    for len in lens {
+        let (latin1, _) = kernel_texts(len);
+        let mut dst = vec![0u8; 2 * len];
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_with_input(BenchmarkId::new("encoding_rs", len), &len, |b, _| {
+            b.iter(|| {
+                encoding_rs::mem::convert_latin1_to_utf8_partial(black_box(&latin1), &mut dst)
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("simdutf", len), &len, |b, _| {
+            // SAFETY: `dst` holds two bytes per byte of `latin1`, the most
+            // UTF-8 that Latin-1 can take.
+            b.iter(|| unsafe {
+                let src = black_box(&latin1);
+                simdutf::convert_latin1_to_utf8(src.as_ptr(), src.len(), dst.as_mut_ptr())
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("kernels/utf16_to_utf8");
+    for len in lens {
+        let (_, utf16) = kernel_texts(len);
+        let mut dst = vec![0u8; 3 * len];
+        g.throughput(Throughput::Bytes(2 * len as u64));
+        g.bench_with_input(BenchmarkId::new("encoding_rs", len), &len, |b, _| {
+            b.iter(|| encoding_rs::mem::convert_utf16_to_utf8_partial(black_box(&utf16), &mut dst))
+        });
+        g.bench_with_input(BenchmarkId::new("simdutf", len), &len, |b, _| {
+            // SAFETY: `dst` holds three bytes per unit of `utf16`, the most
+            // UTF-8 that UTF-16 can take.
+            b.iter(|| unsafe {
+                let src = black_box(&utf16);
+                simdutf::convert_utf16_to_utf8_with_errors(
+                    src.as_ptr(),
+                    src.len(),
+                    dst.as_mut_ptr(),
+                )
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("kernels/count_high_bytes");
+    for len in lens {
+        let (latin1, _) = kernel_texts(len);
+        g.throughput(Throughput::Bytes(len as u64));
+        // The loop of `unflat::kernel::count_high_bytes` below its simdutf
+        // threshold, spelled out here to be timed at every length.
+        g.bench_with_input(BenchmarkId::new("loop", len), &len, |b, _| {
+            b.iter(|| {
+                black_box(&latin1)
+                    .chunks(255)
+                    .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + (b >> 7))))
+                    .sum::<usize>()
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("simdutf", len), &len, |b, _| {
+            b.iter(|| simdutf::utf8_length_from_latin1(black_box(&latin1)) - len)
+        });
+        g.bench_with_input(BenchmarkId::new("unflat_size", len), &len, |b, _| {
+            b.iter(|| size(&unflat::Latin1(black_box(&latin1[..])), Encoding::Utf8))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("kernels/ascii_prefix");
+    for len in lens {
+        let text = vec![b'a'; len];
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_with_input(BenchmarkId::new("encoding_rs", len), &len, |b, _| {
+            b.iter(|| encoding_rs::Encoding::ascii_valid_up_to(black_box(&text)))
+        });
+        g.bench_with_input(BenchmarkId::new("simdutf", len), &len, |b, _| {
+            b.iter(|| simdutf::validate_ascii_with_errors(black_box(&text)).count)
+        });
+    }
+    g.finish();
+}
+
+/// One-byte text that the rope declares ASCII: its shape says so, so no
+/// byte is read to size it (as the head's pieces do).
+struct AsciiKnown<'a>(&'a [u8]);
+
+impl Rope for AsciiKnown<'_> {
+    fn for_each_piece<'a>(
+        &'a self,
+        visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        visit(Piece::OneByte(self.0))
+    }
+
+    fn shape(&self) -> Shape {
+        Shape {
+            range: CharRange::Ascii,
+            ..Shape::of_piece(Piece::OneByte(self.0))
+        }
+    }
+}
+
+/// The piece kinds of the shape matrix.
+const SHAPE_KINDS: [&str; 6] = ["ascii_known", "one_byte", "latin1", "str", "utf16", "ropey"];
+
+/// (piece length, piece count) of the shape matrix: 1 B to 64 KiB, 1 to
+/// 10 000 pieces, at most 1 MiB in all. A ropey rope chooses its own
+/// chunks, so its rows are by total length only (the shapes of one piece,
+/// and 64 KiB × 16).
+fn shapes_of(kind: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for len in [1, 16, 256, 4096, 65536] {
+        for count in [1, 16, 256, 4096, 10_000] {
+            let one_piece = count == 1 || (len, count) == (65536, 16);
+            if len * count <= 1 << 20 && (kind != "ropey" || one_piece) {
+                out.push((len, count));
+            }
+        }
+    }
+    out
+}
+
+/// The character at position `i` of the matrix's text: mostly ASCII, with
+/// one non-ASCII character in 8 for the kinds that can hold one ('é' for
+/// Latin-1; 'é' and '€' in turn for UTF-8 and UTF-16).
+fn shape_char(kind: &str, i: usize) -> char {
+    let ascii = char::from(b'a' + (i % 26) as u8);
+    match (kind, i % 16) {
+        ("latin1", 7 | 15) | ("str" | "utf16" | "ropey", 7) => 'é',
+        ("str" | "utf16" | "ropey", 15) => '€',
+        _ => ascii,
+    }
+}
+
+/// `count` pieces of `len` units each in the kind's representation (a UTF-8
+/// piece holds a character only where it fits whole, ASCII elsewhere).
+enum ShapePieces {
+    Bytes(Vec<Vec<u8>>),
+    Str(Vec<String>),
+    Units(Vec<Vec<u16>>),
+}
+
+fn shape_pieces(kind: &str, len: usize, count: usize) -> ShapePieces {
+    let mut i = 0;
+    let mut next = || {
+        i += 1;
+        shape_char(kind, i - 1)
+    };
+    match kind {
+        "utf16" => ShapePieces::Units(
+            (0..count)
+                .map(|_| (0..len).map(|_| next() as u16).collect())
+                .collect(),
+        ),
+        "str" | "ropey" => ShapePieces::Str(
+            (0..count)
+                .map(|_| {
+                    let mut p = String::with_capacity(len);
+                    while p.len() < len {
+                        let c = next();
+                        p.push(if p.len() + c.len_utf8() <= len {
+                            c
+                        } else {
+                            'a'
+                        });
+                    }
+                    p
+                })
+                .collect(),
+        ),
+        _ => ShapePieces::Bytes(
+            (0..count)
+                .map(|_| (0..len).map(|_| next() as u8).collect())
+                .collect(),
+        ),
+    }
+}
+
+/// simdutf over the whole text flat, where simdutf has the conversion:
+/// one-byte text to UTF-8 or UTF-16LE, UTF-8 to UTF-16LE, UTF-16 to UTF-8
+/// (the others are a copy, or a lossy conversion simdutf does not offer).
+/// `units` is scratch for UTF-16 output.
+fn simdutf_flat(
+    flat: &ShapeFlat,
+    target: Encoding,
+    dst: &mut [u8],
+    units: &mut [u16],
+) -> Option<usize> {
+    // SAFETY (every call): `dst` holds three bytes, and `units` one unit,
+    // per source unit: the most any of these conversions writes.
+    unsafe {
+        Some(match (flat, target) {
+            (ShapeFlat::Bytes(b), Encoding::Utf8) => {
+                simdutf::convert_latin1_to_utf8(b.as_ptr(), b.len(), dst.as_mut_ptr())
+            }
+            (ShapeFlat::Bytes(b), Encoding::Utf16Le) => {
+                simdutf::convert_latin1_to_utf16le(b.as_ptr(), b.len(), units.as_mut_ptr())
+            }
+            (ShapeFlat::Str(s), Encoding::Utf16Le) => {
+                simdutf::convert_valid_utf8_to_utf16le(s.as_ptr(), s.len(), units.as_mut_ptr())
+            }
+            (ShapeFlat::Units(u), Encoding::Utf8) => {
+                simdutf::convert_valid_utf16_to_utf8(u.as_ptr(), u.len(), dst.as_mut_ptr())
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// The matrix's text flat, in its kind's representation.
+enum ShapeFlat {
+    Bytes(Vec<u8>),
+    Str(String),
+    Units(Vec<u16>),
+}
+
+/// The shape matrix: for each piece kind, target encoding and shape,
+/// `direct` (unflat::write), `flatten` (flatten then write), `memcpy` (a
+/// copy of the output bytes) and `simdutf_flat` (simdutf over the flat
+/// text). `python3 benches/encoder_table.py --shapes` draws the table and
+/// the heat map of docs/encoder.md from it.
+fn shapes(c: &mut Criterion) {
+    for kind in SHAPE_KINDS {
+        for target in [Encoding::Utf8, Encoding::Latin1, Encoding::Utf16Le] {
+            let mut g = c.benchmark_group(format!("shapes/{kind}/{target}"));
+            for (len, count) in shapes_of(kind) {
+                let pieces = shape_pieces(kind, len, count);
+                let ropey_rope;
+                let known: Vec<AsciiKnown<'_>>;
+                let views: Vec<Piece<'_>>;
+                let (rope, flat): (&dyn Rope, ShapeFlat) = match &pieces {
+                    ShapePieces::Bytes(b) if kind == "ascii_known" => {
+                        known = b.iter().map(|p| AsciiKnown(p)).collect();
+                        (&known, ShapeFlat::Bytes(b.concat()))
+                    }
+                    ShapePieces::Bytes(b) => {
+                        views = b.iter().map(|p| Piece::OneByte(p)).collect();
+                        (&views, ShapeFlat::Bytes(b.concat()))
+                    }
+                    ShapePieces::Str(s) if kind == "ropey" => {
+                        ropey_rope = ropey::Rope::from_str(&s.concat());
+                        (&ropey_rope, ShapeFlat::Str(s.concat()))
+                    }
+                    ShapePieces::Str(s) => {
+                        views = s.iter().map(|p| Piece::Utf8(p)).collect();
+                        (&views, ShapeFlat::Str(s.concat()))
+                    }
+                    ShapePieces::Units(u) => {
+                        views = u.iter().map(|p| Piece::TwoByte(p)).collect();
+                        (&views, ShapeFlat::Units(u.concat()))
+                    }
+                };
+                let mut dst = vec![0u8; storage_size(rope, target)];
+                let n = write(rope, target, Mode::Lossy, &mut dst).unwrap();
+                let output = dst[..n].to_vec();
+                let mut check = vec![0u8; dst.len()];
+                let m = flatten_then_write(rope, target, Mode::Lossy, &mut check).unwrap();
+                assert_eq!(&check[..m], &output[..], "{kind} {target} {len}x{count}");
+                let id = format!("{len}x{count}");
+                g.throughput(Throughput::Bytes(n as u64));
+                g.bench_function(BenchmarkId::new("direct", &id), |b| {
+                    b.iter(|| write(black_box(rope), target, Mode::Lossy, &mut dst).unwrap())
+                });
+                g.bench_function(BenchmarkId::new("flatten", &id), |b| {
+                    b.iter(|| {
+                        flatten_then_write(black_box(rope), target, Mode::Lossy, &mut dst).unwrap()
+                    })
+                });
+                let mut landing = Landing::new(&output);
+                g.bench_function(BenchmarkId::new("memcpy", &id), |b| {
+                    b.iter(|| landing.copy(black_box(&output)))
+                });
+                let mut units = vec![0u16; dst.len()];
+                if simdutf_flat(&flat, target, &mut dst, &mut units).is_some() {
+                    g.bench_function(BenchmarkId::new("simdutf_flat", &id), |b| {
+                        b.iter(|| simdutf_flat(black_box(&flat), target, &mut dst, &mut units))
+                    });
+                }
+            }
+            g.finish();
+        }
+    }
+}
+
+/// The matrix has ~1000 cells: shorter runs per cell than the other groups.
+fn shapes_config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(300))
+        .sample_size(10)
+}
+
 criterion_group! {
     name = encoder;
     config = config();
-    targets = head, bodies, ropey_walk
+    targets = head, bodies, ropey_walk, kernels
 }
-criterion_main!(encoder);
+criterion_group! {
+    name = matrix;
+    config = shapes_config();
+    targets = shapes
+}
+criterion_main!(encoder, matrix);

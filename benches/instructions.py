@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """User-space instructions per request, counted by valgrind's callgrind.
 
-    python3 benches/instructions.py [--len N] [--body flat|rope] [--top K] NAME=COMMAND...
+    python3 benches/instructions.py [--len N] [--kind ascii|latin1|twobyte] [--body flat|rope] [--top K] NAME=COMMAND...
 
 Each COMMAND starts a server; the word PORT in it is replaced by a free
 port. Every server runs twice under `valgrind --tool=callgrind`, answering
-1000 and then 3000 sequential keep-alive `GET /end-string/{N}?kind=ascii`
+1000 and then 3000 sequential keep-alive `GET /end-string/{N}?kind=K`
+(`ascii` unless `--kind` says otherwise)
 requests (`&body=rope` added with `--body rope`) from one connection; the difference between the two runs, divided
 by 2000, is what one request costs in user space — start-up and shutdown
 cancel out. Unlike CPU time under wrk, the count does not depend on what
@@ -112,11 +113,15 @@ def inclusive(out):
 
 
 def main(argv):
-    length, body, top, variants = 4, "flat", 0, []
+    length, kind, body, top, variants = 4, "ascii", "flat", 0, []
     it = iter(argv)
     for a in it:
         if a == "--len":
             length = int(next(it))
+        elif a == "--kind":
+            kind = next(it)
+            if kind not in ("ascii", "latin1", "twobyte"):
+                sys.exit(f"--kind: ascii, latin1 or twobyte, not {kind!r}")
         elif a == "--body":
             body = next(it)
             if body not in ("flat", "rope"):
@@ -129,7 +134,7 @@ def main(argv):
             sys.exit(__doc__)
     if not variants:
         sys.exit(__doc__)
-    path = f"/end-string/{length}?kind=ascii" + ("&body=rope" if body == "rope" else "")
+    path = f"/end-string/{length}?kind={kind}" + ("&body=rope" if body == "rope" else "")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
@@ -144,7 +149,7 @@ def main(argv):
                 for v, k in rows[::-1][:top]:
                     print(f"  {v:8.0f}  {k[:160]}")
     first = results[0][1]
-    print(f"len {length}, body={body}: user-space instructions per request (callgrind)")
+    print(f"len {length}, kind={kind}, body={body}: user-space instructions per request (callgrind)")
     for name, per in results:
         print(f"  {name:>10} {per:10.0f}  {per / first:5.2f}× {results[0][0]}")
 

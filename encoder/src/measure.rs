@@ -11,6 +11,7 @@ use std::ops::ControlFlow;
 use encoding_rs::mem::str_latin1_up_to;
 
 use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::kernel;
 use crate::rope::{CharRange, Piece, Rope, Shape};
 use crate::surrogate::{self, Joined, Joiner};
 
@@ -235,7 +236,7 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
         // No surrogates to pair: only the one-byte pieces need reading.
         let _ = rope.for_each_piece(&mut |p| {
             if let Piece::OneByte(b) = p {
-                highs += count_high_bytes(b);
+                highs += kernel::count_high_bytes(b);
             }
             ControlFlow::Continue(())
         });
@@ -246,20 +247,18 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
                 Joined::Pair(..) => 4,
                 Joined::Lone(_) => 3,
                 Joined::Units(u) => surrogate::utf8_len(u),
-            }
-        };
-        let _ = rope.for_each_piece(&mut |p| {
-            match p {
-                Piece::OneByte(b) => {
-                    joiner.other(b.len(), &mut count);
-                    highs += count_high_bytes(b);
-                }
-                Piece::Utf8(t) => joiner.other(t.len(), &mut count),
-                Piece::TwoByte(u) => joiner.two_byte(u, &mut count),
-            }
+            };
             ControlFlow::Continue(())
+        };
+        let _ = rope.for_each_piece(&mut |p| match p {
+            Piece::OneByte(b) => {
+                highs += kernel::count_high_bytes(b);
+                joiner.other(b.len(), &mut count)
+            }
+            Piece::Utf8(t) => joiner.other(t.len(), &mut count),
+            Piece::TwoByte(u) => joiner.two_byte(u, &mut count),
         });
-        joiner.finish(&mut count);
+        let _ = joiner.finish(&mut count);
     }
     let path = if s.two_byte > 0 {
         Path::TwoByte
@@ -269,16 +268,6 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
         Path::OneByte
     };
     (s.one_byte + highs + s.utf8 + two_byte, path)
-}
-
-/// Bytes ≥ 0x80: the Latin-1 characters that take two bytes in UTF-8.
-pub(crate) fn count_high_bytes(bytes: &[u8]) -> usize {
-    // A `u8` accumulator per chunk of 255 lets the loop vectorise with one
-    // byte per lane (about 10× a `usize` sum on baseline x86-64).
-    bytes
-        .chunks(255)
-        .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + (b >> 7))))
-        .sum()
 }
 
 /// UTF-16 code units in the UTF-8 pieces of `rope` (their byte count when the
@@ -359,65 +348,60 @@ fn piece_fits(piece: Piece<'_>, limit: u32) -> bool {
     }
 }
 
+/// Characters looked at one by one, counted, until one is above `limit`.
+struct Chars {
+    limit: u32,
+    index: usize,
+}
+
+impl Chars {
+    /// Stops at a character above the limit, with its code point and index.
+    fn check(&mut self, cp: u32) -> ControlFlow<(u32, usize)> {
+        if cp > self.limit {
+            return ControlFlow::Break((cp, self.index));
+        }
+        self.index += 1;
+        ControlFlow::Continue(())
+    }
+
+    /// [`Chars::check`] over what a [`Joiner`] hands on (an unpaired
+    /// surrogate is a character of its own).
+    fn joined(&mut self, j: Joined<'_>) -> ControlFlow<(u32, usize)> {
+        match j {
+            Joined::Pair(h, l) => self.check(surrogate::pair_code_point(h, l)),
+            Joined::Lone(h) => self.check(u32::from(h)),
+            Joined::Units(u) => char::decode_utf16(u.iter().copied()).try_for_each(|c| {
+                self.check(c.map_or_else(|e| u32::from(e.unpaired_surrogate()), u32::from))
+            }),
+        }
+    }
+}
+
 /// The first character of `rope` that `encoding` cannot hold, decoded
 /// character by character. Called only once [`fits`] has said there is one.
 fn locate_unencodable<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> EncodeError {
     let limit = encoding.one_byte_limit().expect("a one-byte encoding");
-    let mut index = 0;
-    let mut found = None;
-    // Looks at one character; true when it is the one.
-    let mut check = |cp: u32| {
-        if found.is_some() {
-            return true;
-        }
-        if cp > limit {
-            found = Some((cp, index));
-            return true;
-        }
-        index += 1;
-        false
-    };
+    let mut chars = Chars { limit, index: 0 };
     let mut joiner = Joiner::default();
+    let mut found = None;
     let _ = rope.for_each_piece(&mut |p| {
-        let mut stop = false;
-        let mut joined = |j: Joined<'_>| {
-            if stop {
-                return;
-            }
-            stop = match j {
-                Joined::Pair(h, l) => check(surrogate::pair_code_point(h, l)),
-                Joined::Lone(h) => check(u32::from(h)),
-                Joined::Units(u) => char::decode_utf16(u.iter().copied()).any(|c| {
-                    check(c.map_or_else(|e| u32::from(e.unpaired_surrogate()), u32::from))
-                }),
-            }
-        };
-        match p {
+        let step = (|| match p {
             Piece::OneByte(b) => {
-                joiner.other(b.len(), &mut joined);
-                if !stop {
-                    stop = b.iter().any(|&x| check(u32::from(x)));
-                }
+                joiner.other(b.len(), &mut |j| chars.joined(j))?;
+                b.iter().try_for_each(|&x| chars.check(u32::from(x)))
             }
             Piece::Utf8(t) => {
-                joiner.other(t.len(), &mut joined);
-                if !stop {
-                    stop = t.chars().any(|c| check(u32::from(c)));
-                }
+                joiner.other(t.len(), &mut |j| chars.joined(j))?;
+                t.chars().try_for_each(|c| chars.check(u32::from(c)))
             }
-            Piece::TwoByte(u) => joiner.two_byte(u, &mut joined),
-        }
-        if stop {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
+            Piece::TwoByte(u) => joiner.two_byte(u, &mut |j| chars.joined(j)),
+        })();
+        found = step.break_value();
+        step.map_break(|_| ())
     });
-    joiner.finish(&mut |j| {
-        if let Joined::Lone(h) = j {
-            check(u32::from(h));
-        }
-    });
+    if found.is_none() {
+        found = joiner.finish(&mut |j| chars.joined(j)).break_value();
+    }
     let (code_point, index) = found.expect("fits() found a character above the limit");
     EncodeError::Unencodable {
         code_point,

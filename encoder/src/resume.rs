@@ -1,17 +1,11 @@
 //! Resumable encoding: the [`Encoder`] (its documentation says how it
-//! works and what it guarantees).
-
-use std::ops::ControlFlow;
-
-use encoding_rs::mem::{
-    convert_latin1_to_utf8_partial, convert_str_to_utf16, convert_utf16_to_utf8_partial,
-};
+//! works and what it guarantees). Each call is one walk of the transcoding
+//! engine ([`crate::transcode`]) from the encoder's position.
 
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{check_encodable, Plan};
-use crate::rope::{Piece, Rope};
-use crate::surrogate::{is_high, is_low, pair_code_point};
-use crate::two_byte::{floor_char_boundary, put_utf16le, REPLACEMENT, STAGE};
+use crate::rope::Rope;
+use crate::transcode::Run;
 
 /// What one [`Encoder::encode`] call did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,279 +159,23 @@ impl Encoder {
             check_encodable(rope, rope.shape(), self.encoding, self.mode)?;
             self.checked = true;
         }
-        let mut run = Run {
-            encoding: self.encoding,
-            dst,
-            written: 0,
-            read: 0,
-            pending: None,
-        };
-        let walked = rope
-            .for_each_piece_from(self.position, &mut |p| run.piece(p))
-            .is_continue();
-        let finished = walked && run.finish();
-        self.position += run.read;
+        let mut run = Run::new(self.encoding, dst);
+        let finished = run.walk(rope, self.position);
+        self.position += run.read();
         self.finished = finished;
         Ok(Progress {
-            read: run.read,
-            written: run.written,
+            read: run.read(),
+            written: run.written(),
             finished,
         })
-    }
-}
-
-/// One call's walk: the destination, what is written and read, and a high
-/// surrogate that ended a two-byte piece and waits for the next piece.
-///
-/// **Invariant:** `read` counts only units whose output is written. A
-/// pending high surrogate is not counted until it is written (with its low
-/// surrogate, or alone), so a call that stops there resumes *at* it, and the
-/// next call sees the pair again, whole.
-struct Run<'d> {
-    encoding: Encoding,
-    dst: &'d mut [u8],
-    written: usize,
-    read: usize,
-    pending: Option<u16>,
-}
-
-impl Run<'_> {
-    fn room(&self) -> usize {
-        self.dst.len() - self.written
-    }
-
-    /// Writes `bytes` if they fit whole.
-    fn put(&mut self, bytes: &[u8]) -> bool {
-        let Some(to) = self.dst.get_mut(self.written..self.written + bytes.len()) else {
-            return false;
-        };
-        to.copy_from_slice(bytes);
-        self.written += bytes.len();
-        true
-    }
-
-    /// Records `read` units read and `written` bytes written, and stops the
-    /// walk when the piece was not read to its end.
-    fn advance(&mut self, read: usize, written: usize, piece_len: usize) -> ControlFlow<()> {
-        self.read += read;
-        self.written += written;
-        if read < piece_len {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-
-    /// Writes a pending high surrogate alone (as U+FFFD in UTF-8).
-    fn lone(&mut self, high: u16) -> bool {
-        let ok = match self.encoding {
-            Encoding::Utf8 => self.put(REPLACEMENT),
-            Encoding::Utf16Le => self.put(&high.to_le_bytes()),
-            Encoding::Latin1 | Encoding::Ascii => self.put(&[high as u8]),
-        };
-        if ok {
-            self.read += 1;
-        }
-        ok
-    }
-
-    /// Writes a surrogate pair split across pieces.
-    fn pair(&mut self, high: u16, low: u16) -> bool {
-        let ok = match self.encoding {
-            Encoding::Utf8 => {
-                let c = char::from_u32(pair_code_point(high, low))
-                    .expect("a surrogate pair is a valid character");
-                self.put(c.encode_utf8(&mut [0; 4]).as_bytes())
-            }
-            Encoding::Utf16Le => {
-                let [a, b] = high.to_le_bytes();
-                let [c, d] = low.to_le_bytes();
-                self.put(&[a, b, c, d])
-            }
-            Encoding::Latin1 | Encoding::Ascii => self.put(&[high as u8, low as u8]),
-        };
-        if ok {
-            self.read += 2;
-        }
-        ok
-    }
-
-    /// Ends the walk: a pending high surrogate is unpaired. True when
-    /// everything is written.
-    fn finish(&mut self) -> bool {
-        match self.pending.take() {
-            Some(high) => self.lone(high),
-            None => true,
-        }
-    }
-
-    fn piece(&mut self, mut piece: Piece<'_>) -> ControlFlow<()> {
-        if piece.is_empty() {
-            return ControlFlow::Continue(()); // an empty piece separates nothing
-        }
-        if let Some(high) = self.pending.take() {
-            match piece {
-                Piece::TwoByte(u) if is_low(u[0]) => {
-                    if !self.pair(high, u[0]) {
-                        return ControlFlow::Break(());
-                    }
-                    piece = Piece::TwoByte(&u[1..]);
-                }
-                _ => {
-                    if !self.lone(high) {
-                        return ControlFlow::Break(());
-                    }
-                }
-            }
-        }
-        match piece {
-            Piece::OneByte(b) => self.one_byte(b),
-            Piece::Utf8(s) => self.utf8(s),
-            Piece::TwoByte(u) => {
-                // A high surrogate ending the piece may pair with the next
-                // piece: it waits, unread.
-                let (body, last) = match u.split_last() {
-                    Some((&last, body)) if is_high(last) => (body, Some(last)),
-                    _ => (u, None),
-                };
-                self.two_byte(body)?;
-                self.pending = last;
-                ControlFlow::Continue(())
-            }
-        }
-    }
-
-    fn one_byte(&mut self, b: &[u8]) -> ControlFlow<()> {
-        let dst = &mut self.dst[self.written..];
-        let (read, written) = match self.encoding {
-            Encoding::Utf8 => convert_latin1_to_utf8_partial(b, dst),
-            Encoding::Utf16Le => {
-                let n = b.len().min(dst.len() / 2);
-                for (d, &x) in dst.chunks_exact_mut(2).zip(&b[..n]) {
-                    d.copy_from_slice(&[x, 0]);
-                }
-                (n, 2 * n)
-            }
-            Encoding::Latin1 | Encoding::Ascii => {
-                let n = b.len().min(dst.len());
-                dst[..n].copy_from_slice(&b[..n]);
-                (n, n)
-            }
-        };
-        self.advance(read, written, b.len())
-    }
-
-    fn utf8(&mut self, s: &str) -> ControlFlow<()> {
-        match self.encoding {
-            Encoding::Utf8 => {
-                let n = floor_char_boundary(s, self.room());
-                self.dst[self.written..self.written + n].copy_from_slice(&s.as_bytes()[..n]);
-                self.advance(n, n, s.len())
-            }
-            Encoding::Utf16Le => {
-                let mut rest = s;
-                while !rest.is_empty() {
-                    // Never more bytes than units fit: a chunk's UTF-16 takes
-                    // at most one unit per byte.
-                    let n = floor_char_boundary(rest, STAGE.min(self.room() / 2));
-                    if n == 0 {
-                        // Room for less than the next character's bytes, maybe
-                        // still for its units.
-                        let c = rest.chars().next().expect("not empty");
-                        let mut units = [0; 2];
-                        let units = c.encode_utf16(&mut units);
-                        let mut bytes = [0; 4];
-                        let len = put_utf16le(units, &mut bytes);
-                        if !self.put(&bytes[..len]) {
-                            return ControlFlow::Break(());
-                        }
-                        self.read += c.len_utf8();
-                        rest = &rest[c.len_utf8()..];
-                        continue;
-                    }
-                    let mut stage = [0u16; STAGE];
-                    let units = convert_str_to_utf16(&rest[..n], &mut stage);
-                    self.written += put_utf16le(&stage[..units], &mut self.dst[self.written..]);
-                    self.read += n;
-                    rest = &rest[n..];
-                }
-                ControlFlow::Continue(())
-            }
-            Encoding::Latin1 | Encoding::Ascii => {
-                // Node's latin1: the low byte of each UTF-16 code unit.
-                let bytes = s.as_bytes();
-                let mut at = 0;
-                while at < bytes.len() {
-                    // Scan no further than fits, so that a long ASCII piece
-                    // written in small steps is scanned once, not per step.
-                    let end = bytes.len().min(at + self.room());
-                    let ascii = encoding_rs::Encoding::ascii_valid_up_to(&bytes[at..end]);
-                    self.dst[self.written..self.written + ascii]
-                        .copy_from_slice(&bytes[at..at + ascii]);
-                    self.written += ascii;
-                    self.read += ascii;
-                    at += ascii;
-                    let Some(c) = s[at..].chars().next() else {
-                        break;
-                    };
-                    let mut units = [0; 2];
-                    let units = c.encode_utf16(&mut units);
-                    let low = [units[0] as u8, units.get(1).map_or(0, |&u| u as u8)];
-                    if !self.put(&low[..units.len()]) {
-                        return ControlFlow::Break(());
-                    }
-                    self.read += c.len_utf8();
-                    at += c.len_utf8();
-                }
-                ControlFlow::Continue(())
-            }
-        }
-    }
-
-    /// Two-byte units that do not end with a high surrogate.
-    fn two_byte(&mut self, u: &[u16]) -> ControlFlow<()> {
-        if u.is_empty() {
-            return ControlFlow::Continue(());
-        }
-        let dst = &mut self.dst[self.written..];
-        let (read, written) = match self.encoding {
-            // The kernel never splits a pair: it stops before a pair that
-            // does not fit. Units that start with a low surrogate start with
-            // an unpaired one (its high was written, or was not a high).
-            Encoding::Utf8 => convert_utf16_to_utf8_partial(u, dst),
-            Encoding::Utf16Le => {
-                let n = keep_pairs(u, dst.len() / 2);
-                (n, put_utf16le(&u[..n], dst))
-            }
-            Encoding::Latin1 | Encoding::Ascii => {
-                let n = keep_pairs(u, dst.len());
-                for (d, &x) in dst.iter_mut().zip(&u[..n]) {
-                    *d = x as u8;
-                }
-                (n, n)
-            }
-        };
-        self.advance(read, written, u.len())
-    }
-}
-
-/// How many of `units` to take when `max` fit: `max` or all, one fewer when
-/// that would part a surrogate pair.
-fn keep_pairs(units: &[u16], max: usize) -> usize {
-    if max >= units.len() {
-        return units.len();
-    }
-    if max > 0 && is_high(units[max - 1]) && is_low(units[max]) {
-        max - 1
-    } else {
-        max
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rope::{Latin1, Utf16};
+    use crate::rope::{Latin1, Piece, Utf16};
+    use std::ops::ControlFlow;
 
     /// Encodes `rope` in steps of `frame` bytes; returns the output and the
     /// number of calls.

@@ -6,6 +6,8 @@
 //! characters rather than code units — measuring and writing UTF-8, locating
 //! an unencodable character — walks two-byte pieces through a [`Joiner`].
 
+use std::ops::ControlFlow;
+
 /// True for U+D800..=U+DBFF.
 pub(crate) fn is_high(u: u16) -> bool {
     (0xD800..0xDC00).contains(&u)
@@ -22,7 +24,7 @@ pub(crate) fn pair_code_point(high: u16, low: u16) -> u32 {
 }
 
 /// What a [`Joiner`] hands on.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Joined<'a> {
     /// A surrogate pair that was split across pieces.
     Pair(u16, u16),
@@ -35,6 +37,11 @@ pub(crate) enum Joined<'a> {
 }
 
 /// Carries a high surrogate from the end of one two-byte piece to the next.
+///
+/// Every pass that hands on what a joiner joins can stop early: `emit`
+/// returns [`ControlFlow::Break`] to stop, and the joiner returns it at once
+/// (its state is then of no further use: a stopped pass starts a new
+/// joiner when it resumes).
 #[derive(Debug, Default)]
 pub(crate) struct Joiner {
     pending: Option<u16>,
@@ -42,16 +49,20 @@ pub(crate) struct Joiner {
 
 impl Joiner {
     /// Feeds a two-byte piece.
-    pub(crate) fn two_byte<'a>(&mut self, mut units: &'a [u16], emit: &mut impl FnMut(Joined<'a>)) {
+    pub(crate) fn two_byte<'a, B>(
+        &mut self,
+        mut units: &'a [u16],
+        emit: &mut impl FnMut(Joined<'a>) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
         let Some(&first) = units.first() else {
-            return; // an empty piece separates nothing
+            return ControlFlow::Continue(()); // an empty piece separates nothing
         };
         if let Some(high) = self.pending.take() {
             if is_low(first) {
-                emit(Joined::Pair(high, first));
+                emit(Joined::Pair(high, first))?;
                 units = &units[1..];
             } else {
-                emit(Joined::Lone(high));
+                emit(Joined::Lone(high))?;
             }
         }
         if let Some((&last, rest)) = units.split_last() {
@@ -60,23 +71,33 @@ impl Joiner {
                 units = rest;
             }
         }
-        if !units.is_empty() {
-            emit(Joined::Units(units));
+        if units.is_empty() {
+            return ControlFlow::Continue(());
         }
+        emit(Joined::Units(units))
     }
 
     /// Feeds a one-byte or UTF-8 piece of `len` code units: a non-empty one
     /// ends any pending pair.
-    pub(crate) fn other(&mut self, len: usize, emit: &mut impl FnMut(Joined<'_>)) {
-        if len > 0 {
-            self.finish(emit);
+    pub(crate) fn other<B>(
+        &mut self,
+        len: usize,
+        emit: &mut impl FnMut(Joined<'_>) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        if len == 0 {
+            return ControlFlow::Continue(());
         }
+        self.finish(emit)
     }
 
     /// Ends the rope: a pending high surrogate is unpaired.
-    pub(crate) fn finish(&mut self, emit: &mut impl FnMut(Joined<'_>)) {
-        if let Some(high) = self.pending.take() {
-            emit(Joined::Lone(high));
+    pub(crate) fn finish<B>(
+        &mut self,
+        emit: &mut impl FnMut(Joined<'_>) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        match self.pending.take() {
+            Some(high) => emit(Joined::Lone(high)),
+            None => ControlFlow::Continue(()),
         }
     }
 }
@@ -119,11 +140,14 @@ mod tests {
     fn run(pieces: &[&[u16]]) -> Vec<String> {
         let mut j = Joiner::default();
         let mut out = Vec::new();
-        let mut emit = |e: Joined<'_>| out.push(format!("{e:?}"));
+        let mut emit = |e: Joined<'_>| {
+            out.push(format!("{e:?}"));
+            ControlFlow::<()>::Continue(())
+        };
         for p in pieces {
-            j.two_byte(p, &mut emit);
+            let _ = j.two_byte(p, &mut emit);
         }
-        j.finish(&mut emit);
+        let _ = j.finish(&mut emit);
         out
     }
 

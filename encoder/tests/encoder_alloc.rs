@@ -32,7 +32,18 @@ fn writing_allocates_nothing_on_any_path() {
     let latin1 = Piece::OneByte(b"cr\xe8me br\xfbl\xe9e, ");
     let ascii = Piece::Utf8("plain ascii text, ");
     let wide = Piece::TwoByte(&[0x20AC, 0x20, 0xD83D, 0xDE00, 0x61, 0xD800]);
+    // Pieces long enough to be converted straight from their memory (not
+    // gathered, not staged), by the vectorised kernels.
+    let long_latin1: Vec<u8> = (0..2000)
+        .map(|i| if i % 8 == 0 { 0xE9 } else { b'a' })
+        .collect();
+    let long_latin1 = Piece::OneByte(&long_latin1);
+    let long_wide: Vec<u16> = (0..300).map(|i| [0x20AC, 0x61, 0xE9][i % 3]).collect();
+    let long_wide = Piece::TwoByte(&long_wide);
     let cases = [
+        (long_latin1, Encoding::Utf8, Path::Expand),
+        (long_wide, Encoding::Utf8, Path::TwoByte),
+        (long_wide, Encoding::Utf16Le, Path::TwoByte),
         (latin1, Encoding::Latin1, Path::OneByte),
         (ascii, Encoding::Utf8, Path::OneByte),
         (latin1, Encoding::Utf8, Path::Expand),

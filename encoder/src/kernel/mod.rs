@@ -1,0 +1,384 @@
+//! The conversion kernels: one per (piece kind, target encoding), each
+//! converting as much of one piece as fits in a destination.
+//!
+//! Every kernel has the shape of encoding_rs's `_partial` converters: it
+//! reads from the start of `src`, writes at the start of `dst`, stops before
+//! the first character whose encoded form does not fit, and returns
+//! `(read, written)` — source units read, bytes written. It never splits a
+//! character, so with the room [`crate::size`] computes for the piece it
+//! reads all of it. A surrogate pair is one character: a kernel that stops
+//! between its halves stops before the high one.
+//!
+//! Two-byte sources given to these kernels never end with a high surrogate
+//! that could pair with the next piece: the transcoding engine
+//! ([`crate::transcode`]) holds such a unit back and joins it itself
+//! ([`crate::surrogate::Joiner`]).
+//!
+//! With the `simdutf` feature, Latin-1 and UTF-16 to UTF-8 run on simdutf
+//! ([`simd`]) in blocks that fit at their worst case, and encoding_rs
+//! converts what is left exactly; the count of bytes ≥ 0x80 that sizes
+//! Latin-1 as UTF-8 is simdutf's from [`COUNT_SIMD_MIN`] bytes. The kept
+//! benchmark (`cargo bench --bench encoder -- kernels`, in
+//! docs/encoder.md) chose each, and the lengths below which encoding_rs or
+//! the loop here stays. The ASCII scans stay encoding_rs's: they look for
+//! the end of one run between non-ASCII characters, mostly short, and
+//! encoding_rs's scan was faster up to 32 bytes. The lossy Latin-1 and the
+//! UTF-16LE outputs have no simdutf conversion with their meaning (simdutf
+//! refuses what Node's latin1 truncates, and writes aligned `u16`s).
+
+#[cfg(feature = "simdutf")]
+pub(crate) mod simd;
+
+/// Latin-1 blocks shorter than this go to encoding_rs even with simdutf:
+/// below it, the call into simdutf costs more than it saves. The `kernels`
+/// group of the encoder bench: at 8 bytes simdutf took 3.6 ns and
+/// encoding_rs 5.8 ns; simdutf's time is flat below that.
+#[cfg(feature = "simdutf")]
+pub(crate) const LATIN1_SIMD_MIN: usize = 8;
+
+/// The same for UTF-16 blocks: at 8 units both took 5.5 ns, at 16 units
+/// simdutf 7.7 ns and encoding_rs 10.1 ns.
+#[cfg(feature = "simdutf")]
+const UTF16_SIMD_MIN: usize = 16;
+
+/// Converts `src` in whole blocks of at least `min` units with `simd`, each
+/// block as long as what is
+/// left of `dst` holds at `worst` bytes per unit (`cut` shortens a block so
+/// that it does not part a surrogate pair), then hands the rest to `exact`,
+/// which converts as much as fits. So a destination with room for the worst
+/// case takes one simdutf call, and an exactly sized one is filled to its
+/// last byte by blocks that shrink as the room does.
+#[cfg(feature = "simdutf")]
+fn in_blocks<T>(
+    src: &[T],
+    dst: &mut [u8],
+    min: usize,
+    worst: usize,
+    cut: fn(&[T], usize) -> usize,
+    simd: fn(&[T], &mut [u8]) -> usize,
+    exact: fn(&[T], &mut [u8]) -> (usize, usize),
+) -> (usize, usize) {
+    let (mut read, mut written) = (0, 0);
+    while read < src.len() {
+        let take = cut(&src[read..], (dst.len() - written) / worst);
+        if take < min {
+            break;
+        }
+        written += simd(&src[read..read + take], &mut dst[written..]);
+        read += take;
+    }
+    let (r, w) = exact(&src[read..], &mut dst[written..]);
+    (read + r, written + w)
+}
+
+/// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
+pub(crate) const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
+/// UTF-16 units staged on the stack on their way to a UTF-16LE byte buffer.
+const STAGE: usize = 512;
+
+/// Copies `src` to the start of `dst`, which must be at least as long.
+///
+/// Ropes of many short pieces copy a few bytes (or units) at a time, where a
+/// call to `memcpy` costs more than the copy: up to 16 elements are copied
+/// by fixed-size moves (the first and last 1, 4 or 8, overlapping in the
+/// middle), which compile to plain loads and stores.
+#[inline]
+pub(crate) fn copy_short<T: Copy>(src: &[T], dst: &mut [T]) {
+    let len = src.len();
+    let to = &mut dst[..len];
+    match len {
+        0 => {}
+        1..=3 => {
+            to[0] = src[0];
+            to[len / 2] = src[len / 2];
+            to[len - 1] = src[len - 1];
+        }
+        4..=7 => {
+            to[..4].copy_from_slice(&src[..4]);
+            to[len - 4..].copy_from_slice(&src[len - 4..]);
+        }
+        8..=16 => {
+            to[..8].copy_from_slice(&src[..8]);
+            to[len - 8..].copy_from_slice(&src[len - 8..]);
+        }
+        _ => to.copy_from_slice(src),
+    }
+}
+
+/// One-byte text copied as it is: latin1 into latin1 (and ASCII into
+/// either). Reads `min(src.len(), dst.len())`.
+pub(crate) fn copy_bytes(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
+    let n = src.len().min(dst.len());
+    copy_short(&src[..n], dst);
+    (n, n)
+}
+
+/// UTF-8 text copied as it is, up to the last whole character that fits.
+pub(crate) fn copy_str(src: &str, dst: &mut [u8]) -> (usize, usize) {
+    let n = floor_char_boundary(src, dst.len());
+    copy_short(&src.as_bytes()[..n], dst);
+    (n, n)
+}
+
+/// Latin-1 to UTF-8: one byte per byte below 0x80, two per byte above.
+pub(crate) fn convert_latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
+    #[cfg(feature = "simdutf")]
+    if src.len() >= LATIN1_SIMD_MIN {
+        return in_blocks(
+            src,
+            dst,
+            LATIN1_SIMD_MIN,
+            2,
+            |s, max| s.len().min(max),
+            simd::latin1_to_utf8,
+            encoding_rs::mem::convert_latin1_to_utf8_partial,
+        );
+    }
+    encoding_rs::mem::convert_latin1_to_utf8_partial(src, dst)
+}
+
+/// Latin-1 to UTF-16LE: two bytes per byte, into a destination of any
+/// alignment.
+pub(crate) fn convert_latin1_to_utf16le(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
+    let n = src.len().min(dst.len() / 2);
+    for (d, &x) in dst.chunks_exact_mut(2).zip(&src[..n]) {
+        d.copy_from_slice(&[x, 0]);
+    }
+    (n, 2 * n)
+}
+
+/// UTF-8 to UTF-16LE: two bytes per unit (four for a character outside the
+/// BMP), into a destination of any alignment.
+pub(crate) fn convert_str_to_utf16le(src: &str, dst: &mut [u8]) -> (usize, usize) {
+    let (mut read, mut written) = (0, 0);
+    let mut rest = src;
+    while !rest.is_empty() {
+        let room = dst.len() - written;
+        // Never more bytes than units fit: a chunk's UTF-16 takes at most
+        // one unit per byte.
+        let n = floor_char_boundary(rest, STAGE.min(room / 2));
+        if n == 0 {
+            // Room for less than the next character's bytes, maybe still
+            // for its units.
+            let c = rest.chars().next().expect("not empty");
+            let mut units = [0; 2];
+            let units = c.encode_utf16(&mut units);
+            if 2 * units.len() > room {
+                break;
+            }
+            written += put_utf16le(units, &mut dst[written..]);
+            read += c.len_utf8();
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        // A short chunk gets a short stage: clearing 1 KiB of stack for a
+        // piece of a few bytes cost more than converting it.
+        written += if n <= 64 {
+            str_to_utf16le_staged::<64>(&rest[..n], &mut dst[written..])
+        } else {
+            str_to_utf16le_staged::<STAGE>(&rest[..n], &mut dst[written..])
+        };
+        read += n;
+        rest = &rest[n..];
+    }
+    (read, written)
+}
+
+/// UTF-8 of at most `N` bytes to UTF-16LE, through a stage of `N` units on
+/// the stack. Returns the bytes written.
+fn str_to_utf16le_staged<const N: usize>(src: &str, dst: &mut [u8]) -> usize {
+    let mut stage = [0u16; N];
+    let units = encoding_rs::mem::convert_str_to_utf16(src, &mut stage);
+    put_utf16le(&stage[..units], dst)
+}
+
+/// UTF-8 to Node's latin1: the low byte of each UTF-16 code unit, one byte
+/// per unit (two for a character outside the BMP).
+///
+/// ASCII runs are found and copied by encoding_rs's word-at-a-time scan; the
+/// other characters go one by one (encoding_rs's own conversion wants as
+/// much room as the source has bytes, which an exactly sized destination
+/// does not have).
+pub(crate) fn convert_str_to_latin1_lossy(src: &str, dst: &mut [u8]) -> (usize, usize) {
+    let bytes = src.as_bytes();
+    let (mut read, mut written) = (0, 0);
+    while read < bytes.len() {
+        // Scan no further than fits, so that a long ASCII piece written in
+        // small steps is scanned once, not per step.
+        let end = bytes.len().min(read + dst.len() - written);
+        let ascii = encoding_rs::Encoding::ascii_valid_up_to(&bytes[read..end]);
+        copy_short(&bytes[read..read + ascii], &mut dst[written..]);
+        read += ascii;
+        written += ascii;
+        let Some(c) = src[read..].chars().next() else {
+            break;
+        };
+        let mut units = [0; 2];
+        let units = c.encode_utf16(&mut units);
+        let Some(to) = dst.get_mut(written..written + units.len()) else {
+            break;
+        };
+        for (d, &u) in to.iter_mut().zip(units.iter()) {
+            *d = u as u8;
+        }
+        written += units.len();
+        read += c.len_utf8();
+    }
+    (read, written)
+}
+
+/// UTF-16 to UTF-8, unpaired surrogates as U+FFFD: 1, 2 or 3 bytes per
+/// unit, 4 per pair ([`crate::surrogate::utf8_len`] counts them).
+pub(crate) fn convert_utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> (usize, usize) {
+    // encoding_rs stops before a pair that does not fit, never inside it.
+    #[cfg(feature = "simdutf")]
+    if src.len() >= UTF16_SIMD_MIN {
+        return in_blocks(
+            src,
+            dst,
+            UTF16_SIMD_MIN,
+            3,
+            keep_pairs,
+            simd::utf16_to_utf8,
+            encoding_rs::mem::convert_utf16_to_utf8_partial,
+        );
+    }
+    encoding_rs::mem::convert_utf16_to_utf8_partial(src, dst)
+}
+
+/// Bytes ≥ 0x80: the Latin-1 characters that take two bytes in UTF-8.
+pub(crate) fn count_high_bytes(bytes: &[u8]) -> usize {
+    #[cfg(feature = "simdutf")]
+    if bytes.len() >= COUNT_SIMD_MIN {
+        return simd::count_high_bytes(bytes);
+    }
+    // A `u8` accumulator per chunk of 255 lets the loop vectorise with one
+    // byte per lane (about 10× a `usize` sum on baseline x86-64).
+    bytes
+        .chunks(255)
+        .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + (b >> 7))))
+        .sum()
+}
+
+/// From this length on, simdutf counts the bytes ≥ 0x80 faster than the
+/// loop of [`count_high_bytes`]: in the `kernels` group of the encoder
+/// bench, the loop took 1.5 ns at 64 bytes (simdutf 3.3 ns) and 5.8 ns at
+/// 256 (simdutf 3.7 ns).
+#[cfg(feature = "simdutf")]
+const COUNT_SIMD_MIN: usize = 128;
+
+/// UTF-16 to UTF-16LE: two bytes per unit, into a destination of any
+/// alignment.
+pub(crate) fn convert_utf16_to_utf16le(src: &[u16], dst: &mut [u8]) -> (usize, usize) {
+    let n = keep_pairs(src, dst.len() / 2);
+    (n, put_utf16le(&src[..n], dst))
+}
+
+/// UTF-16 to Node's latin1: the low byte of each code unit (exact for
+/// U+0000..=U+00FF), one byte per unit.
+///
+/// Hand-written because encoding_rs leaves the output for units above 0xFF
+/// unspecified; the loop vectorises.
+pub(crate) fn convert_utf16_to_latin1_lossy(src: &[u16], dst: &mut [u8]) -> (usize, usize) {
+    let n = keep_pairs(src, dst.len());
+    for (d, &u) in dst[..n].iter_mut().zip(&src[..n]) {
+        *d = u as u8;
+    }
+    (n, n)
+}
+
+/// How many of `units` to take when `max` fit: `max` or all, one fewer when
+/// that would part a surrogate pair.
+fn keep_pairs(units: &[u16], max: usize) -> usize {
+    if max >= units.len() {
+        return units.len();
+    }
+    if max > 0 && is_pair(units[max - 1], units[max]) {
+        max - 1
+    } else {
+        max
+    }
+}
+
+fn is_pair(high: u16, low: u16) -> bool {
+    crate::surrogate::is_high(high) && crate::surrogate::is_low(low)
+}
+
+/// The largest char boundary of `s` at or below `max` (0 when `max` is
+/// smaller than the first character; a `max` of at least 4 always takes
+/// one).
+fn floor_char_boundary(s: &str, max: usize) -> usize {
+    if s.len() <= max {
+        return s.len();
+    }
+    let mut i = max;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Writes `units` as UTF-16LE at the start of `dst`, which needs
+/// `2 * units.len()` bytes (of any alignment). Returns the bytes written.
+pub(crate) fn put_utf16le(units: &[u16], dst: &mut [u8]) -> usize {
+    let dst = &mut dst[..2 * units.len()];
+    for (d, u) in dst.chunks_exact_mut(2).zip(units) {
+        d.copy_from_slice(&u.to_le_bytes());
+    }
+    dst.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `(read, written)` of the longest prefix, among a kernel's whole
+    /// characters `steps`, whose bytes fit in `room`.
+    fn fitting(steps: &[(usize, usize)], room: usize) -> (usize, usize) {
+        *steps.iter().rev().find(|s| s.1 <= room).unwrap()
+    }
+
+    #[test]
+    fn short_copies_copy_every_byte_once() {
+        let src: Vec<u8> = (1..=40).collect();
+        for len in 0..=40 {
+            let mut dst = [0u8; 41];
+            copy_short(&src[..len], &mut dst);
+            assert_eq!(&dst[..len], &src[..len], "len {len}");
+            assert!(
+                dst[len..].iter().all(|&b| b == 0),
+                "len {len}: wrote past the end"
+            );
+        }
+    }
+
+    #[test]
+    fn kernels_stop_before_a_character_that_does_not_fit() {
+        // "é€😀": 2, 3 and 4 bytes of UTF-8; 1, 1 and 2 units of UTF-16.
+        let s = "\u{e9}\u{20AC}\u{1F600}";
+        let units: Vec<u16> = s.encode_utf16().collect();
+        for room in 0..=10 {
+            let mut dst = [0u8; 10];
+            let dst = &mut dst[..room];
+            let by_char = [(0, 0), (2, 2), (5, 5), (9, 9)];
+            assert_eq!(copy_str(s, dst), fitting(&by_char, room));
+            let by_char = [(0, 0), (2, 2), (5, 4), (9, 8)];
+            assert_eq!(convert_str_to_utf16le(s, dst), fitting(&by_char, room));
+            let by_char = [(0, 0), (2, 1), (5, 2), (9, 4)];
+            assert_eq!(convert_str_to_latin1_lossy(s, dst), fitting(&by_char, room));
+            let by_char = [(0, 0), (1, 2), (2, 4), (4, 8)];
+            assert_eq!(
+                convert_utf16_to_utf16le(&units, dst),
+                fitting(&by_char, room)
+            );
+            let by_char = [(0, 0), (1, 1), (2, 2), (4, 4)];
+            assert_eq!(
+                convert_utf16_to_latin1_lossy(&units, dst),
+                fitting(&by_char, room)
+            );
+            let by_char = [(0, 0), (1, 2), (2, 5), (4, 9)];
+            assert_eq!(convert_utf16_to_utf8(&units, dst), fitting(&by_char, room));
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The calls into simdutf (feature `simdutf`): the crate's only `unsafe`.
+//!
+//! simdutf's converters take raw pointers and write as many bytes as the
+//! converted text needs, with no bound given to them: the caller promises
+//! the room. Each function here is safe because it checks that promise
+//! first, against the worst case of simdutf's own length function for the
+//! conversion (`utf8_length_from_latin1(src) ≤ 2 × src.len()`,
+//! `utf8_length_from_utf16(src) ≤ 3 × src.len()`), and panics rather than
+//! calls when the room is short. The functions that assume valid input are
+//! only called on text the validating call has just proved valid.
+#![allow(unsafe_code)]
+
+/// Latin-1 to UTF-8: all of `src` into `dst`, which must hold two bytes per
+/// byte of `src`. Returns the bytes written.
+///
+/// # Panics
+/// If `dst.len() < 2 * src.len()`.
+pub(crate) fn latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> usize {
+    assert!(
+        dst.len() >= 2 * src.len(),
+        "latin1 to utf8: room for 2 bytes per byte"
+    );
+    // SAFETY: `src` is valid for `src.len()` reads; simdutf writes
+    // `utf8_length_from_latin1(src)` bytes, at most two per byte (every
+    // Latin-1 character is one or two bytes of UTF-8), and `dst` was checked
+    // to hold `2 * src.len()`. The borrows keep the two from overlapping.
+    unsafe { simdutf::convert_latin1_to_utf8(src.as_ptr(), src.len(), dst.as_mut_ptr()) }
+}
+
+/// UTF-16 to UTF-8 with unpaired surrogates as U+FFFD: all of `src` into
+/// `dst`, which must hold three bytes per unit. Returns the bytes written.
+///
+/// Runs of valid text go through simdutf's validating converter in one
+/// call; where it stops at an unpaired surrogate, the valid run before it
+/// is converted again (the validating call leaves its output unspecified on
+/// error) and the surrogate is written as U+FFFD, then the rest follows.
+///
+/// # Panics
+/// If `dst.len() < 3 * src.len()`.
+pub(crate) fn utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> usize {
+    assert!(
+        dst.len() >= 3 * src.len(),
+        "utf16 to utf8: room for 3 bytes per unit"
+    );
+    let (mut read, mut written) = (0, 0);
+    while read < src.len() {
+        let rest = &src[read..];
+        let out = &mut dst[written..];
+        // SAFETY: `rest` is valid for `rest.len()` reads. simdutf writes at
+        // most `utf8_length_from_utf16(rest)` bytes, at most three per unit
+        // (one, two or three per unit; four per surrogate pair, two units),
+        // and `out` holds three per unit of `rest`: `dst` held three per
+        // unit of `src`, and every unit read so far wrote at most three.
+        let r = unsafe {
+            simdutf::convert_utf16_to_utf8_with_errors(rest.as_ptr(), rest.len(), out.as_mut_ptr())
+        };
+        if r.error == simdutf::ErrorCode::Success {
+            return written + r.count;
+        }
+        // `r.count` is the position of the unpaired surrogate: the units
+        // before it are valid UTF-16.
+        let valid = &rest[..r.count];
+        // SAFETY: `valid` was just validated (every unit before the first
+        // error), and `out` holds three bytes per unit of it, as above.
+        written += unsafe {
+            simdutf::convert_valid_utf16_to_utf8(valid.as_ptr(), valid.len(), out.as_mut_ptr())
+        };
+        dst[written..written + 3].copy_from_slice(super::REPLACEMENT);
+        written += 3;
+        read += r.count + 1;
+    }
+    written
+}
+
+/// Bytes ≥ 0x80 in `src`: the Latin-1 characters that take two bytes in
+/// UTF-8 (simdutf's UTF-8 length less the byte count).
+pub(crate) fn count_high_bytes(src: &[u8]) -> usize {
+    simdutf::utf8_length_from_latin1(src) - src.len()
+}

@@ -1,0 +1,360 @@
+//! Path 3 and the resumable encoder: the one transcoding engine.
+//!
+//! Node flattens a two-byte string before writing it; here every piece is
+//! transcoded where it lies, straight into the destination, by the kernel
+//! for its kind and the target encoding ([`crate::kernel`]). What a rope
+//! needs around the kernels lives here once: surrogate pairs split across
+//! pieces ([`Joiner`]), and stopping between characters when the
+//! destination is full.
+//!
+//! Both ways of writing run this engine. The one-shot path
+//! ([`crate::write()`] on [`crate::Path::TwoByte`]) runs it once into a
+//! destination that holds the whole text ([`write`]); the resumable
+//! [`crate::Encoder`] runs it once per call, from its position, into
+//! whatever destination it is given. So the bytes are the same by
+//! construction.
+
+use std::ops::ControlFlow;
+
+use crate::encoding::Encoding;
+use crate::kernel::{self, REPLACEMENT};
+use crate::rope::{Piece, Rope};
+use crate::surrogate::{pair_code_point, Joined, Joiner};
+
+/// Writes `rope` in `encoding` into `dst`, which holds at least the encoded
+/// size ([`crate::size`]). Returns the bytes written.
+///
+/// # Panics
+/// If `dst` is shorter than the encoded size.
+pub(crate) fn write<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u8]) -> usize {
+    let mut run = Run::new(encoding, dst);
+    assert!(
+        run.walk(rope, 0),
+        "destination shorter than the encoded size"
+    );
+    run.out.written
+}
+
+/// One walk of the engine over a rope, from a position, into one
+/// destination.
+///
+/// **Invariant:** `read` counts only units whose output is written. A high
+/// surrogate held back by the [`Joiner`] is not counted until it is written
+/// (with its low surrogate, or alone), so a walk that stops there resumes
+/// *at* it, and the next walk sees the pair again, whole.
+pub(crate) struct Run<'d> {
+    out: Out<'d>,
+    joiner: Joiner,
+    /// Made on the first short piece: a rope without one never pays for it.
+    stage: Option<Stage>,
+}
+
+/// Pieces shorter than this many units are gathered in the [`Stage`]: the
+/// `shapes` group of the encoder bench found direct at 0.38–0.47× flatten
+/// for two-byte pieces of 1 to 16 units into UTF-8 with a kernel call per
+/// piece, 0.91× at 256.
+const STAGE_MIN: usize = 32;
+
+/// Units the [`Stage`] holds. Small, because it is cleared when made: with
+/// 512 units, `body/twobyte/pieces/direct/4` of the encoder bench (four
+/// pieces of one unit) took 51 ns, with 64 units 43 ns (40 ns before there
+/// was a stage); 256 units gathered pieces of 16 units 1.2× faster than 64
+/// but took 50 ns there.
+const STAGE_UNITS: usize = 64;
+
+/// Short two-byte pieces (and one-byte pieces, widened), gathered as UTF-16
+/// so that one kernel call converts many of them: the cost of a call is
+/// what a rope of many tiny pieces would otherwise pay per piece — the
+/// case that made Node flatten before converting (nodejs/node#6103). A
+/// bounded flat copy, on the stack.
+///
+/// Staged units stand one for one for source units, in order, so the
+/// [`Joiner`] sees the stage as one two-byte piece and the counts of what
+/// is read stay exact: a stage converted only in part (the destination
+/// full) counts the units converted, like any piece.
+struct Stage {
+    units: [u16; STAGE_UNITS],
+    len: usize,
+}
+
+impl Stage {
+    /// Whether `p` is staged, into `encoding`: short two-byte pieces, and
+    /// short one-byte pieces unless they are copied as they are (latin1).
+    /// UTF-8 pieces are not: their bytes do not stand one for one for units.
+    fn takes(p: &Piece<'_>, encoding: Encoding) -> bool {
+        match p {
+            Piece::TwoByte(u) => u.len() < STAGE_MIN,
+            Piece::OneByte(b) => b.len() < STAGE_MIN && encoding.one_byte_limit().is_none(),
+            Piece::Utf8(_) => false,
+        }
+    }
+
+    fn new() -> Stage {
+        Stage {
+            units: [0; STAGE_UNITS],
+            len: 0,
+        }
+    }
+
+    /// Stages `p`, which [`Stage::takes`], flushing first when the stage is
+    /// full; converts it straight instead when the stage's output might not
+    /// fit in what is left of the destination (so a walk into a small
+    /// destination visits no piece it cannot write).
+    fn add(&mut self, joiner: &mut Joiner, out: &mut Out<'_>, p: Piece<'_>) -> ControlFlow<()> {
+        if self.len + p.len() > STAGE_UNITS {
+            self.flush(joiner, out)?;
+        }
+        if (self.len + p.len()) * out.worst_per_unit() <= out.room() {
+            self.push(p);
+            return ControlFlow::Continue(());
+        }
+        self.flush(joiner, out)?;
+        out.piece(joiner, p)
+    }
+
+    /// Appends a piece that [`Stage::takes`] and that fits.
+    fn push(&mut self, p: Piece<'_>) {
+        let to = &mut self.units[self.len..self.len + p.len()];
+        match p {
+            Piece::TwoByte(u) => to.copy_from_slice(u),
+            Piece::OneByte(b) => {
+                for (d, &x) in to.iter_mut().zip(b) {
+                    *d = u16::from(x);
+                }
+            }
+            Piece::Utf8(_) => unreachable!("UTF-8 pieces are not staged"),
+        }
+        self.len += p.len();
+    }
+
+    /// Converts what is staged, through the joiner, and empties the stage.
+    fn flush(&mut self, joiner: &mut Joiner, out: &mut Out<'_>) -> ControlFlow<()> {
+        if self.len == 0 {
+            return ControlFlow::Continue(());
+        }
+        self.convert(joiner, out)
+    }
+
+    /// [`Stage::flush`] of a stage that holds something; not inlined, to
+    /// keep the walk's frame small.
+    #[inline(never)]
+    fn convert(&mut self, joiner: &mut Joiner, out: &mut Out<'_>) -> ControlFlow<()> {
+        let len = std::mem::take(&mut self.len);
+        joiner.two_byte(&self.units[..len], &mut |j| out.joined(j))
+    }
+}
+
+/// The destination and the counts of a [`Run`].
+struct Out<'d> {
+    encoding: Encoding,
+    dst: &'d mut [u8],
+    written: usize,
+    read: usize,
+}
+
+impl<'d> Run<'d> {
+    /// A walk into `dst`, nothing written yet.
+    pub(crate) fn new(encoding: Encoding, dst: &'d mut [u8]) -> Run<'d> {
+        Run {
+            out: Out {
+                encoding,
+                dst,
+                written: 0,
+                read: 0,
+            },
+            joiner: Joiner::default(),
+            stage: None,
+        }
+    }
+
+    /// Source units read: those whose output is written.
+    pub(crate) fn read(&self) -> usize {
+        self.out.read
+    }
+
+    /// Bytes written at the start of the destination.
+    pub(crate) fn written(&self) -> usize {
+        self.out.written
+    }
+
+    /// Writes `rope` from position `from` (see [`Rope::for_each_piece_from`])
+    /// until it ends or the next character does not fit. True when the
+    /// whole rest of the rope is written.
+    pub(crate) fn walk<R: Rope + ?Sized>(&mut self, rope: &R, from: usize) -> bool {
+        let Run { out, joiner, stage } = self;
+        // A short piece waits here until the next piece shows whether a
+        // stage pays: one short piece alone (a flat string, the last piece)
+        // is converted as it is, and the stage is made for the second short
+        // piece in a row.
+        let mut held: Option<Piece<'_>> = None;
+        let walked = rope.for_each_piece_from(from, &mut |p| {
+            if !p.is_empty() && Stage::takes(&p, out.encoding) {
+                if stage.is_none() {
+                    let Some(first) = held.take() else {
+                        held = Some(p);
+                        return ControlFlow::Continue(());
+                    };
+                    stage.insert(Stage::new()).add(joiner, out, first)?;
+                }
+                let st = stage.as_mut().expect("made above");
+                return st.add(joiner, out, p);
+            }
+            if let Some(first) = held.take() {
+                out.piece(joiner, first)?;
+            }
+            if let Some(st) = stage {
+                st.flush(joiner, out)?;
+            }
+            out.piece(joiner, p)
+        });
+        walked.is_continue()
+            && held
+                .map_or(ControlFlow::Continue(()), |first| out.piece(joiner, first))
+                .is_continue()
+            && stage
+                .as_mut()
+                .map_or(ControlFlow::Continue(()), |st| st.flush(joiner, out))
+                .is_continue()
+            && joiner.finish(&mut |j| out.joined(j)).is_continue()
+    }
+}
+
+impl Out<'_> {
+    /// Converts a piece that is not staged, straight from its memory.
+    fn piece(&mut self, joiner: &mut Joiner, p: Piece<'_>) -> ControlFlow<()> {
+        match p {
+            Piece::TwoByte(u) => joiner.two_byte(u, &mut |j| self.joined(j)),
+            Piece::OneByte(b) => {
+                joiner.other(b.len(), &mut |j| self.joined(j))?;
+                self.one_byte(b)
+            }
+            Piece::Utf8(s) => {
+                joiner.other(s.len(), &mut |j| self.joined(j))?;
+                self.utf8(s)
+            }
+        }
+    }
+
+    fn room(&self) -> usize {
+        self.dst.len() - self.written
+    }
+
+    /// The most bytes one UTF-16 unit takes in the target encoding.
+    fn worst_per_unit(&self) -> usize {
+        match self.encoding {
+            Encoding::Utf8 => 3,
+            Encoding::Utf16Le => 2,
+            Encoding::Latin1 | Encoding::Ascii => 1,
+        }
+    }
+
+    /// Runs a kernel over a piece of `len` units: `step(at, dst)` converts
+    /// from unit `at` into `dst`. Calls it until the piece is all read, and
+    /// stops the walk when the kernel can take no more. (A kernel that
+    /// stops short of what fits is called again on the rest, so no kernel
+    /// has to fill the destination to its last byte in one call.)
+    fn convert(
+        &mut self,
+        len: usize,
+        mut step: impl FnMut(usize, &mut [u8]) -> (usize, usize),
+    ) -> ControlFlow<()> {
+        let mut at = 0;
+        while at < len {
+            let (r, w) = step(at, &mut self.dst[self.written..]);
+            if r == 0 {
+                return ControlFlow::Break(());
+            }
+            at += r;
+            self.read += r;
+            self.written += w;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Writes `bytes` if they fit whole.
+    fn put(&mut self, bytes: &[u8]) -> ControlFlow<()> {
+        let Some(to) = self.dst.get_mut(self.written..self.written + bytes.len()) else {
+            return ControlFlow::Break(());
+        };
+        to.copy_from_slice(bytes);
+        self.written += bytes.len();
+        ControlFlow::Continue(())
+    }
+
+    // The kernel is chosen by a `match` around each call, not through a
+    // function pointer: direct calls, inlined where small, keep the cost per
+    // piece low for ropes of many short pieces.
+
+    fn one_byte(&mut self, b: &[u8]) -> ControlFlow<()> {
+        match self.encoding {
+            Encoding::Utf8 => self.convert(b.len(), |at, dst| {
+                kernel::convert_latin1_to_utf8(&b[at..], dst)
+            }),
+            Encoding::Utf16Le => self.convert(b.len(), |at, dst| {
+                kernel::convert_latin1_to_utf16le(&b[at..], dst)
+            }),
+            Encoding::Latin1 | Encoding::Ascii => {
+                self.convert(b.len(), |at, dst| kernel::copy_bytes(&b[at..], dst))
+            }
+        }
+    }
+
+    fn utf8(&mut self, s: &str) -> ControlFlow<()> {
+        match self.encoding {
+            Encoding::Utf8 => self.convert(s.len(), |at, dst| kernel::copy_str(&s[at..], dst)),
+            Encoding::Utf16Le => self.convert(s.len(), |at, dst| {
+                kernel::convert_str_to_utf16le(&s[at..], dst)
+            }),
+            Encoding::Latin1 | Encoding::Ascii => self.convert(s.len(), |at, dst| {
+                kernel::convert_str_to_latin1_lossy(&s[at..], dst)
+            }),
+        }
+    }
+
+    fn units(&mut self, u: &[u16]) -> ControlFlow<()> {
+        match self.encoding {
+            Encoding::Utf8 => self.convert(u.len(), |at, dst| {
+                kernel::convert_utf16_to_utf8(&u[at..], dst)
+            }),
+            Encoding::Utf16Le => self.convert(u.len(), |at, dst| {
+                kernel::convert_utf16_to_utf16le(&u[at..], dst)
+            }),
+            Encoding::Latin1 | Encoding::Ascii => self.convert(u.len(), |at, dst| {
+                kernel::convert_utf16_to_latin1_lossy(&u[at..], dst)
+            }),
+        }
+    }
+
+    /// What the [`Joiner`] hands on: two-byte text.
+    fn joined(&mut self, j: Joined<'_>) -> ControlFlow<()> {
+        let (units, read) = match j {
+            Joined::Units(u) => return self.units(u),
+            Joined::Pair(high, low) => ([high, low], 2),
+            Joined::Lone(high) => ([high, 0], 1),
+        };
+        let units = &units[..read];
+        let mut bytes = [0u8; 4];
+        let bytes = match (self.encoding, j) {
+            (Encoding::Utf8, Joined::Pair(high, low)) => {
+                let c = char::from_u32(pair_code_point(high, low))
+                    .expect("a surrogate pair is a valid character");
+                c.encode_utf8(&mut bytes).as_bytes()
+            }
+            (Encoding::Utf8, _) => REPLACEMENT,
+            (Encoding::Utf16Le, _) => {
+                let n = kernel::put_utf16le(units, &mut bytes);
+                &bytes[..n]
+            }
+            (Encoding::Latin1 | Encoding::Ascii, _) => {
+                // Node's latin1: the low byte of each code unit.
+                for (b, &u) in bytes.iter_mut().zip(units) {
+                    *b = u as u8;
+                }
+                &bytes[..read]
+            }
+        };
+        self.put(bytes)?;
+        self.read += read;
+        ControlFlow::Continue(())
+    }
+}
