@@ -182,35 +182,27 @@ impl<'d> Run<'d> {
     /// whole rest of the rope is written.
     pub(crate) fn walk<R: Rope + ?Sized>(&mut self, rope: &R, from: usize) -> bool {
         let Run { out, joiner, stage } = self;
-        // A short piece waits here until the next piece shows whether a
-        // stage pays: one short piece alone (a flat string, the last piece)
-        // is converted as it is, and the stage is made for the second short
-        // piece in a row.
-        let mut held: Option<Piece<'_>> = None;
+        // One short piece alone (a flat string, the last piece) is converted
+        // as it is; the stage is made for the second short piece in a row.
+        let mut after_short = false;
         let walked = rope.for_each_piece_from(from, &mut |p| {
             if !p.is_empty() && Stage::takes(&p, out.encoding) {
-                if stage.is_none() {
-                    let Some(first) = held.take() else {
-                        held = Some(p);
-                        return ControlFlow::Continue(());
-                    };
-                    stage.insert(Stage::new()).add(joiner, out, first)?;
+                if let Some(st) = stage {
+                    return st.add(joiner, out, p);
                 }
-                let st = stage.as_mut().expect("made above");
-                return st.add(joiner, out, p);
+                if after_short {
+                    return stage.insert(Stage::new()).add(joiner, out, p);
+                }
+                after_short = true;
+                return out.piece(joiner, p);
             }
-            if let Some(first) = held.take() {
-                out.piece(joiner, first)?;
-            }
+            after_short = false;
             if let Some(st) = stage {
                 st.flush(joiner, out)?;
             }
             out.piece(joiner, p)
         });
         walked.is_continue()
-            && held
-                .map_or(ControlFlow::Continue(()), |first| out.piece(joiner, first))
-                .is_continue()
             && stage
                 .as_mut()
                 .map_or(ControlFlow::Continue(()), |st| st.flush(joiner, out))
