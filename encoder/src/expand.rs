@@ -45,7 +45,7 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) ->
                 end += b.len();
             }
             Piece::OneByte(b) => {
-                (_, w) = expand_latin1(dst, r, end, w);
+                w = expand_latin1(dst, r, end, w);
                 // The piece's UTF-8 ends at or before the end of its place
                 // in the tail (the invariant above), and what follows that
                 // place is not written yet: all of `dst[w..]` is free.
@@ -56,7 +56,7 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) ->
                 r = end;
             }
             Piece::Utf8(s) => {
-                (_, w) = expand_latin1(dst, r, end, w);
+                w = expand_latin1(dst, r, end, w);
                 dst[w..w + s.len()].copy_from_slice(s.as_bytes());
                 w += s.len();
                 end += s.len();
@@ -66,12 +66,11 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) ->
         }
         ControlFlow::Continue(())
     });
-    (_, w) = expand_latin1(dst, r, end, w);
-    w
+    expand_latin1(dst, r, end, w)
 }
 
 /// Expands the Latin-1 bytes `buf[r..end]` to UTF-8 at `buf[w..]`, in place,
-/// and returns the new `(r, w)`.
+/// and returns where the writer ends.
 ///
 /// **The writer never overtakes the reader.** Before each byte is read,
 /// `w = (r - start) + k`, where `k` counts the bytes ≥ 0x80 already read
@@ -82,24 +81,25 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) ->
 /// moved with `copy_within` (memmove), which is correct for any overlap.
 /// When `w == r` (only where the region is sized exactly, `start = h`), no
 /// byte ≥ 0x80 is left and the rest is already in place.
-fn expand_latin1(buf: &mut [u8], mut r: usize, end: usize, mut w: usize) -> (usize, usize) {
+fn expand_latin1(buf: &mut [u8], mut r: usize, end: usize, mut w: usize) -> usize {
     while r < end {
         if w == r {
             // k == h: no byte ≥ 0x80 remains, everything is in place.
-            return (end, end);
+            return end;
         }
         #[cfg(feature = "simdutf")]
         {
             // A block whose UTF-8, at two bytes per byte, fits between the
             // writer and the reader goes to simdutf whole: its source and
             // destination cannot overlap (`split_at_mut` makes that a
-            // borrow, not an argument). The gap `r - w` is the number of
-            // bytes ≥ 0x80 not yet read, so blocks are long where such
-            // bytes are many, and the loop below takes the sparse rest.
+            // borrow, not an argument). The gap `r - w` is at least the
+            // number of bytes ≥ 0x80 not yet read (exactly that in a region
+            // sized exactly), so blocks are long where such bytes are many,
+            // and the loop below takes the sparse rest.
             let take = (end - r).min((r - w) / 2);
-            if take >= crate::kernel::LATIN1_SIMD_MIN {
+            if take >= kernel::LATIN1_SIMD_MIN {
                 let (written, unread) = buf.split_at_mut(r);
-                w += crate::kernel::simd::latin1_to_utf8(&unread[..take], &mut written[w..]);
+                w += kernel::simd::latin1_to_utf8(&unread[..take], &mut written[w..]);
                 r += take;
                 continue;
             }
@@ -121,7 +121,7 @@ fn expand_latin1(buf: &mut [u8], mut r: usize, end: usize, mut w: usize) -> (usi
             r += 1;
         }
     }
-    (r, w)
+    w
 }
 
 #[cfg(test)]

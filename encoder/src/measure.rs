@@ -22,17 +22,17 @@ pub enum Path {
     /// latin1, ASCII ropes to latin1 or utf8 (UTF-8 pieces count as ASCII for
     /// utf8, which they already are).
     OneByte,
-    /// One-byte ropes with non-ASCII characters to utf8: the pieces are
-    /// copied to the tail of the exactly sized destination region, then
-    /// expanded forward in one pass — back-of-buffer expansion.
+    /// One-byte ropes with non-ASCII characters to utf8, by back-of-buffer
+    /// expansion.
     ///
     /// A Latin-1 character takes one UTF-8 byte (below 0x80) or two. The encoded
     /// size is therefore `n + h`, where `n` is the number of source bytes and `h`
-    /// the number of them that are ≥ 0x80; [`crate::plan`] counts `h`. The rope is
-    /// written into a region of exactly `n + h` bytes in two steps:
+    /// the number of them that are ≥ 0x80; [`crate::plan`] counts `h`. Short
+    /// pieces are copied, one memcpy each, to the tail of the region, and one
+    /// forward pass writes their UTF-8 form from its start:
     ///
     /// ```text
-    /// step 1: copy every piece, one memcpy each, to the tail of the region
+    /// step 1: copy every short piece, one memcpy each, to the tail of the region
     ///
     ///   0         h                                   n+h
     ///   [ unused  | c a f é   n a ï v e               ]
@@ -49,8 +49,10 @@ pub enum Path {
     /// region exactly is what lets the pass end as soon as the last two-byte
     /// character is written: from then on every byte is already where it belongs.
     ///
-    /// UTF-8 pieces between one-byte pieces are copied to the tail with them and
-    /// moved, not expanded, by the forward pass.
+    /// Long one-byte pieces and UTF-8 pieces are not copied to the tail: in the
+    /// same walk, once the bytes waiting there are expanded, they are written at
+    /// `w` straight from their own memory. A destination with room for the worst
+    /// case, `2n`, is written the same way without counting `h` first.
     Expand,
     /// Everything else — two-byte pieces, characters above U+00FF in latin1,
     /// and every rope written as utf16le — is transcoded piece by piece,

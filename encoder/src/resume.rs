@@ -26,10 +26,10 @@ pub struct Progress {
 /// The one-shot entry points ([`crate::write()`]) need a destination that
 /// holds the whole encoded rope. An [`Encoder`] fills whatever it is given —
 /// a 16 KiB frame, the free space of a socket buffer — and remembers its
-/// position, in the manner of encoding_rs's `_partial` converters, on whose
-/// kernels it runs: each call reports the source units it read, the bytes it
-/// wrote, and whether the rope is done. Memory is bounded by the destination,
-/// not by the rope.
+/// position, in the manner of encoding_rs's `_partial` converters: each
+/// call runs the same engine and kernels as [`crate::write()`] and reports
+/// the source units it read, the bytes it wrote, and whether the rope is
+/// done. Memory is bounded by the destination, not by the rope.
 ///
 /// Guarantees, call after call:
 ///

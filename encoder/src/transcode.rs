@@ -17,9 +17,10 @@
 use std::ops::ControlFlow;
 
 use crate::encoding::Encoding;
-use crate::kernel::{self, REPLACEMENT};
-use crate::rope::{Piece, Rope};
-use crate::surrogate::{pair_code_point, Joined, Joiner};
+use crate::kernel;
+use crate::measure::bound;
+use crate::rope::{Piece, Rope, Shape};
+use crate::surrogate::{Joined, Joiner};
 
 /// Writes `rope` in `encoding` into `dst`, which holds at least the encoded
 /// size ([`crate::size`]). Returns the bytes written.
@@ -104,7 +105,11 @@ impl Stage {
         if self.len + p.len() > STAGE_UNITS {
             self.flush(joiner, out)?;
         }
-        if (self.len + p.len()) * out.worst_per_unit() <= out.room() {
+        let staged = Shape {
+            two_byte: self.len + p.len(),
+            ..Shape::EMPTY
+        };
+        if bound(staged, out.encoding) <= out.room() {
             self.push(p);
             return ControlFlow::Continue(());
         }
@@ -231,15 +236,6 @@ impl Out<'_> {
         self.dst.len() - self.written
     }
 
-    /// The most bytes one UTF-16 unit takes in the target encoding.
-    fn worst_per_unit(&self) -> usize {
-        match self.encoding {
-            Encoding::Utf8 => 3,
-            Encoding::Utf16Le => 2,
-            Encoding::Latin1 | Encoding::Ascii => 1,
-        }
-    }
-
     /// Runs a kernel over a piece of `len` units: `step(at, dst)` converts
     /// from unit `at` into `dst`. Calls it until the piece is all read, and
     /// stops the walk when the kernel can take no more. (A kernel that
@@ -260,16 +256,6 @@ impl Out<'_> {
             self.read += r;
             self.written += w;
         }
-        ControlFlow::Continue(())
-    }
-
-    /// Writes `bytes` if they fit whole.
-    fn put(&mut self, bytes: &[u8]) -> ControlFlow<()> {
-        let Some(to) = self.dst.get_mut(self.written..self.written + bytes.len()) else {
-            return ControlFlow::Break(());
-        };
-        to.copy_from_slice(bytes);
-        self.written += bytes.len();
         ControlFlow::Continue(())
     }
 
@@ -317,36 +303,15 @@ impl Out<'_> {
         }
     }
 
-    /// What the [`Joiner`] hands on: two-byte text.
+    /// What the [`Joiner`] hands on: two-byte text. A pair joined across
+    /// pieces or a lone high surrogate goes through the same kernel as any
+    /// two-byte text: the kernels never part a pair, and write an unpaired
+    /// surrogate as U+FFFD in UTF-8 and as its low byte in latin1.
     fn joined(&mut self, j: Joined<'_>) -> ControlFlow<()> {
-        let (units, read) = match j {
-            Joined::Units(u) => return self.units(u),
-            Joined::Pair(high, low) => ([high, low], 2),
-            Joined::Lone(high) => ([high, 0], 1),
-        };
-        let units = &units[..read];
-        let mut bytes = [0u8; 4];
-        let bytes = match (self.encoding, j) {
-            (Encoding::Utf8, Joined::Pair(high, low)) => {
-                let c = char::from_u32(pair_code_point(high, low))
-                    .expect("a surrogate pair is a valid character");
-                c.encode_utf8(&mut bytes).as_bytes()
-            }
-            (Encoding::Utf8, _) => REPLACEMENT,
-            (Encoding::Utf16Le, _) => {
-                let n = kernel::put_utf16le(units, &mut bytes);
-                &bytes[..n]
-            }
-            (Encoding::Latin1 | Encoding::Ascii, _) => {
-                // Node's latin1: the low byte of each code unit.
-                for (b, &u) in bytes.iter_mut().zip(units) {
-                    *b = u as u8;
-                }
-                &bytes[..read]
-            }
-        };
-        self.put(bytes)?;
-        self.read += read;
-        ControlFlow::Continue(())
+        match j {
+            Joined::Units(u) => self.units(u),
+            Joined::Pair(high, low) => self.units(&[high, low]),
+            Joined::Lone(high) => self.units(&[high]),
+        }
     }
 }

@@ -42,12 +42,12 @@ pub(crate) const LATIN1_SIMD_MIN: usize = 8;
 const UTF16_SIMD_MIN: usize = 16;
 
 /// Converts `src` in whole blocks of at least `min` units with `simd`, each
-/// block as long as what is
-/// left of `dst` holds at `worst` bytes per unit (`cut` shortens a block so
-/// that it does not part a surrogate pair), then hands the rest to `exact`,
-/// which converts as much as fits. So a destination with room for the worst
-/// case takes one simdutf call, and an exactly sized one is filled to its
-/// last byte by blocks that shrink as the room does.
+/// block as long as what is left of `dst` holds at `worst` bytes per unit
+/// (`cut` shortens a block so that it does not part a surrogate pair), then
+/// hands the rest to `exact`, which converts as much as fits. So a
+/// destination with room for the worst case takes one simdutf call, and an
+/// exactly sized one is filled to its last byte by blocks that shrink as the
+/// room does.
 #[cfg(feature = "simdutf")]
 fn in_blocks<T>(
     src: &[T],
@@ -70,9 +70,6 @@ fn in_blocks<T>(
     let (r, w) = exact(&src[read..], &mut dst[written..]);
     (read + r, written + w)
 }
-
-/// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
-pub(crate) const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
 
 /// UTF-16 units staged on the stack on their way to a UTF-16LE byte buffer.
 const STAGE: usize = 512;

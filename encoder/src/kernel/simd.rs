@@ -10,6 +10,9 @@
 //! only called on text the validating call has just proved valid.
 #![allow(unsafe_code)]
 
+/// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
+const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
 /// Latin-1 to UTF-8: all of `src` into `dst`, which must hold two bytes per
 /// byte of `src`. Returns the bytes written.
 ///
@@ -65,7 +68,7 @@ pub(crate) fn utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> usize {
         written += unsafe {
             simdutf::convert_valid_utf16_to_utf8(valid.as_ptr(), valid.len(), out.as_mut_ptr())
         };
-        dst[written..written + 3].copy_from_slice(super::REPLACEMENT);
+        dst[written..written + 3].copy_from_slice(REPLACEMENT);
         written += 3;
         read += r.count + 1;
     }
