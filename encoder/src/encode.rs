@@ -54,11 +54,12 @@ pub(crate) fn write_shaped<R: Rope + ?Sized>(
     write_planned(rope, plan, dst)
 }
 
-/// One-byte text shorter than this is measured before it is written as
-/// UTF-8, even into a worst-case destination: in the `body` group of the
-/// encoder bench, `ascii/pieces/flatten/4` (which writes a flat string of 4
-/// ASCII bytes) took 28.9 ns measured and copied, 37.5 ns expanded
-/// unmeasured.
+/// One-byte text shorter than this is not gathered at the tail and expanded
+/// forwards when it is written as UTF-8 unmeasured: in the `body` group of
+/// the encoder bench, `ascii/pieces/flatten/4` (which writes a flat string
+/// of 4 ASCII bytes) took 28.9 ns measured and copied, 37.5 ns expanded
+/// that way. It is copied to the front and expanded backwards instead
+/// ([`expand::write_short`]).
 const UNMEASURED_MIN: usize = 64;
 
 /// Paths 2 and 3 without the measuring pass, where the measurement can
@@ -73,13 +74,13 @@ fn write_unmeasured<R: Rope + ?Sized>(
     encoding: Encoding,
     dst: &mut [u8],
 ) -> Option<usize> {
+    let one_byte = s.one_byte > 0 && s.range != CharRange::Ascii;
     let path = match encoding {
         Encoding::Utf8 if s.two_byte > 0 => Path::TwoByte,
-        // A short text is counted first: the count is cheap, and a text
-        // found ASCII is then copied, not expanded.
-        Encoding::Utf8 if s.one_byte >= UNMEASURED_MIN && s.range != CharRange::Ascii => {
-            Path::Expand
-        }
+        Encoding::Utf8 if one_byte && s.one_byte >= UNMEASURED_MIN => Path::Expand,
+        // Short one-byte text is copied and counted in one walk, then
+        // expanded where it lies: [`expand::write_short`].
+        Encoding::Utf8 if one_byte && s.utf8 == 0 => Path::OneByte,
         Encoding::Utf16Le => Path::TwoByte,
         Encoding::Utf8 | Encoding::Latin1 | Encoding::Ascii => return None,
     };
@@ -90,7 +91,8 @@ fn write_unmeasured<R: Rope + ?Sized>(
     Some(match path {
         // The tail of the worst case is where the text is gathered.
         Path::Expand => expand::write(rope, s, &mut dst[..bound]),
-        _ => transcode::write(rope, encoding, dst),
+        Path::OneByte => expand::write_short(rope, dst),
+        Path::TwoByte => transcode::write(rope, encoding, dst),
     })
 }
 

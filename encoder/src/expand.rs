@@ -69,6 +69,58 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, shape: Shape, dst: &mut [u8]) ->
     expand_latin1(dst, r, end, w)
 }
 
+/// Writes `rope` — one-byte pieces only — as UTF-8 at the start of `dst`,
+/// which holds the worst case `2n`, in one walk: every piece is copied to
+/// the front while its bytes ≥ 0x80 are counted, then the copy is expanded
+/// in place from its end backwards. Returns the bytes written, `n + h`.
+///
+/// For short text, where a walk over the pieces costs more than the bytes
+/// in them: the measured path walks twice (once to count `h`, once to
+/// write), this once. The backward pass is scalar, so long text takes
+/// [`write`] instead.
+pub(crate) fn write_short<R: Rope + ?Sized>(rope: &R, dst: &mut [u8]) -> usize {
+    let (mut n, mut h) = (0, 0);
+    let _ = rope.for_each_piece(&mut |p| {
+        if let Piece::OneByte(b) = p {
+            kernel::copy_short(b, &mut dst[n..]);
+            h += kernel::count_high_bytes(b);
+            n += b.len();
+        }
+        debug_assert!(
+            matches!(p, Piece::OneByte(_)) || p.is_empty(),
+            "one-byte pieces only"
+        );
+        ControlFlow::Continue(())
+    });
+    expand_backwards(&mut dst[..n + h], n);
+    n + h
+}
+
+/// Expands the Latin-1 bytes `buf[..n]` to UTF-8 in place, filling all of
+/// `buf`, whose length is `n` plus the number of those bytes ≥ 0x80.
+///
+/// **The writer never overtakes the reader,** going backwards: with `k`
+/// bytes ≥ 0x80 still unread in `buf[..r]`, the writer stands at
+/// `w = r + k`. A byte read at `r − 1` is written at `w − 1` (ASCII,
+/// `k` unchanged) or at `w − 2` and `w − 1` (`k` one less, so `w − 2 ≥ r − 1`):
+/// it lands on the byte just read or after it, never on one not yet read.
+/// At `w == r` no byte ≥ 0x80 is left and the rest is already in place.
+fn expand_backwards(buf: &mut [u8], n: usize) {
+    let (mut r, mut w) = (n, buf.len());
+    while w > r {
+        r -= 1;
+        let b = buf[r];
+        if b < 0x80 {
+            w -= 1;
+            buf[w] = b;
+        } else {
+            w -= 2;
+            buf[w] = 0xC0 | (b >> 6);
+            buf[w + 1] = 0x80 | (b & 0x3F);
+        }
+    }
+}
+
 /// Expands the Latin-1 bytes `buf[r..end]` to UTF-8 at `buf[w..]`, in place,
 /// and returns where the writer ends.
 ///
@@ -130,7 +182,7 @@ mod tests {
     use crate::rope::Latin1;
 
     /// Expands `pieces` into exactly `n + h` bytes and into the worst case
-    /// `2n`, and checks that both give the same bytes.
+    /// `2n`, forwards and backwards, and checks that all give the same bytes.
     fn expand(pieces: &[&[u8]]) -> Vec<u8> {
         let ropes: Vec<Latin1<&[u8]>> = pieces.iter().map(|p| Latin1(*p)).collect();
         let parts: Vec<&dyn Rope> = ropes.iter().map(|r| r as &dyn Rope).collect();
@@ -145,6 +197,9 @@ mod tests {
         let mut worst = vec![0u8; 2 * n];
         assert_eq!(write(&rope, rope.shape(), &mut worst), n + h);
         assert_eq!(worst[..n + h], exact[..], "worst-case room");
+        let mut short = vec![0u8; 2 * n];
+        assert_eq!(write_short(&rope, &mut short), n + h);
+        assert_eq!(short[..n + h], exact[..], "copied, then expanded backwards");
         exact
     }
     fn truth(pieces: &[&[u8]]) -> Vec<u8> {

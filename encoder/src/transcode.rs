@@ -14,6 +14,7 @@
 //! whatever destination it is given. So the bytes are the same by
 //! construction.
 
+use std::cell::RefCell;
 use std::ops::ControlFlow;
 
 use crate::encoding::Encoding;
@@ -46,28 +47,26 @@ pub(crate) fn write<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u
 pub(crate) struct Run<'d> {
     out: Out<'d>,
     joiner: Joiner,
-    /// Made on the first short piece: a rope without one never pays for it.
-    stage: Option<Stage>,
 }
 
-/// Pieces shorter than this many units are gathered in the [`Stage`]: the
-/// `shapes` group of the encoder bench found direct at 0.38–0.47× flatten
-/// for two-byte pieces of 1 to 16 units into UTF-8 with a kernel call per
-/// piece, 0.91× at 256.
-const STAGE_MIN: usize = 32;
+/// Pieces shorter than this many units are gathered in the [`Stage`]. The
+/// `shapes` group of the encoder bench chose it: staging pieces of 256
+/// units too made 256 one-byte pieces of 256 bytes into utf16le slower
+/// (4.0 µs against 3.5 µs) and two-byte ones into UTF-8 no faster
+/// (docs/encoder.md).
+const STAGE_MIN: usize = 256;
 
-/// Units the [`Stage`] holds. Small, because it is cleared when made: with
-/// 512 units, `body/twobyte/pieces/direct/4` of the encoder bench (four
-/// pieces of one unit) took 51 ns, with 64 units 43 ns (40 ns before there
-/// was a stage); 256 units gathered pieces of 16 units 1.2× faster than 64
-/// but took 50 ns there.
-const STAGE_UNITS: usize = 64;
+/// Units the [`Stage`] holds: a kernel call per 2048 units costs little
+/// beside converting them, and 4 KiB stays in the first-level cache. With
+/// 64 units, two-byte pieces of 16 units into UTF-8 ran at 0.63–0.66×
+/// flattening; with 2048, at 0.81–0.87×.
+const STAGE_UNITS: usize = 2048;
 
 /// Short two-byte pieces (and one-byte pieces, widened), gathered as UTF-16
 /// so that one kernel call converts many of them: the cost of a call is
 /// what a rope of many tiny pieces would otherwise pay per piece — the
 /// case that made Node flatten before converting (nodejs/node#6103). A
-/// bounded flat copy, on the stack.
+/// bounded flat copy, made once per thread.
 ///
 /// Staged units stand one for one for source units, in order, so the
 /// [`Joiner`] sees the stage as one two-byte piece and the counts of what
@@ -76,6 +75,19 @@ const STAGE_UNITS: usize = 64;
 struct Stage {
     units: [u16; STAGE_UNITS],
     len: usize,
+}
+
+thread_local! {
+    /// The thread's stage. Kept between walks so that no walk clears 4 KiB
+    /// of stack for a rope of a few pieces (with a stage on the stack,
+    /// `body/twobyte/pieces/direct/4` took 51 ns at 512 units, 43 ns at
+    /// 64); never allocated (a constant initialiser and no destructor).
+    static STAGE: RefCell<Stage> = const {
+        RefCell::new(Stage {
+            units: [0; STAGE_UNITS],
+            len: 0,
+        })
+    };
 }
 
 impl Stage {
@@ -87,13 +99,6 @@ impl Stage {
             Piece::TwoByte(u) => u.len() < STAGE_MIN,
             Piece::OneByte(b) => b.len() < STAGE_MIN && encoding.one_byte_limit().is_none(),
             Piece::Utf8(_) => false,
-        }
-    }
-
-    fn new() -> Stage {
-        Stage {
-            units: [0; STAGE_UNITS],
-            len: 0,
         }
     }
 
@@ -121,7 +126,7 @@ impl Stage {
     fn push(&mut self, p: Piece<'_>) {
         let to = &mut self.units[self.len..self.len + p.len()];
         match p {
-            Piece::TwoByte(u) => to.copy_from_slice(u),
+            Piece::TwoByte(u) => kernel::copy_short(u, to),
             Piece::OneByte(b) => {
                 for (d, &x) in to.iter_mut().zip(b) {
                     *d = u16::from(x);
@@ -168,7 +173,6 @@ impl<'d> Run<'d> {
                 read: 0,
             },
             joiner: Joiner::default(),
-            stage: None,
         }
     }
 
@@ -186,30 +190,45 @@ impl<'d> Run<'d> {
     /// until it ends or the next character does not fit. True when the
     /// whole rest of the rope is written.
     pub(crate) fn walk<R: Rope + ?Sized>(&mut self, rope: &R, from: usize) -> bool {
-        let Run { out, joiner, stage } = self;
+        STAGE.with(|stage| match stage.try_borrow_mut() {
+            Ok(mut stage) => {
+                // Empty: every walk flushes it, and a walk cut short (the
+                // destination full) drops what it staged, which `read`
+                // never counted.
+                stage.len = 0;
+                self.walk_with(rope, from, Some(&mut stage))
+            }
+            // A walk inside a walk on this thread (a rope whose pieces are
+            // made by writing another rope): the inner one goes unstaged.
+            Err(_) => self.walk_with(rope, from, None),
+        })
+    }
+
+    fn walk_with<R: Rope + ?Sized>(
+        &mut self,
+        rope: &R,
+        from: usize,
+        mut stage: Option<&mut Stage>,
+    ) -> bool {
+        let Run { out, joiner } = self;
         // One short piece alone (a flat string, the last piece) is converted
-        // as it is; the stage is made for the second short piece in a row.
+        // as it is; staging starts with the second short piece in a row.
         let mut after_short = false;
         let walked = rope.for_each_piece_from(from, &mut |p| {
-            if !p.is_empty() && Stage::takes(&p, out.encoding) {
-                if let Some(st) = stage {
-                    return st.add(joiner, out, p);
+            let short = !p.is_empty() && Stage::takes(&p, out.encoding);
+            match stage.as_deref_mut() {
+                Some(st) if short && (after_short || st.len > 0) => st.add(joiner, out, p),
+                st => {
+                    after_short = short;
+                    if let Some(st) = st {
+                        st.flush(joiner, out)?;
+                    }
+                    out.piece(joiner, p)
                 }
-                if after_short {
-                    return stage.insert(Stage::new()).add(joiner, out, p);
-                }
-                after_short = true;
-                return out.piece(joiner, p);
             }
-            after_short = false;
-            if let Some(st) = stage {
-                st.flush(joiner, out)?;
-            }
-            out.piece(joiner, p)
         });
         walked.is_continue()
             && stage
-                .as_mut()
                 .map_or(ControlFlow::Continue(()), |st| st.flush(joiner, out))
                 .is_continue()
             && joiner.finish(&mut |j| out.joined(j)).is_continue()
@@ -312,6 +331,101 @@ impl Out<'_> {
             Joined::Units(u) => self.units(u),
             Joined::Pair(high, low) => self.units(&[high, low]),
             Joined::Lone(high) => self.units(&[high]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flatten::flatten_then_write;
+    use crate::Mode;
+
+    /// Short two-byte and one-byte pieces, every length below
+    /// [`STAGE_MIN`] and a few at or above it, with surrogate pairs split
+    /// across pieces: several stagefuls, flushed at every possible offset.
+    fn short_pieces() -> (Vec<Vec<u16>>, Vec<Vec<u8>>) {
+        let text: Vec<u16> = "a\u{e9}\u{20AC}\u{1F600}".encode_utf16().collect();
+        let mut at = 0;
+        let mut take = |n: usize| -> Vec<u16> {
+            (0..n)
+                .map(|_| {
+                    at += 1;
+                    text[at % text.len()]
+                })
+                .collect()
+        };
+        let lens = (1..STAGE_MIN + 3).chain([1, 1, 2, 3, 5, 8, 13]).cycle();
+        let wide: Vec<Vec<u16>> = lens.clone().take(STAGE_MIN + 40).map(&mut take).collect();
+        let narrow = lens
+            .take(STAGE_MIN)
+            .map(|n| (0..n).map(|i| [b'a', 0xE9][i % 2]).collect())
+            .collect();
+        (wide, narrow)
+    }
+
+    fn direct_and_flat(rope: &dyn Rope, encoding: Encoding) -> (Vec<u8>, Vec<u8>) {
+        let mut direct = vec![0; crate::storage_size(rope, encoding)];
+        let n = crate::write(rope, encoding, Mode::Lossy, &mut direct).unwrap();
+        direct.truncate(n);
+        let mut flat = vec![0; crate::storage_size(rope, encoding)];
+        let n = flatten_then_write(rope, encoding, Mode::Lossy, &mut flat).unwrap();
+        flat.truncate(n);
+        (direct, flat)
+    }
+
+    #[test]
+    fn staged_pieces_are_written_as_flattened() {
+        let (wide, narrow) = short_pieces();
+        let mut pieces: Vec<Piece<'_>> = Vec::new();
+        for (i, u) in wide.iter().enumerate() {
+            pieces.push(Piece::TwoByte(u));
+            if let Some(b) = narrow.get(i).filter(|_| i % 3 == 0) {
+                pieces.push(Piece::OneByte(b));
+            }
+        }
+        let total: usize = pieces.iter().map(Piece::len).sum();
+        assert!(total > 3 * STAGE_UNITS, "{total} units");
+        for encoding in Encoding::ALL {
+            let (direct, flat) = direct_and_flat(&pieces.as_slice(), encoding);
+            assert_eq!(direct, flat, "{encoding}");
+        }
+    }
+
+    /// A rope whose pieces are made, while it is walked, by writing another
+    /// rope of short pieces on the same thread.
+    struct Nested<'a>(&'a [Piece<'a>]);
+
+    impl Rope for Nested<'_> {
+        fn for_each_piece<'a>(
+            &'a self,
+            visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+        ) -> ControlFlow<()> {
+            self.0.iter().try_for_each(|&p| {
+                let inner = [p, p, p];
+                let mut scratch = vec![0; crate::storage_size(&inner[..], Encoding::Utf8)];
+                let n = crate::write(&inner[..], Encoding::Utf8, Mode::Lossy, &mut scratch);
+                let Piece::TwoByte(u) = p else {
+                    unreachable!("two-byte pieces only")
+                };
+                let expected = String::from_utf16_lossy(&u.repeat(3));
+                assert_eq!(&scratch[..n.unwrap()], expected.as_bytes());
+                visit(p)
+            })
+        }
+
+        fn shape(&self) -> Shape {
+            self.0.shape()
+        }
+    }
+
+    #[test]
+    fn a_walk_inside_a_walk_is_written_unstaged() {
+        let (wide, _) = short_pieces();
+        let pieces: Vec<Piece<'_>> = wide.iter().map(|u| Piece::TwoByte(u)).collect();
+        for encoding in Encoding::ALL {
+            let (direct, flat) = direct_and_flat(&Nested(&pieces), encoding);
+            assert_eq!(direct, flat, "{encoding}");
         }
     }
 }

@@ -139,28 +139,42 @@ pub mod bounds {
     pub const CACHE_BYTES: Bounds = b("--cache-bytes", 0, TIB);
     /// `--body-min-rate`, bytes per second (0: no extension).
     pub const BODY_MIN_RATE: Bounds = b("--body-min-rate", 0, GIB);
-
-    /// Every numeric option's bounds.
-    pub const ALL: [Bounds; 17] = [
-        WORKERS,
-        MAX_LEN,
-        MAX_LARGE,
-        LARGE_BYTES,
-        MAX_BODY,
-        MAX_HEAD,
-        MAX_REQUEST_LINE,
-        MAX_FIELDS,
-        MAX_CONNECTIONS,
-        MAX_REQUESTS,
-        MAX_QUEUED_BYTES,
-        MAX_QUEUED_RESPONSES,
-        MAX_QUEUED_TOTAL,
-        COPY_BELOW,
-        FRAME,
-        CACHE_BYTES,
-        BODY_MIN_RATE,
-    ];
 }
+
+/// How to read one numeric option's value from a [`Config`] (`None`: not
+/// set).
+type ValueOf = fn(&Config) -> Option<u64>;
+
+/// Every numeric option: its bounds, and its value in a [`Config`]. The one
+/// list both the help text (each option's range) and [`Config::validate`]
+/// go through.
+const NUMERIC: [(Bounds, ValueOf); 17] = [
+    (bounds::WORKERS, |c| c.workers.map(u64::from)),
+    (bounds::MAX_LEN, |c| Some(c.max_len as u64)),
+    (bounds::MAX_LARGE, |c| Some(c.max_large as u64)),
+    (bounds::LARGE_BYTES, |c| Some(c.large_bytes as u64)),
+    (bounds::MAX_BODY, |c| Some(c.max_body as u64)),
+    (bounds::MAX_HEAD, |c| Some(c.max_head as u64)),
+    (bounds::MAX_REQUEST_LINE, |c| {
+        Some(c.max_request_line as u64)
+    }),
+    (bounds::MAX_FIELDS, |c| Some(c.max_fields as u64)),
+    (bounds::MAX_CONNECTIONS, |c| Some(c.max_connections as u64)),
+    (bounds::MAX_REQUESTS, |c| c.max_requests),
+    (bounds::MAX_QUEUED_BYTES, |c| {
+        Some(c.max_queued_bytes as u64)
+    }),
+    (bounds::MAX_QUEUED_RESPONSES, |c| {
+        Some(c.max_queued_responses as u64)
+    }),
+    (bounds::MAX_QUEUED_TOTAL, |c| {
+        Some(c.max_queued_total as u64)
+    }),
+    (bounds::COPY_BELOW, |c| Some(c.copy_below as u64)),
+    (bounds::FRAME, |c| Some(c.frame as u64)),
+    (bounds::CACHE_BYTES, |c| Some(c.cache_bytes as u64)),
+    (bounds::BODY_MIN_RATE, |c| Some(c.body_min_rate)),
+];
 
 impl Bounds {
     /// `Err` saying the range when `v` is outside it.
@@ -367,7 +381,7 @@ impl Config {
     /// range, from [`bounds`], added to its help.
     pub fn command() -> clap::Command {
         let mut cmd = <Config as CommandFactory>::command();
-        for b in bounds::ALL {
+        for (b, _) in NUMERIC {
             cmd = cmd.mut_arg(b.id(), |a| {
                 let help = a.get_help().map(ToString::to_string).unwrap_or_default();
                 let help = format!("{}. Accepts {}.", help.trim_end_matches('.'), b.range());
@@ -441,30 +455,8 @@ impl Config {
                 self.grace
             ));
         }
-        let counts = [
-            (bounds::WORKERS, self.workers.map(u64::from)),
-            (bounds::MAX_LEN, Some(self.max_len as u64)),
-            (bounds::MAX_LARGE, Some(self.max_large as u64)),
-            (bounds::LARGE_BYTES, Some(self.large_bytes as u64)),
-            (bounds::MAX_BODY, Some(self.max_body as u64)),
-            (bounds::MAX_HEAD, Some(self.max_head as u64)),
-            (bounds::MAX_REQUEST_LINE, Some(self.max_request_line as u64)),
-            (bounds::MAX_FIELDS, Some(self.max_fields as u64)),
-            (bounds::BODY_MIN_RATE, Some(self.body_min_rate)),
-            (bounds::MAX_CONNECTIONS, Some(self.max_connections as u64)),
-            (bounds::MAX_REQUESTS, self.max_requests),
-            (bounds::MAX_QUEUED_BYTES, Some(self.max_queued_bytes as u64)),
-            (
-                bounds::MAX_QUEUED_RESPONSES,
-                Some(self.max_queued_responses as u64),
-            ),
-            (bounds::MAX_QUEUED_TOTAL, Some(self.max_queued_total as u64)),
-            (bounds::COPY_BELOW, Some(self.copy_below as u64)),
-            (bounds::FRAME, Some(self.frame as u64)),
-            (bounds::CACHE_BYTES, Some(self.cache_bytes as u64)),
-        ];
-        for (bounds, value) in counts {
-            if let Some(v) = value {
+        for (bounds, value) in NUMERIC {
+            if let Some(v) = value(self) {
                 bounds
                     .check(v)
                     .map_err(|rule| format!("{} {v}: {rule}", bounds.flag))?;
@@ -528,6 +520,38 @@ mod tests {
             assert!(err.contains(names), "{args:?}: {err}");
         }
         assert!(parse(&["--send-timeout", "2m", "--grace", "0", "--workers", "3"]).is_ok());
+    }
+
+    #[test]
+    fn every_numeric_option_states_its_range_and_is_checked() {
+        use std::any::TypeId;
+        let cmd = Config::command();
+        let listed: Vec<String> = NUMERIC.iter().map(|(b, _)| b.id()).collect();
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            let parsed = arg.get_value_parser().type_id();
+            let numeric = [
+                TypeId::of::<u16>(),
+                TypeId::of::<u64>(),
+                TypeId::of::<usize>(),
+            ]
+            .iter()
+            .any(|t| parsed == *t);
+            assert_eq!(numeric, listed.iter().any(|l| l == id), "--{id}");
+        }
+        let d = Config::default();
+        for (b, value) in NUMERIC {
+            let help = cmd
+                .get_arguments()
+                .find(|a| a.get_id() == b.id().as_str())
+                .and_then(|a| a.get_help())
+                .unwrap()
+                .to_string();
+            assert!(help.ends_with(&format!("Accepts {}.", b.range())), "{help}");
+            if let Some(v) = value(&d) {
+                b.check(v).unwrap();
+            }
+        }
     }
 
     #[test]
