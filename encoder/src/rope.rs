@@ -701,4 +701,28 @@ mod tests {
         }
         assert_eq!(from(&big, 4), text[4..].encode_utf16().collect::<Vec<_>>());
     }
+
+    #[test]
+    fn ropey_shapes_say_ascii_exactly_when_the_text_is() {
+        for text in [
+            String::new(),
+            "abcd".to_string(),
+            "ab\u{e9}".to_string(),
+            "x".repeat(1024),
+            "y".repeat(5000),
+            format!("{}\u{20AC}", "z".repeat(5000)),
+            format!("\u{e9}{}", "z".repeat(1022)),
+        ] {
+            let rope = ropey::Rope::from_str(&text);
+            let expected = Shape::utf8(text.len(), text.is_ascii());
+            assert_eq!(rope.shape(), expected, "{} bytes", text.len());
+            let n = rope.len_chars();
+            for range in [0..0, 0..n, 1.min(n)..n] {
+                let slice = rope.slice(range.clone());
+                let part: String = slice.chars().collect();
+                let expected = Shape::utf8(part.len(), part.is_ascii());
+                assert_eq!(slice.shape(), expected, "{} bytes, {range:?}", text.len());
+            }
+        }
+    }
 }
