@@ -97,6 +97,71 @@ fn a_busy_address_is_one_line_naming_it_and_exit_2() {
 }
 
 #[test]
+fn a_tls_certificate_or_key_that_cannot_be_used_is_one_line_naming_the_file_and_exit_2() {
+    let dir = std::env::temp_dir().join(format!("unflat-cli-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let one = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    std::fs::write(path("cert.pem"), one.cert.pem()).unwrap();
+    std::fs::write(path("other-key.pem"), other.signing_key.serialize_pem()).unwrap();
+    std::fs::write(path("empty.pem"), "not PEM at all\n").unwrap();
+    let (cert, other_key, empty, missing) = (
+        path("cert.pem"),
+        path("other-key.pem"),
+        path("empty.pem"),
+        path("missing.pem"),
+    );
+    for (args, names) in [
+        (
+            vec!["--tls-cert", &missing, "--tls-key", &other_key],
+            format!("--tls-cert {missing}: No such file"),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &missing],
+            format!("--tls-key {missing}: No such file"),
+        ),
+        (
+            vec!["--tls-cert", &empty, "--tls-key", &other_key],
+            format!("--tls-cert {empty}: no PEM certificate"),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &empty],
+            format!("--tls-key {empty}: no PEM private key"),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &other_key],
+            format!("--tls-cert {cert} and --tls-key {other_key}: "),
+        ),
+        (vec!["--tls-cert", &cert], "--tls-key".to_string()),
+        (
+            vec![
+                "--tls-cert",
+                &cert,
+                "--tls-key",
+                &other_key,
+                "--tls-self-signed",
+            ],
+            "--tls-self-signed".to_string(),
+        ),
+        (
+            vec!["--handshake-timeout", "0"],
+            "--handshake-timeout".to_string(),
+        ),
+    ] {
+        let mut args = args;
+        args.extend(["--addr", "127.0.0.1:0"]);
+        let (code, stdout, stderr) = run(&args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(&names), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: listened: {stdout}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn version_and_help() {
     let (code, stdout, _) = run(&["--version"], &[]);
     assert_eq!(code, Some(0));

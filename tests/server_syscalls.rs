@@ -100,7 +100,11 @@ impl AsyncWrite for FakeSocket {
 }
 
 fn app(strategy: Strategy) -> App {
-    App::new(common::config(strategy), "127.0.0.1:0".parse().unwrap())
+    App::new(
+        common::config(strategy),
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+    )
 }
 
 fn pipelined(lens: &[usize]) -> Vec<u8> {

@@ -27,7 +27,7 @@ fn app() -> &'static App {
             max_queued_responses: 8,
             ..Config::default()
         };
-        App::new(config, "127.0.0.1:0".parse().unwrap())
+        App::new(config, "127.0.0.1:0".parse().unwrap(), None)
     })
 }
 

@@ -17,12 +17,15 @@ pub fn main() -> std::io::Result<()> {
         Ok(config) => config,
         Err(e) if e.use_stderr() => {
             // One line, `error: invalid value '…' for '--flag …': why`,
-            // without clap's usage hint after it.
+            // without clap's usage hint after it (a list clap indents on
+            // the lines below, such as missing arguments, joined to it).
             let text = e.to_string();
-            eprintln!(
-                "{}",
-                text.lines().next().unwrap_or("error: invalid arguments")
-            );
+            let line: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!("{}", line.join(" "));
             std::process::exit(2);
         }
         // --help and --version.

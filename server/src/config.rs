@@ -7,6 +7,7 @@
 //! one-line error and exit status 2, never a panic later.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
@@ -231,6 +232,33 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
 
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+    #[arg(
+        long,
+        env = "UNFLAT_TLS_CERT",
+        value_name = "PATH",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "UNFLAT_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve HTTPS with a certificate for localhost made at start-up; its
+    /// PEM is written to a file the banner names (`curl --cacert FILE`).
+    #[arg(long, env = "UNFLAT_TLS_SELF_SIGNED", conflicts_with = "tls_cert")]
+    pub tls_self_signed: bool,
+
+    /// Time a client has to complete the TLS handshake.
+    #[arg(long, env = "UNFLAT_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+
     /// Worker threads (default: one per core).
     #[arg(long, env = "UNFLAT_WORKERS", value_parser = bounds::WORKERS.parser::<u16>())]
     pub workers: Option<u16>,
@@ -416,6 +444,20 @@ impl Config {
         self.body_timeout + earned
     }
 
+    /// Where the TLS certificate comes from; `None` for cleartext HTTP.
+    pub fn tls(&self) -> Option<crate::tls::Source> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::tls::Source::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ if self.tls_self_signed => Some(crate::tls::Source::SelfSigned {
+                cert: crate::tls::self_signed_path(),
+            }),
+            _ => None,
+        }
+    }
+
     /// The write queue's copy-or-share policy.
     pub fn policy(&self) -> Policy {
         Policy {
@@ -429,6 +471,7 @@ impl Config {
     /// an error naming the option.
     pub fn validate(&self) -> Result<(), String> {
         for (flag, d) in [
+            ("--handshake-timeout", self.handshake_timeout),
             ("--head-timeout", self.head_timeout),
             ("--idle-timeout", self.idle_timeout),
             ("--send-timeout", self.send_timeout),

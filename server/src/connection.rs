@@ -202,9 +202,11 @@ impl Deadlines {
     }
 }
 
-/// Writes the whole queue, one `write_vectored` per iteration, failing when a
-/// call makes no progress for `send_timeout`. `timer` is armed only when the
-/// socket cannot take a write at once.
+/// Writes the whole queue, one `write_vectored` per iteration, then flushes
+/// the socket (a TLS stream holds encrypted records the socket did not
+/// take; a TCP stream holds nothing), failing when a call makes no progress
+/// for `send_timeout`. `timer` is armed only when the socket cannot take a
+/// write at once.
 pub async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
@@ -212,26 +214,37 @@ pub async fn flush<S: Socket>(
     mut timer: Pin<&mut Sleep>,
 ) -> Result<(), Ended> {
     while queue.has_remaining() {
-        let mut armed = false;
-        let written = poll_fn(|cx| {
-            if let Poll::Ready(r) = poll_write(&mut *io, queue, cx) {
-                return Poll::Ready(Some(r));
-            }
-            if !armed {
-                timer.as_mut().reset(Instant::now() + send_timeout);
-                armed = true;
-            }
-            timer.as_mut().poll(cx).map(|()| None)
+        let written = in_time(send_timeout, timer.as_mut(), |cx| {
+            poll_write(&mut *io, queue, cx)
         })
-        .await;
+        .await?;
         match written {
-            Some(Ok(0)) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
-            Some(Ok(n)) => queue.advance(n),
-            Some(Err(e)) => return Err(e.into()),
-            None => return Err(Ended::SendTimeout),
+            0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
+            n => queue.advance(n),
         }
     }
-    Ok(())
+    in_time(send_timeout, timer, |cx| Pin::new(&mut *io).poll_flush(cx)).await
+}
+
+/// Polls `op` until it is ready, failing with [`Ended::SendTimeout`] when it
+/// stays pending for `send_timeout`; arms `timer` only then.
+async fn in_time<T>(
+    send_timeout: Duration,
+    mut timer: Pin<&mut Sleep>,
+    mut op: impl FnMut(&mut Context<'_>) -> Poll<io::Result<T>>,
+) -> Result<T, Ended> {
+    let mut armed = false;
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = op(cx) {
+            return Poll::Ready(r.map_err(Ended::from));
+        }
+        if !armed {
+            timer.as_mut().reset(Instant::now() + send_timeout);
+            armed = true;
+        }
+        timer.as_mut().poll(cx).map(|()| Err(Ended::SendTimeout))
+    })
+    .await
 }
 
 /// One vectored write of the queue's pending bytes. The iovec arrays live on

@@ -35,6 +35,7 @@ mod routes;
 mod server;
 pub mod session;
 pub mod shutdown;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -63,13 +64,14 @@ pub struct App {
 }
 
 impl App {
-    /// The shared state for a server listening on `addr`.
-    pub fn new(config: Config, addr: SocketAddr) -> App {
+    /// The shared state for a server listening on `addr`, over TLS from
+    /// `tls` when there is one.
+    pub fn new(config: Config, addr: SocketAddr, tls: Option<&tls::Source>) -> App {
         App {
             writer: response::Writer::new(config.strategy, config.idle_timeout.as_secs()),
             end_strings: bodies::EndStrings::new(config.cache_bytes),
             large: Arc::new(bodies::Large::new(config.large_bytes)),
-            help: reply::help_text(addr, config.strategy),
+            help: reply::help_text(addr, config.strategy, tls),
             fields: reply::Fields::new(),
             budget: Arc::new(budget::Budget::new(config.max_queued_total)),
             config,

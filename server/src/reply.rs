@@ -21,6 +21,7 @@ use crate::bodies::{Busy, Key, Memo, Text};
 use crate::config::Strategy;
 use crate::request::RequestHead;
 use crate::response::{Body, Exchange, Response};
+use crate::tls::Source;
 use crate::App;
 
 /// The routes, for the help text and 404s.
@@ -33,15 +34,28 @@ OPTIONS  * and every path above (204 with Allow)
 ";
 
 /// The text of `GET /` and of the start-up banner.
-pub fn help_text(addr: SocketAddr, strategy: Strategy) -> String {
+pub fn help_text(addr: SocketAddr, strategy: Strategy, tls: Option<&Source>) -> String {
+    let (scheme, trust) = match tls {
+        None => ("http", String::new()),
+        Some(Source::Files { .. }) => ("https", String::new()),
+        Some(Source::SelfSigned { cert }) => (
+            "https",
+            format!(
+                "\nSelf-signed certificate for localhost: {}\n  curl --cacert {} https://localhost:{}/\n",
+                cert.display(),
+                cert.display(),
+                addr.port()
+            ),
+        ),
+    };
     format!(
-        "unflat-server ({strategy} strategy) at http://{addr}\n\n\
+        "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n\
          Routes:\n{ROUTES}\n\
          /end-string bodies: body=flat (the default) keeps the text as one flat\n\
          string, sent as one iovec (ascii) or encoded behind the head (latin1,\n\
          twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, sent as\n\
          an iovec per chunk, or copied where chunks are short.\n\n\
-         Benchmark it:\n  wrk -s wrk_scripts/end-string.lua http://{addr} -- 1024\n",
+         Benchmark it:\n  wrk -s wrk_scripts/end-string.lua {scheme}://{addr} -- 1024\n",
         strategy = strategy.name()
     )
 }

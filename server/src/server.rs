@@ -16,28 +16,44 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::config::Config;
 use crate::connection::{self, Ended};
 use crate::shutdown::{self, Shutdown};
-use crate::App;
+use crate::{tls, App};
 
 /// A bound server, not yet accepting.
-#[derive(Debug)]
 pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     app: Arc<App>,
+    tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Server {
     /// Binds `config.addr` and prepares the routes. Fails on a configuration
-    /// that cannot work ([`Config::validate`]) before binding anything.
+    /// that cannot work ([`Config::validate`]), or a TLS certificate or key
+    /// that cannot be used, before binding anything.
     pub fn bind(config: Config) -> io::Result<Server> {
-        config
-            .validate()
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
+        config.validate().map_err(invalid)?;
+        let source = config.tls();
+        let tls = source
+            .as_ref()
+            .map(tls::acceptor)
+            .transpose()
+            .map_err(invalid)?;
         let listener = listen(config.addr).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr))
         })?;
@@ -46,7 +62,8 @@ impl Server {
         Ok(Server {
             listener,
             addr,
-            app: Arc::new(App::new(config, addr)),
+            app: Arc::new(App::new(config, addr, source.as_ref())),
+            tls,
         })
     }
 
@@ -73,7 +90,7 @@ impl Server {
             .build()?;
         runtime.block_on(async {
             let listener = TcpListener::from_std(self.listener)?;
-            let accept = tokio::spawn(accept_loop(listener, self.app, shutdown, permits));
+            let accept = tokio::spawn(accept_loop(listener, self.app, self.tls, shutdown, permits));
             stop.await;
             trigger.trigger();
             accept.await.map_err(io::Error::other)
@@ -105,6 +122,7 @@ fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
 async fn accept_loop(
     listener: TcpListener,
     app: Arc<App>,
+    tls: Option<TlsAcceptor>,
     shutdown: Shutdown,
     permits: Arc<Semaphore>,
 ) {
@@ -133,9 +151,12 @@ async fn accept_loop(
                 () = stopped.as_mut() => break,
             };
             let _ = stream.set_nodelay(true);
-            let (app, shutdown) = (app.clone(), shutdown.clone());
+            let (app, tls, shutdown) = (app.clone(), tls.clone(), shutdown.clone());
             connections.spawn(async move {
-                handle(stream, peer, &app, &shutdown).await;
+                match tls {
+                    None => handle(stream, peer, &app, &shutdown).await,
+                    Some(tls) => handle_tls(stream, peer, &tls, &app, &shutdown).await,
+                }
                 drop(permit);
             });
             // Reap finished connections so the set does not grow.
@@ -171,6 +192,33 @@ async fn handle(mut stream: TcpStream, peer: SocketAddr, app: &App, shutdown: &S
         Err(Ended::SendTimeout) => {
             debug!(%peer, "send timeout: resetting the connection");
             let _ = stream.set_zero_linger();
+        }
+        Err(e) => debug!(%peer, "connection ended: {e}"),
+    }
+}
+
+/// Serves one accepted connection over TLS: the handshake first, within
+/// `--handshake-timeout` (a client that stalls it, or speaks something else
+/// than TLS, is closed and logged at debug level), then the connection as
+/// [`handle`] serves a cleartext one. Closing sends TLS's `close_notify`.
+async fn handle_tls(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: &TlsAcceptor,
+    app: &App,
+    shutdown: &Shutdown,
+) {
+    let handshake = tokio::time::timeout(app.config.handshake_timeout, tls.accept(stream));
+    let mut stream = match handshake.await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
+        Err(_) => return debug!(%peer, "TLS handshake timed out"),
+    };
+    match connection::serve(&mut stream, app, shutdown).await {
+        Ok(()) => {}
+        Err(Ended::SendTimeout) => {
+            debug!(%peer, "send timeout: resetting the connection");
+            let _ = stream.get_ref().0.set_zero_linger();
         }
         Err(e) => debug!(%peer, "connection ended: {e}"),
     }

@@ -201,7 +201,11 @@ pub fn closed(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
 /// The shared state of a server with the default configuration (direct
 /// strategy), for driving sessions in memory.
 pub fn app() -> App {
-    App::new(config(Strategy::Direct), "127.0.0.1:0".parse().unwrap())
+    App::new(
+        config(Strategy::Direct),
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+    )
 }
 
 /// Feeds `parts` one after the other, as separate reads, to a new sans-IO

@@ -1,0 +1,193 @@
+//! HTTPS: the server behind rustls serves every body form byte for byte,
+//! by both strategies, over one keep-alive connection; it closes a client
+//! that stalls the handshake or speaks cleartext HTTP to it, and goes on
+//! serving the others.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use unflat_server::{Config, Running, Strategy};
+
+/// A certificate for localhost in PEM files, removed on drop.
+struct Cert {
+    dir: PathBuf,
+    der: CertificateDer<'static>,
+}
+
+impl Cert {
+    fn new(name: &str) -> Cert {
+        let dir = std::env::temp_dir().join(format!("unflat-tls-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        std::fs::write(dir.join("cert.pem"), made.cert.pem()).unwrap();
+        std::fs::write(dir.join("key.pem"), made.signing_key.serialize_pem()).unwrap();
+        Cert {
+            dir,
+            der: made.cert.der().clone(),
+        }
+    }
+
+    fn config(&self, strategy: Strategy) -> Config {
+        Config {
+            tls_cert: Some(self.dir.join("cert.pem")),
+            tls_key: Some(self.dir.join("key.pem")),
+            ..common::config(strategy)
+        }
+    }
+}
+
+impl Drop for Cert {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A TLS client connection to `server` that trusts only `der`.
+fn client(
+    server: &Running,
+    der: &CertificateDer<'static>,
+) -> StreamOwned<ClientConnection, TcpStream> {
+    let mut roots = RootCertStore::empty();
+    roots.add(der.clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = ServerName::try_from("localhost").unwrap();
+    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
+    StreamOwned::new(conn, common::connect(server))
+}
+
+#[test]
+fn every_body_form_arrives_whole_over_https() {
+    let cert = Cert::new("bodies");
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let server = Running::start(cert.config(strategy)).unwrap();
+        let mut tls = client(&server, &cert.der);
+        let mut buf = Vec::new();
+        for len in [4, 1024, 102_400] {
+            for kind in ["ascii", "latin1", "twobyte"] {
+                for body in ["flat", "rope"] {
+                    let request = format!(
+                        "GET /end-string/{len}?kind={kind}&body={body} HTTP/1.1\r\nHost: x\r\n\r\n"
+                    );
+                    tls.write_all(request.as_bytes()).unwrap();
+                    let r = common::read_response(&mut tls, &mut buf, false).unwrap();
+                    assert_eq!(r.status, 200, "{strategy:?} {request}");
+                    assert!(
+                        r.body == common::end_string_body(len, kind),
+                        "{strategy:?} {request}: {} bytes",
+                        r.body.len()
+                    );
+                }
+            }
+        }
+        // A body sent from the payload's own memory, and a pipelined pair.
+        let size = 3 << 20;
+        tls.write_all(
+            format!("GET /large/{size} HTTP/1.1\r\nHost: x\r\n\r\nGET /end-string/64 HTTP/1.1\r\nHost: x\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+        let large = common::read_response(&mut tls, &mut buf, false).unwrap();
+        assert_eq!(
+            common::sha256(&large.body),
+            common::sha256(&common::large_body(size)),
+            "{strategy:?}"
+        );
+        let next = common::read_response(&mut tls, &mut buf, false).unwrap();
+        assert_eq!(next.body, common::end_string_body(64, "ascii"));
+        assert_eq!(tls.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
+        // Closing the connection: the server answers with close_notify, which
+        // rustls reports as a clean end of stream (no truncation error).
+        tls.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let last = common::read_response(&mut tls, &mut buf, false).unwrap();
+        assert_eq!(last.status, 200);
+        let mut rest = Vec::new();
+        tls.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty() && buf.is_empty(), "{strategy:?}");
+        server.stop().unwrap();
+    }
+}
+
+/// Reads until the server closes `stream`, within `limit`; true if it did.
+fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let begun = Instant::now();
+    let mut sink = [0u8; 4096];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) => return begun.elapsed() <= limit,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn a_stalled_handshake_or_a_cleartext_client_is_closed_and_others_are_served() {
+    let cert = Cert::new("stall");
+    let config = Config {
+        handshake_timeout: Duration::from_millis(300),
+        ..cert.config(Strategy::Direct)
+    };
+    let server = Running::start(config).unwrap();
+    // Connected, and not a byte of handshake.
+    let mut stalled = common::connect(&server);
+    // Cleartext HTTP where TLS is spoken.
+    let mut plain = common::connect(&server);
+    plain
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    assert!(
+        closed_within(&mut plain, Duration::from_secs(5)),
+        "cleartext client left open"
+    );
+    assert!(
+        closed_within(&mut stalled, Duration::from_secs(5)),
+        "stalled handshake left open"
+    );
+    let mut tls = client(&server, &cert.der);
+    tls.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.body, b"aaaa");
+}
+
+#[test]
+fn a_self_signed_server_names_the_certificate_it_wrote() {
+    let server = Running::start(Config {
+        tls_self_signed: true,
+        ..common::config(Strategy::Direct)
+    })
+    .unwrap();
+    let help = &server.app().help;
+    assert!(
+        help.contains(&format!("https://{}", server.addr())),
+        "{help}"
+    );
+    let path = help
+        .lines()
+        .find_map(|l| l.strip_prefix("Self-signed certificate for localhost: "))
+        .unwrap_or_else(|| panic!("no certificate path in {help}"));
+    let pem = std::fs::read(path).unwrap();
+    let der = rustls::pki_types::pem::PemObject::from_pem_slice(&pem).unwrap();
+    let mut tls = client(&server, &der);
+    tls.write_all(b"GET /end-string/64?kind=twobyte HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.body, common::end_string_body(64, "twobyte"));
+    std::fs::remove_file(path).unwrap();
+}
