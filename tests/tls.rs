@@ -191,3 +191,63 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
     assert_eq!(r.body, common::end_string_body(64, "twobyte"));
     std::fs::remove_file(path).unwrap();
 }
+
+#[test]
+fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
+    let cert = Cert::new("nonreaders");
+    let config = Config {
+        send_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
+        ..cert.config(Strategy::Direct)
+    };
+    let server = Running::start(config).unwrap();
+    let served = |server: &Running| {
+        let mut tls = client(server, &cert.der);
+        tls.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+        r.status == 200 && r.body == b"aaa"
+    };
+    assert!(served(&server));
+    // Warm-up: the body is cached before memory is measured.
+    let mut warm = client(&server, &cert.der);
+    warm.write_all(b"GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    common::read_response(&mut warm, &mut Vec::new(), false).unwrap();
+    let rss = || common::proc_status_bytes("self", "VmRSS:");
+    let before = rss();
+    let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
+    let mut hostile: Vec<_> = (0..100)
+        .map(|_| {
+            let tls = client(&server, &cert.der);
+            tls.sock
+                .set_write_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            tls
+        })
+        .collect();
+    for tls in &mut hostile {
+        // The handshake, then as much of the batch as the server reads
+        // before it stops reading (backpressure).
+        let _ = tls.write_all(batch.as_bytes());
+    }
+    for _ in 0..5 {
+        assert!(served(&server));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let growth = rss().saturating_sub(before);
+    eprintln!(
+        "memory growth with 100 non-reading TLS clients: {:.1} MiB",
+        growth as f64 / 1048576.0
+    );
+    // The cleartext bound of tests/hostile.rs; rustls adds at most 64 KiB
+    // of records per connection.
+    assert!(growth < 64 << 20, "grew {} MiB", growth >> 20);
+    std::thread::sleep(Duration::from_secs(3));
+    let closed = hostile
+        .iter_mut()
+        .filter(|tls| closed_within(&mut tls.sock.try_clone().unwrap(), Duration::from_secs(10)))
+        .count();
+    assert_eq!(closed, 100);
+    assert!(served(&server));
+}
