@@ -1,4 +1,4 @@
-//! `cargo bench --bench large-write -- [--size-mib 512] [--runs 7] [--verify]`:
+//! `cargo bench --bench large-write -- [--size-mib 512] [--runs 7] [--verify] [--tls]`:
 //! the Deno write-up's measurement on unflat-server. For each strategy the
 //! harness starts the release server, requests `/large/{size}` with a client
 //! that streams the body into SHA-256, and samples the server's RSS from
@@ -9,7 +9,12 @@
 //! `integrity: OK <first 16 hex>` (FAIL exits non-zero). The digest expected
 //! is computed here, from the payload's description, not by the server's
 //! code. An SVG of RSS over time for both strategies is written to
-//! `target/unflat-bench/large-write.svg`.
+//! `target/unflat-bench/large-write.svg` (`large-write-tls.svg` with
+//! `--tls`).
+//!
+//! With `--tls` the server serves HTTPS (a certificate made here for
+//! localhost) and the client reads through rustls: the same payload, the
+//! same digest, encrypted on the way.
 
 mod support;
 
@@ -20,6 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use sha2::{Digest, Sha256};
 use support::{build_release, machine, median, out_dir, rss_of, Proc};
 
@@ -39,6 +46,9 @@ struct Opts {
     /// A short smoke run: 64 MiB, 1 run.
     #[arg(long)]
     quick: bool,
+    /// Over HTTPS (rustls on both ends).
+    #[arg(long)]
+    tls: bool,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -64,9 +74,53 @@ fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A byte stream to the server: a TCP connection, or TLS over one.
+trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
+
+/// A certificate for localhost, in PEM files under `dir` for the server and
+/// as a client configuration that trusts only it.
+fn tls_setup(dir: &std::path::Path) -> (Vec<String>, Arc<ClientConfig>) {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("certificate");
+    let (cert, key) = (
+        dir.join("large-write-cert.pem"),
+        dir.join("large-write-key.pem"),
+    );
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let mut roots = RootCertStore::empty();
+    roots.add(made.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let args = [
+        "--tls-cert".into(),
+        cert.display().to_string(),
+        "--tls-key".into(),
+        key.display().to_string(),
+    ];
+    (args.to_vec(), Arc::new(config))
+}
+
+/// Connects to `server`, through TLS when `tls` is given.
+fn connect(server: &Proc, tls: Option<&Arc<ClientConfig>>) -> Box<dyn Conn> {
+    let tcp = TcpStream::connect(server.authority()).expect("connect");
+    match tls {
+        None => Box::new(tcp),
+        Some(config) => {
+            let name = ServerName::try_from("localhost").unwrap();
+            let conn = ClientConnection::new(config.clone(), name).expect("TLS client");
+            Box::new(StreamOwned::new(conn, tcp))
+        }
+    }
+}
+
 /// One request: the time to the last byte and the body's digest.
-fn fetch(server: &Proc, size: usize) -> (Duration, [u8; 32]) {
-    let mut conn = TcpStream::connect(server.authority()).expect("connect");
+fn fetch(server: &Proc, size: usize, tls: Option<&Arc<ClientConfig>>) -> (Duration, [u8; 32]) {
+    let mut conn = connect(server, tls);
     let start = Instant::now();
     conn.write_all(
         format!("GET /large/{size} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
@@ -164,10 +218,17 @@ fn main() {
         "payload {} MiB, {} run(s) per strategy, RSS sampled every 5 ms\n",
         o.size_mib, o.runs
     );
+    let (tls_args, tls) = if o.tls {
+        let (args, config) = tls_setup(&out_dir());
+        println!("over HTTPS (rustls, ring)\n");
+        (args, Some(config))
+    } else {
+        (Vec::new(), None)
+    };
     let mut traces: Vec<(String, Vec<(f64, u64)>)> = Vec::new();
     let mut failed = false;
     for strategy in ["flatten", "direct"] {
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "--addr",
             "127.0.0.1:0",
             "--strategy",
@@ -177,18 +238,19 @@ fn main() {
         ]
         .map(String::from)
         .to_vec();
+        args.extend(tls_args.iter().cloned());
         let server = Proc::start(strategy, &bin.join("unflat-server"), &args);
         std::thread::sleep(Duration::from_millis(200));
         let idle = server.rss();
         // Warm-up: the server builds and caches the payload on first use;
         // the runs then measure writing it.
-        let _ = fetch(&server, size);
+        let _ = fetch(&server, size, tls.as_ref());
         let (mut times, mut peaks, mut above) = (Vec::new(), Vec::new(), Vec::new());
         let mut digests_ok = true;
         for run in 0..o.runs {
             let sampler = Sampler::start(server.pid());
             std::thread::sleep(Duration::from_millis(20));
-            let (elapsed, digest) = fetch(&server, size);
+            let (elapsed, digest) = fetch(&server, size, tls.as_ref());
             std::thread::sleep(Duration::from_millis(20));
             let samples = sampler.finish();
             let peak = samples.iter().map(|s| s.1).max().unwrap_or(0);
@@ -215,7 +277,11 @@ fn main() {
             idle as f64 / MIB
         );
     }
-    let svg = out_dir().join("large-write.svg");
+    let svg = out_dir().join(if o.tls {
+        "large-write-tls.svg"
+    } else {
+        "large-write.svg"
+    });
     chart(&svg, &traces, o.size_mib);
     println!("\nRSS over time: {}", svg.display());
     if failed {

@@ -46,7 +46,8 @@ pub struct Proc {
 
 impl Proc {
     /// Starts `bin args…`, which must print a line containing `http://ADDR`
-    /// once it listens (both servers' banners do), and waits for that line.
+    /// (or `https://ADDR`) once it listens (both servers' banners do), and
+    /// waits for that line.
     pub fn start(name: &str, bin: &Path, args: &[String]) -> Proc {
         let mut child = Command::new(bin)
             .args(args)
@@ -62,7 +63,7 @@ impl Proc {
                 Some(Ok(l)) => l,
                 _ => panic!("{name} exited before it listened"),
             };
-            if let Some(at) = line.find("http://") {
+            if let Some(at) = line.find("http://").or_else(|| line.find("https://")) {
                 let url: String = line[at..].split_whitespace().next().unwrap().to_string();
                 break url;
             }
@@ -83,7 +84,10 @@ impl Proc {
 
     /// `host:port`.
     pub fn authority(&self) -> &str {
-        self.url.trim_start_matches("http://")
+        let url = self.url.as_str();
+        url.strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"))
+            .unwrap_or(url)
     }
 
     /// User + system CPU time used so far, from /proc/PID/stat.
