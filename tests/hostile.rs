@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{config, connect, read_response};
+use common::{closed_within, config, connect, read_response};
 use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
@@ -18,20 +18,6 @@ fn short_timeouts() -> Config {
         send_timeout: Duration::from_secs(1),
         body_timeout: Duration::from_secs(1),
         ..config(Strategy::Direct)
-    }
-}
-
-/// True when the peer closed: EOF or reset, within `within`.
-fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
-    s.set_read_timeout(Some(within)).unwrap();
-    let mut buf = [0u8; 65536];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue, // drain whatever was still in flight
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return true,
-            Err(_) => return false,
-        }
     }
 }
 
@@ -212,16 +198,12 @@ fn max_requests_per_connection_closes_after_the_last() {
     assert!(buf.is_empty() && closed_within(&mut s, Duration::from_secs(5)));
 }
 
-/// Resident memory of this process (the server runs in it).
-fn rss() -> u64 {
-    common::proc_status_bytes("self", "VmRSS:")
-}
-
 #[test]
 fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
     let server = Running::start(short_timeouts()).unwrap();
     assert!(served(&server)); // warm-up: the body is cached
-    let before = rss();
+                              // Resident memory of this process (the server runs in it).
+    let before = common::proc_status_bytes("self", "VmRSS:");
     let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
     let mut hostile: Vec<TcpStream> = (0..100)
         .map(|_| {
@@ -234,28 +216,7 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
         // The server may stop reading (backpressure) before it has all of it.
         let _ = s.write_all(batch.as_bytes());
     }
-    // A well-behaved client is served throughout.
-    for _ in 0..5 {
-        assert!(served(&server));
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let peak = rss();
-    let growth = peak.saturating_sub(before);
-    eprintln!(
-        "memory growth with 100 non-reading clients: {:.1} MiB",
-        growth as f64 / 1048576.0
-    );
-    assert!(growth < 64 << 20, "grew {} MiB", growth >> 20);
-    // The send timeout closes them: a peer that then reads sees the end of
-    // the stream (after whatever the socket buffers held).
-    std::thread::sleep(Duration::from_secs(3));
-    let closed = hostile
-        .iter_mut()
-        .map(|s| closed_within(s, Duration::from_secs(10)))
-        .filter(|&c| c)
-        .count();
-    assert_eq!(closed, 100);
-    assert!(served(&server));
+    common::non_readers_bounded_and_closed("clients", before, || served(&server), &mut hostile);
 }
 
 #[test]

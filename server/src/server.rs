@@ -214,6 +214,7 @@ async fn handle_tls(
         Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
         Err(_) => return debug!(%peer, "TLS handshake timed out"),
     };
+    stream.get_mut().1.set_buffer_limit(Some(tls::RECORDS_HELD));
     match connection::serve(&mut stream, app, shutdown).await {
         Ok(()) => {}
         Err(Ended::SendTimeout) => {

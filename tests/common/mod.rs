@@ -198,6 +198,55 @@ pub fn closed(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
     }
 }
 
+/// True when the peer closed: EOF or reset, each read waiting at most
+/// `within` (whatever was still in flight is drained).
+pub fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 65536];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The end of a test of clients that never read, `sockets` (their TCP
+/// connections), begun when the process's resident memory was `before`: a
+/// reading client is `served` throughout, memory grew by less than 64 MiB,
+/// and once a send timeout of about a second has passed the server has
+/// closed every one of them.
+pub fn non_readers_bounded_and_closed(
+    what: &str,
+    before: u64,
+    served: impl Fn() -> bool,
+    sockets: &mut [TcpStream],
+) {
+    for _ in 0..5 {
+        assert!(served());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let growth = proc_status_bytes("self", "VmRSS:").saturating_sub(before);
+    eprintln!(
+        "memory growth with {} non-reading {what}: {:.1} MiB",
+        sockets.len(),
+        growth as f64 / 1048576.0
+    );
+    assert!(growth < 64 << 20, "grew {} MiB", growth >> 20);
+    // The send timeout closes them: a peer that then reads sees the end of
+    // the stream (after whatever the socket buffers held).
+    std::thread::sleep(Duration::from_secs(3));
+    let closed = sockets
+        .iter_mut()
+        .map(|s| closed_within(s, Duration::from_secs(10)))
+        .filter(|&c| c)
+        .count();
+    assert_eq!(closed, sockets.len());
+    assert!(served());
+}
+
 /// The shared state of a server with the default configuration (direct
 /// strategy), for driving sessions in memory.
 pub fn app() -> App {
