@@ -197,10 +197,9 @@ async fn handle(mut stream: TcpStream, peer: SocketAddr, app: &App, shutdown: &S
     }
 }
 
-/// Serves one accepted connection over TLS: the handshake first, within
-/// `--handshake-timeout` (a client that stalls it, or speaks something else
-/// than TLS, is closed and logged at debug level), then the connection as
-/// [`handle`] serves a cleartext one. Closing sends TLS's `close_notify`.
+/// Serves one accepted connection over TLS: the handshake first
+/// ([`tls::handshake`]), then the connection as [`handle`] serves a
+/// cleartext one. Closing sends TLS's `close_notify`.
 async fn handle_tls(
     stream: TcpStream,
     peer: SocketAddr,
@@ -208,13 +207,10 @@ async fn handle_tls(
     app: &App,
     shutdown: &Shutdown,
 ) {
-    let handshake = tokio::time::timeout(app.config.handshake_timeout, tls.accept(stream));
-    let mut stream = match handshake.await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => return debug!(%peer, "TLS handshake failed: {e}"),
-        Err(_) => return debug!(%peer, "TLS handshake timed out"),
+    let Some(mut stream) = tls::handshake(tls, stream, peer, app.config.handshake_timeout).await
+    else {
+        return;
     };
-    stream.get_mut().1.set_buffer_limit(Some(tls::RECORDS_HELD));
     match connection::serve(&mut stream, app, shutdown).await {
         Ok(()) => {}
         Err(Ended::SendTimeout) => {

@@ -9,9 +9,11 @@
 //! themselves into records, never joining them first.
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
@@ -19,6 +21,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
+use tracing::debug;
 
 use crate::connection::Socket;
 
@@ -126,6 +129,32 @@ fn self_signed(
     let key = PrivateKeyDer::try_from(made.signing_key.serialize_der())
         .map_err(|e| format!("the self-signed certificate's key: {e}"))?;
     Ok((vec![made.cert.der().clone()], key))
+}
+
+/// The TLS handshake of an accepted connection, within `timeout`. A client
+/// that stalls it, or speaks something other than TLS, is closed and logged
+/// at debug level (`None`); a connection that completes it holds at most
+/// [`RECORDS_HELD`] of encrypted records.
+pub async fn handshake(
+    acceptor: &TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    timeout: Duration,
+) -> Option<TlsStream<TcpStream>> {
+    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+        Ok(Ok(mut stream)) => {
+            stream.get_mut().1.set_buffer_limit(Some(RECORDS_HELD));
+            Some(stream)
+        }
+        Ok(Err(e)) => {
+            debug!(%peer, "TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
 }
 
 /// Encrypted connections are served like cleartext ones; the vectored
