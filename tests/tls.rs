@@ -223,3 +223,20 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
         .collect();
     common::non_readers_bounded_and_closed("TLS clients", before, || served(&server), &mut sockets);
 }
+
+#[test]
+fn graceful_shutdown_ends_an_idle_connection_with_close_notify() {
+    let cert = Cert::new("shutdown");
+    let server = Running::start(cert.config(Strategy::Direct)).unwrap();
+    let mut tls = client(&server, &cert.der);
+    tls.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let r = common::read_response(&mut tls, &mut buf, false).unwrap();
+    assert_eq!(r.body, b"aaaa");
+    server.stop().unwrap();
+    // rustls reports a close without close_notify as an UnexpectedEof error.
+    let mut rest = Vec::new();
+    tls.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty() && buf.is_empty());
+}
