@@ -90,7 +90,7 @@ fn tls_setup(dir: &std::path::Path) -> (Vec<String>, Arc<ClientConfig>) {
     std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
     let mut roots = RootCertStore::empty();
     roots.add(made.cert.der().clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
@@ -220,7 +220,7 @@ fn main() {
     );
     let (tls_args, tls) = if o.tls {
         let (args, config) = tls_setup(&out_dir());
-        println!("over HTTPS (rustls, ring)\n");
+        println!("over HTTPS (rustls, aws-lc-rs)\n");
         (args, Some(config))
     } else {
         (Vec::new(), None)

@@ -56,7 +56,7 @@ fn client(
 ) -> StreamOwned<ClientConnection, TcpStream> {
     let mut roots = RootCertStore::empty();
     roots.add(der.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

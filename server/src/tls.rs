@@ -1,8 +1,9 @@
 //! HTTPS: the server's TLS configuration, loaded (or made) before anything
 //! listens, and the handshake of each accepted connection.
 //!
-//! rustls with the *ring* provider, its safe defaults (TLS 1.2 and 1.3),
-//! ALPN `http/1.1`. After the handshake a connection is served exactly as a
+//! rustls with the aws-lc-rs provider (chosen over *ring* by the
+//! `tls-providers` bench: docs/design.md, "HTTPS"), its safe defaults (TLS
+//! 1.2 and 1.3), ALPN `http/1.1`. After the handshake a connection is served exactly as a
 //! cleartext one ([`crate::connection::serve`]): the write queue's slices —
 //! the encoded head, shared bodies, streamed frames — go to rustls as one
 //! vectored plaintext write per batch, which rustls encrypts from the slices
@@ -67,7 +68,7 @@ pub fn acceptor(source: &Source) -> Result<TlsAcceptor, String> {
         Source::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
         Source::SelfSigned { cert } => self_signed(cert)?,
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: {e}"))?

@@ -1,0 +1,136 @@
+//! `cargo bench --bench tls-providers`: handshakes per second and bulk
+//! throughput of rustls's two crypto providers, *ring* and aws-lc-rs, in
+//! memory (no sockets, one thread): a server and a client connection pass
+//! records to each other through a buffer. TLS 1.3, each provider's
+//! default suites, an ECDSA P-256 certificate made by rcgen. What chose the
+//! server's provider (docs/design.md, "HTTPS").
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{PrivateKeyDer, ServerName};
+use rustls::{
+    ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
+};
+
+/// Moves every pending record from `a` to `b`; true if any moved.
+fn flow(a: &mut Connection, b: &mut Connection, buf: &mut Vec<u8>) -> bool {
+    buf.clear();
+    while a.wants_write() {
+        a.write_tls(buf).unwrap();
+    }
+    if buf.is_empty() {
+        return false;
+    }
+    let mut rd = &buf[..];
+    while !rd.is_empty() {
+        b.read_tls(&mut rd).unwrap();
+        b.process_new_packets().unwrap();
+    }
+    true
+}
+
+fn main() {
+    // Two rounds, the providers alternating.
+    for _ in 0..2 {
+        measure("ring", rustls::crypto::ring::default_provider());
+        measure("aws-lc-rs", rustls::crypto::aws_lc_rs::default_provider());
+    }
+}
+
+/// One provider: full handshakes (no resumption, both sides' work) per
+/// second, then 1 GiB written by the server in 256 KiB writes and read by
+/// the client.
+fn measure(name: &str, provider: CryptoProvider) {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let der = made.cert.der().clone();
+    let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
+    let p = Arc::new(provider);
+    let server = Arc::new(
+        ServerConfig::builder_with_provider(p.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![der.clone()], key)
+            .unwrap(),
+    );
+    let mut roots = RootCertStore::empty();
+    roots.add(der).unwrap();
+    let client = Arc::new(
+        ClientConfig::builder_with_provider(p)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let mut buf = Vec::new();
+    let connect = |buf: &mut Vec<u8>| {
+        let mut c = Connection::Client(
+            ClientConnection::new(client.clone(), ServerName::try_from("localhost").unwrap())
+                .unwrap(),
+        );
+        let mut s = Connection::Server(ServerConnection::new(server.clone()).unwrap());
+        while c.is_handshaking() || s.is_handshaking() {
+            let a = flow(&mut c, &mut s, buf);
+            let b = flow(&mut s, &mut c, buf);
+            assert!(a || b, "stuck");
+        }
+        flow(&mut s, &mut c, buf);
+        (c, s)
+    };
+    // Handshakes: full (no resumption), both sides' work, in one thread.
+    for _ in 0..200 {
+        connect(&mut buf);
+    }
+    let n = 3000;
+    let t = Instant::now();
+    for _ in 0..n {
+        connect(&mut buf);
+    }
+    let hs = n as f64 / t.elapsed().as_secs_f64();
+    // Bulk: the server encrypts 1 GiB in writes of 256 KiB; the client decrypts.
+    let (mut c, mut s) = connect(&mut buf);
+    let chunk = vec![0x61u8; 256 * 1024];
+    let mut sink = vec![0u8; 256 * 1024];
+    let total = 1usize << 30;
+    let run = |c: &mut Connection,
+               s: &mut Connection,
+               buf: &mut Vec<u8>,
+               sink: &mut Vec<u8>,
+               bytes: usize| {
+        let mut sent = 0;
+        while sent < bytes {
+            let Connection::Server(sv) = s else {
+                unreachable!()
+            };
+            sent += sv.writer().write(&chunk).unwrap();
+            buf.clear();
+            while sv.wants_write() {
+                sv.write_tls(buf).unwrap();
+            }
+            let Connection::Client(cl) = c else {
+                unreachable!()
+            };
+            let mut rd = &buf[..];
+            while !rd.is_empty() {
+                cl.read_tls(&mut rd).unwrap();
+                cl.process_new_packets().unwrap();
+                loop {
+                    match cl.reader().read(sink) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        }
+    };
+    run(&mut c, &mut s, &mut buf, &mut sink, 64 << 20);
+    let t = Instant::now();
+    run(&mut c, &mut s, &mut buf, &mut sink, total);
+    let secs = t.elapsed().as_secs_f64();
+    let suite = s.negotiated_cipher_suite().unwrap().suite();
+    println!("{name}: {hs:.0} handshakes/s (both sides, one core); bulk {:.2} GiB/s encrypted and decrypted ({suite:?})", total as f64 / secs / (1u64 << 30) as f64);
+}
