@@ -153,10 +153,7 @@ async fn accept_loop(
             let _ = stream.set_nodelay(true);
             let (app, tls, shutdown) = (app.clone(), tls.clone(), shutdown.clone());
             connections.spawn(async move {
-                match tls {
-                    None => handle(stream, peer, &app, &shutdown).await,
-                    Some(tls) => handle_tls(stream, peer, &tls, &app, &shutdown).await,
-                }
+                handle(stream, peer, tls.as_ref(), &app, &shutdown).await;
                 drop(permit);
             });
             // Reap finished connections so the set does not grow.
@@ -182,40 +179,43 @@ async fn accept_loop(
     }
 }
 
-/// Serves one accepted connection. After a send timeout the connection is
-/// reset rather than closed, as nginx's `reset_timedout_connection` does: the
-/// kernel then discards the unsent bytes at once instead of holding them
-/// for a peer that does not read.
-async fn handle(mut stream: TcpStream, peer: SocketAddr, app: &App, shutdown: &Shutdown) {
-    match connection::serve(&mut stream, app, shutdown).await {
-        Ok(()) => {}
-        Err(Ended::SendTimeout) => {
-            debug!(%peer, "send timeout: resetting the connection");
-            let _ = stream.set_zero_linger();
-        }
-        Err(e) => debug!(%peer, "connection ended: {e}"),
-    }
-}
-
-/// Serves one accepted connection over TLS: the handshake first
-/// ([`tls::handshake`]), then the connection as [`handle`] serves a
-/// cleartext one. Closing sends TLS's `close_notify`.
-async fn handle_tls(
+/// Serves one accepted connection, over TLS when there is an acceptor (the
+/// handshake first, [`tls::handshake`]).
+async fn handle(
     stream: TcpStream,
     peer: SocketAddr,
-    tls: &TlsAcceptor,
+    tls: Option<&TlsAcceptor>,
     app: &App,
     shutdown: &Shutdown,
 ) {
-    let Some(mut stream) = tls::handshake(tls, stream, peer, app.config.handshake_timeout).await
-    else {
-        return;
-    };
+    match tls {
+        None => serve(stream, |s| s, peer, app, shutdown).await,
+        Some(acceptor) => {
+            let timeout = app.config.handshake_timeout;
+            if let Some(stream) = tls::handshake(acceptor, stream, peer, timeout).await {
+                serve(stream, |s| s.get_ref().0, peer, app, shutdown).await;
+            }
+        }
+    }
+}
+
+/// Serves a connection until it ends; closing a TLS stream sends
+/// `close_notify`. After a send timeout the connection is reset rather than
+/// closed, as nginx's `reset_timedout_connection` does: the kernel then
+/// discards the unsent bytes at once instead of holding them for a peer
+/// that does not read. `tcp` finds the TCP stream under `stream`.
+async fn serve<S: connection::Socket>(
+    mut stream: S,
+    tcp: fn(&S) -> &TcpStream,
+    peer: SocketAddr,
+    app: &App,
+    shutdown: &Shutdown,
+) {
     match connection::serve(&mut stream, app, shutdown).await {
         Ok(()) => {}
         Err(Ended::SendTimeout) => {
             debug!(%peer, "send timeout: resetting the connection");
-            let _ = stream.get_ref().0.set_zero_linger();
+            let _ = tcp(&stream).set_zero_linger();
         }
         Err(e) => debug!(%peer, "connection ended: {e}"),
     }
