@@ -74,25 +74,33 @@ fn write_unmeasured<R: Rope + ?Sized>(
     encoding: Encoding,
     dst: &mut [u8],
 ) -> Option<usize> {
+    /// How a rope is written without measuring it first.
+    enum Unmeasured {
+        /// Gathered at the tail and expanded forwards ([`expand::write`]).
+        Expand,
+        /// Copied and counted in one walk, then expanded backwards where it
+        /// lies ([`expand::write_short`]).
+        ExpandShort,
+        /// Transcoded ([`transcode::write`]).
+        Transcode,
+    }
     let one_byte = s.one_byte > 0 && s.range != CharRange::Ascii;
-    let path = match encoding {
-        Encoding::Utf8 if s.two_byte > 0 => Path::TwoByte,
-        Encoding::Utf8 if one_byte && s.one_byte >= UNMEASURED_MIN => Path::Expand,
-        // Short one-byte text is copied and counted in one walk, then
-        // expanded where it lies: [`expand::write_short`].
-        Encoding::Utf8 if one_byte && s.utf8 == 0 => Path::OneByte,
-        Encoding::Utf16Le => Path::TwoByte,
+    let how = match encoding {
+        Encoding::Utf8 if s.two_byte > 0 => Unmeasured::Transcode,
+        Encoding::Utf8 if one_byte && s.one_byte >= UNMEASURED_MIN => Unmeasured::Expand,
+        Encoding::Utf8 if one_byte && s.utf8 == 0 => Unmeasured::ExpandShort,
+        Encoding::Utf16Le => Unmeasured::Transcode,
         Encoding::Utf8 | Encoding::Latin1 | Encoding::Ascii => return None,
     };
     let bound = bound(s, encoding);
     if dst.len() < bound {
         return None;
     }
-    Some(match path {
+    Some(match how {
         // The tail of the worst case is where the text is gathered.
-        Path::Expand => expand::write(rope, s, &mut dst[..bound]),
-        Path::OneByte => expand::write_short(rope, dst),
-        Path::TwoByte => transcode::write(rope, encoding, dst),
+        Unmeasured::Expand => expand::write(rope, s, &mut dst[..bound]),
+        Unmeasured::ExpandShort => expand::write_short(rope, dst),
+        Unmeasured::Transcode => transcode::write(rope, encoding, dst),
     })
 }
 
