@@ -14,8 +14,10 @@ use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
 
-/// Moves every pending record from `a` to `b`; true if any moved.
-fn flow(a: &mut Connection, b: &mut Connection, buf: &mut Vec<u8>) -> bool {
+/// Moves every pending record from `a` to `b`, and reads whatever
+/// plaintext they carry out of `b` into `sink` (so that `b`'s bounded
+/// plaintext buffer never fills); true if any record moved.
+fn flow(a: &mut Connection, b: &mut Connection, buf: &mut Vec<u8>, sink: &mut [u8]) -> bool {
     buf.clear();
     while a.wants_write() {
         a.write_tls(buf).unwrap();
@@ -27,6 +29,14 @@ fn flow(a: &mut Connection, b: &mut Connection, buf: &mut Vec<u8>) -> bool {
     while !rd.is_empty() {
         b.read_tls(&mut rd).unwrap();
         b.process_new_packets().unwrap();
+        loop {
+            match b.reader().read(sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
     }
     true
 }
@@ -64,67 +74,44 @@ fn measure(name: &str, provider: CryptoProvider) {
             .with_root_certificates(roots)
             .with_no_client_auth(),
     );
-    let mut buf = Vec::new();
-    let connect = |buf: &mut Vec<u8>| {
+    let (mut buf, mut sink) = (Vec::new(), vec![0u8; 256 * 1024]);
+    let connect = |buf: &mut Vec<u8>, sink: &mut [u8]| {
         let mut c = Connection::Client(
             ClientConnection::new(client.clone(), ServerName::try_from("localhost").unwrap())
                 .unwrap(),
         );
         let mut s = Connection::Server(ServerConnection::new(server.clone()).unwrap());
         while c.is_handshaking() || s.is_handshaking() {
-            let a = flow(&mut c, &mut s, buf);
-            let b = flow(&mut s, &mut c, buf);
+            let a = flow(&mut c, &mut s, buf, sink);
+            let b = flow(&mut s, &mut c, buf, sink);
             assert!(a || b, "stuck");
         }
-        flow(&mut s, &mut c, buf);
+        flow(&mut s, &mut c, buf, sink);
         (c, s)
     };
     // Handshakes: full (no resumption), both sides' work, in one thread.
     for _ in 0..200 {
-        connect(&mut buf);
+        connect(&mut buf, &mut sink);
     }
     let n = 3000;
     let t = Instant::now();
     for _ in 0..n {
-        connect(&mut buf);
+        connect(&mut buf, &mut sink);
     }
     let hs = n as f64 / t.elapsed().as_secs_f64();
     // Bulk: the server encrypts 1 GiB in writes of 256 KiB; the client decrypts.
-    let (mut c, mut s) = connect(&mut buf);
+    let (mut c, mut s) = connect(&mut buf, &mut sink);
     let chunk = vec![0x61u8; 256 * 1024];
-    let mut sink = vec![0u8; 256 * 1024];
     let total = 1usize << 30;
     let run = |c: &mut Connection,
                s: &mut Connection,
                buf: &mut Vec<u8>,
-               sink: &mut Vec<u8>,
+               sink: &mut [u8],
                bytes: usize| {
         let mut sent = 0;
         while sent < bytes {
-            let Connection::Server(sv) = s else {
-                unreachable!()
-            };
-            sent += sv.writer().write(&chunk).unwrap();
-            buf.clear();
-            while sv.wants_write() {
-                sv.write_tls(buf).unwrap();
-            }
-            let Connection::Client(cl) = c else {
-                unreachable!()
-            };
-            let mut rd = &buf[..];
-            while !rd.is_empty() {
-                cl.read_tls(&mut rd).unwrap();
-                cl.process_new_packets().unwrap();
-                loop {
-                    match cl.reader().read(sink) {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                        Err(e) => panic!("{e}"),
-                    }
-                }
-            }
+            sent += s.writer().write(&chunk).unwrap();
+            flow(s, c, buf, sink);
         }
     };
     run(&mut c, &mut s, &mut buf, &mut sink, 64 << 20);
