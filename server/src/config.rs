@@ -444,7 +444,9 @@ impl Config {
         self.body_timeout + earned
     }
 
-    /// Where the TLS certificate comes from; `None` for cleartext HTTP.
+    /// Where the TLS certificate comes from; `None` for cleartext HTTP. For
+    /// `--tls-self-signed`, each call names a new file
+    /// ([`crate::tls::self_signed_path`]): call it once per server.
     pub fn tls(&self) -> Option<crate::tls::Source> {
         match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(crate::tls::Source::Files {
