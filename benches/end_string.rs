@@ -14,20 +14,28 @@
 //! the cores with the server.
 //!
 //! On a 2-core machine the servers get both cores (`--workers 2`) and wrk
-//! one thread (`--threads 1`): the server has the larger share.
+//! one thread (`--threads 1`): the server has the larger share. With
+//! `--pin` the server and wrk get disjoint cores instead (`taskset`): the
+//! server `--workers` cores from core 0 (default: half of them), wrk the
+//! rest, and the server's CPU time is read per thread from
+//! /proc/PID/task/*/schedstat, in nanoseconds.
+//!
+//! With `--tls` every server speaks HTTPS with a certificate made here for
+//! localhost (wrk connects with OpenSSL): unflat-server with
+//! `--tls-cert`/`--tls-key`, hyper-peer on tokio-rustls with the same rustls
+//! configuration; the ceiling is cleartext only and left out.
 //!
 //! Written to target/unflat-bench/: `end-string.csv` in the layout of Node's
 //! compare.js, one `end-string.OLD-NEW.csv` per comparison with the variants
 //! renamed `old` and `new` (`Rscript benchmark/compare.R < FILE` reads it
 //! unchanged), `end-string-runs.csv` with every figure of every run, and
-//! `end-string.svg`.
+//! `end-string.svg` (each named `end-string-tls…` with `--tls`).
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -35,7 +43,9 @@ use std::time::Duration;
 use clap::Parser;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
-use support::{build_release, children_cpu_time, installed, machine, out_dir, root, Proc};
+use support::{
+    build_release, children_cpu_time, connect, installed, machine, out_dir, root, Proc, Tls,
+};
 
 /// The variants, in their default order.
 const VARIANTS: [&str; 4] = ["flatten", "direct", "hyper", "ceiling"];
@@ -65,15 +75,25 @@ struct Opts {
     /// ascii only).
     #[arg(long, value_delimiter = ',', default_values_t = ["ascii".to_string()])]
     kinds: Vec<String>,
-    /// Variants, comma-separated: flatten, direct, hyper, ceiling.
-    #[arg(long, value_delimiter = ',', default_values_t = VARIANTS.map(String::from))]
+    /// Variants, comma-separated: flatten, direct, hyper, ceiling (default:
+    /// all; all but the ceiling with --tls).
+    #[arg(long, value_delimiter = ',')]
     variants: Vec<String>,
     /// wrk threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Server worker threads.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    /// Server worker threads (default: one per core; half the cores with
+    /// --pin).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Server and wrk on disjoint cores: the server's workers from core 0,
+    /// wrk on the cores after them.
+    #[arg(long)]
+    pin: bool,
+    /// Over HTTPS: the servers with a certificate for localhost made here,
+    /// wrk through OpenSSL.
+    #[arg(long)]
+    tls: bool,
     /// How unflat-server keeps the body: flat (one contiguous string), or
     /// rope (a ropey rope); the wrk script's third argument.
     #[arg(long, default_value = "flat", value_parser = ["flat", "rope"])]
@@ -112,12 +132,67 @@ struct Run {
     errors: u64,
 }
 
+/// The options once defaults that depend on others are filled in.
+struct Plan {
+    /// Server worker threads.
+    workers: usize,
+    /// `taskset -c` lists for the servers and wrk, with `--pin`.
+    cpus: Option<(String, String)>,
+    /// The certificate, with `--tls`.
+    tls: Option<Tls>,
+    /// The output files' stem: `end-string`, or `end-string-tls`.
+    stem: &'static str,
+}
+
+/// Fills in the defaults that depend on other options, or says which
+/// combination cannot run.
+fn plan(o: &mut Opts) -> Result<Plan, String> {
+    if o.variants.is_empty() {
+        o.variants = VARIANTS
+            .iter()
+            .filter(|v| !(o.tls && **v == "ceiling"))
+            .map(|v| v.to_string())
+            .collect();
+    } else if o.tls && o.variants.iter().any(|v| v == "ceiling") {
+        return Err("--tls: the ceiling serves cleartext only; leave it out of --variants".into());
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = o
+        .workers
+        .unwrap_or(if o.pin { (cores / 2).max(1) } else { cores });
+    let cpus = if o.pin {
+        if workers >= cores {
+            return Err(format!(
+                "--pin: {workers} server workers leave none of the {cores} cores for wrk"
+            ));
+        }
+        let list = |from: usize, to: usize| format!("{from}-{to}");
+        Some((list(0, workers - 1), list(workers, cores - 1)))
+    } else {
+        None
+    };
+    Ok(Plan {
+        workers,
+        cpus,
+        tls: o.tls.then(|| Tls::new("end-string")),
+        stem: if o.tls {
+            "end-string-tls"
+        } else {
+            "end-string"
+        },
+    })
+}
+
 fn main() {
     let mut o = Opts::parse();
     if o.quick {
         o.runs = 1;
         o.duration = 1;
     }
+    let p = plan(&mut o).unwrap_or_else(|e| {
+        eprintln!("end-string: {e}");
+        std::process::exit(2);
+    });
     for v in &o.variants {
         assert!(
             VARIANTS.contains(&v.as_str()),
@@ -136,15 +211,19 @@ fn main() {
         std::process::exit(2);
     }
     let bin = build_release(&["unflat-server", "hyper-peer", "ceiling"]);
-    let servers: Vec<Proc> = o.variants.iter().map(|v| start(&o, &bin, v)).collect();
+    let servers: Vec<Proc> = o.variants.iter().map(|v| start(&p, &bin, v)).collect();
 
     println!("machine: {}", machine());
     println!(
-        "wrk -t{} -c{} -d{}s; servers with {} workers; body={}; {} run(s) per cell, variants alternating\n",
+        "wrk -t{} -c{} -d{}s{}; servers with {} workers{}; body={}; {} run(s) per cell, variants alternating\n",
         o.threads,
         o.connections,
         o.duration,
-        o.workers,
+        if p.tls.is_some() { " over HTTPS (rustls with aws-lc-rs; wrk with OpenSSL)" } else { "" },
+        p.workers,
+        p.cpus.as_ref().map_or(String::new(), |(server, wrk)| format!(
+            ", pinned: servers on CPUs {server}, wrk on CPUs {wrk}"
+        )),
         o.body,
         o.runs
     );
@@ -153,7 +232,7 @@ fn main() {
         for kind in &o.kinds {
             for &len in &o.lens {
                 for s in servers.iter().filter(|s| serves(&s.name, kind)) {
-                    let r = wrk(&o, s, len, kind, run);
+                    let r = wrk(&o, &p, s, len, kind, run);
                     println!(
                         "run {} {:>7} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs{}",
                         run + 1,
@@ -177,11 +256,11 @@ fn main() {
     for metric in [Metric::ReqPerS, Metric::CpuPerReq] {
         compare_table(&o, &by, metric);
     }
-    let files = write_csvs(&o, &runs);
-    let svg = out_dir().join("end-string.svg");
+    let files = write_csvs(&o, p.stem, &runs);
+    let svg = out_dir().join(format!("{}.svg", p.stem));
     chart(&svg, &o, &runs);
     if o.syscalls {
-        syscalls(&o, &servers);
+        syscalls(&o, &servers, p.tls.as_ref());
     }
     println!();
     for f in files.iter().chain([&svg]) {
@@ -194,13 +273,16 @@ fn main() {
 }
 
 /// Starts one variant's server on a free port.
-fn start(o: &Opts, bin: &Path, variant: &str) -> Proc {
+fn start(p: &Plan, bin: &Path, variant: &str) -> Proc {
     let mut args = vec![
         "--addr".to_string(),
         "127.0.0.1:0".into(),
         "--workers".into(),
-        o.workers.to_string(),
+        p.workers.to_string(),
     ];
+    if let Some(tls) = &p.tls {
+        args.extend(tls.server_args.iter().cloned());
+    }
     let exe = match variant {
         "hyper" => "hyper-peer",
         "ceiling" => "ceiling",
@@ -209,7 +291,8 @@ fn start(o: &Opts, bin: &Path, variant: &str) -> Proc {
             "unflat-server"
         }
     };
-    Proc::start(variant, &bin.join(exe), &args)
+    let cpus = p.cpus.as_ref().map(|(server, _)| server.as_str());
+    Proc::start_on(cpus, variant, &bin.join(exe), &args)
 }
 
 /// The ceiling prebuilds ascii bodies only.
@@ -228,11 +311,22 @@ fn body_arg<'a>(o: &'a Opts, variant: &str) -> &'a str {
     }
 }
 
-fn wrk(o: &Opts, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
+fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
     let script = root().join("wrk_scripts/end-string.lua");
-    let server_before = s.cpu_time();
+    // Pinned, CPU time is read per thread in nanoseconds; otherwise from
+    // the whole process's clock ticks, as before.
+    let threads = p.cpus.is_some().then(|| s.thread_times());
+    let ticks = s.cpu_time();
     let wrk_before = children_cpu_time();
-    let out = Command::new("wrk")
+    let mut cmd = match &p.cpus {
+        Some((_, cpus)) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus, "wrk"]);
+            c
+        }
+        None => Command::new("wrk"),
+    };
+    let out = cmd
         .args([
             "-t",
             &o.threads.to_string(),
@@ -243,13 +337,16 @@ fn wrk(o: &Opts, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
         ])
         .arg("-s")
         .arg(&script)
-        .arg(&s.url)
+        .arg(url(p, s))
         .args(["--", &len.to_string(), kind, body_arg(o, &s.name)])
         .stderr(Stdio::inherit())
         .output()
         .expect("run wrk");
     let wrk_cpu = children_cpu_time() - wrk_before;
-    let cpu = s.cpu_time() - server_before;
+    let cpu = match threads {
+        Some(t) => t.until(&s.thread_times()),
+        None => s.cpu_time() - ticks,
+    };
     assert!(
         out.status.success(),
         "wrk failed: {}",
@@ -278,6 +375,17 @@ fn wrk(o: &Opts, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
         wrk_cpu_us_per_req: wrk_cpu.as_secs_f64() * 1e6 / requests,
         p99_us: num(&["latency_us", "p99"]),
         errors,
+    }
+}
+
+/// The URL wrk asks: over TLS with the host named `localhost` (the
+/// certificate's name), so that wrk's SNI names a host — an IP address
+/// there is not allowed, and rustls logs a warning for every connection
+/// that sends one.
+fn url(p: &Plan, s: &Proc) -> String {
+    match p.tls {
+        Some(_) => s.url.replacen("127.0.0.1", "localhost", 1),
+        None => s.url.clone(),
     }
 }
 
@@ -549,7 +657,7 @@ const COMPARE_HEADER: &str = r#""binary","filename","configuration","rate","time
 /// Writes the CSV files and returns their paths: all runs in compare.js's
 /// layout, one old/new file per comparison that ran, and every figure of
 /// every run.
-fn write_csvs(o: &Opts, runs: &[Run]) -> Vec<PathBuf> {
+fn write_csvs(o: &Opts, stem: &str, runs: &[Run]) -> Vec<PathBuf> {
     let dir = out_dir();
     let mut written = Vec::new();
     let mut write = |name: String, text: String| {
@@ -558,7 +666,7 @@ fn write_csvs(o: &Opts, runs: &[Run]) -> Vec<PathBuf> {
         written.push(path);
     };
     write(
-        "end-string.csv".into(),
+        format!("{stem}.csv"),
         compare_csv(o, runs.iter().map(|r| (r.variant.as_str(), r))),
     );
     for (old, new) in ran(o, &PAIRS) {
@@ -567,9 +675,9 @@ fn write_csvs(o: &Opts, runs: &[Run]) -> Vec<PathBuf> {
             v if v == new => Some(("new", r)),
             _ => None,
         });
-        write(format!("end-string.{old}-{new}.csv"), compare_csv(o, pair));
+        write(format!("{stem}.{old}-{new}.csv"), compare_csv(o, pair));
     }
-    write("end-string-runs.csv".into(), runs_csv(runs));
+    write(format!("{stem}-runs.csv"), runs_csv(runs));
     written
 }
 
@@ -596,13 +704,14 @@ fn compare_csv<'a>(o: &Opts, rows: impl Iterator<Item = (&'a str, &'a Run)>) -> 
 /// not declare, follow.
 fn configuration(o: &Opts, r: &Run) -> String {
     format!(
-        "duration={} c={} len={} kind={} body={} benchmarker={}",
+        "duration={} c={} len={} kind={} body={} benchmarker={}{}",
         o.duration,
         o.connections,
         r.len,
         inspect(&r.kind),
         inspect(&o.body),
-        inspect("wrk")
+        inspect("wrk"),
+        if o.tls { " tls=true" } else { "" }
     )
 }
 
@@ -730,7 +839,7 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
 
 /// Counts the read and write system calls of each server for a fixed number
 /// of keep-alive requests, with strace attached to every thread.
-fn syscalls(o: &Opts, servers: &[Proc]) {
+fn syscalls(o: &Opts, servers: &[Proc], tls: Option<&Tls>) {
     if !installed("strace") {
         eprintln!("--syscalls: strace is not installed (apt-get install strace); skipped");
         return;
@@ -765,7 +874,7 @@ fn syscalls(o: &Opts, servers: &[Proc]) {
             std::thread::sleep(Duration::from_millis(500)); // let it attach
             let request =
                 format!("GET /end-string/{len}?kind={kind} HTTP/1.1\r\nHost: bench\r\n\r\n");
-            let mut conn = TcpStream::connect(s.authority()).expect("connect");
+            let mut conn = connect(s, tls);
             for _ in 0..n {
                 conn.write_all(request.as_bytes()).unwrap();
                 read_one(&mut conn);
@@ -801,7 +910,7 @@ fn syscalls(o: &Opts, servers: &[Proc]) {
 }
 
 /// Reads one response (head and Content-Length body) from `conn`.
-fn read_one(conn: &mut TcpStream) {
+fn read_one(conn: &mut dyn Read) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 65536];
     loop {

@@ -19,16 +19,13 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use sha2::{Digest, Sha256};
-use support::{build_release, machine, median, out_dir, rss_of, Proc};
+use support::{build_release, connect, machine, median, out_dir, rss_of, Proc, Tls};
 
 /// The large-write benchmark.
 #[derive(Parser, Debug)]
@@ -74,52 +71,8 @@ fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A byte stream to the server: a TCP connection, or TLS over one.
-trait Conn: Read + Write {}
-impl<T: Read + Write> Conn for T {}
-
-/// A certificate for localhost, in PEM files under `dir` for the server and
-/// as a client configuration that trusts only it.
-fn tls_setup(dir: &std::path::Path) -> (Vec<String>, Arc<ClientConfig>) {
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("certificate");
-    let (cert, key) = (
-        dir.join("large-write-cert.pem"),
-        dir.join("large-write-key.pem"),
-    );
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
-    let mut roots = RootCertStore::empty();
-    roots.add(made.cert.der().clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let args = [
-        "--tls-cert".into(),
-        cert.display().to_string(),
-        "--tls-key".into(),
-        key.display().to_string(),
-    ];
-    (args.to_vec(), Arc::new(config))
-}
-
-/// Connects to `server`, through TLS when `tls` is given.
-fn connect(server: &Proc, tls: Option<&Arc<ClientConfig>>) -> Box<dyn Conn> {
-    let tcp = TcpStream::connect(server.authority()).expect("connect");
-    match tls {
-        None => Box::new(tcp),
-        Some(config) => {
-            let name = ServerName::try_from("localhost").unwrap();
-            let conn = ClientConnection::new(config.clone(), name).expect("TLS client");
-            Box::new(StreamOwned::new(conn, tcp))
-        }
-    }
-}
-
 /// One request: the time to the last byte and the body's digest.
-fn fetch(server: &Proc, size: usize, tls: Option<&Arc<ClientConfig>>) -> (Duration, [u8; 32]) {
+fn fetch(server: &Proc, size: usize, tls: Option<&Tls>) -> (Duration, [u8; 32]) {
     let mut conn = connect(server, tls);
     let start = Instant::now();
     conn.write_all(
@@ -218,13 +171,10 @@ fn main() {
         "payload {} MiB, {} run(s) per strategy, RSS sampled every 5 ms\n",
         o.size_mib, o.runs
     );
-    let (tls_args, tls) = if o.tls {
-        let (args, config) = tls_setup(&out_dir());
+    let tls = o.tls.then(|| {
         println!("over HTTPS (rustls, aws-lc-rs)\n");
-        (args, Some(config))
-    } else {
-        (Vec::new(), None)
-    };
+        Tls::new("large-write")
+    });
     let mut traces: Vec<(String, Vec<(f64, u64)>)> = Vec::new();
     let mut failed = false;
     for strategy in ["flatten", "direct"] {
@@ -238,7 +188,7 @@ fn main() {
         ]
         .map(String::from)
         .to_vec();
-        args.extend(tls_args.iter().cloned());
+        args.extend(tls.iter().flat_map(|t| t.server_args.iter().cloned()));
         let server = Proc::start(strategy, &bin.join("unflat-server"), &args);
         std::thread::sleep(Duration::from_millis(200));
         let idle = server.rss();

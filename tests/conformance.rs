@@ -2,14 +2,14 @@
 //! on a new connection and checks the status of the first response, whether
 //! the server then closes the connection, and (where given) a follow-up
 //! request pipelined behind it. The RFC section of each case is in the
-//! table; docs/robustness.md lists them.
+//! table; docs/robustness.md lists them. The table runs over cleartext and
+//! over TLS alike.
 
 mod common;
 
 use std::io::{Read, Write};
-use std::net::Shutdown;
-use std::time::Duration;
 
+use common::tls::{client, Cert, Duplex};
 use common::{connect, read_response, start};
 use unflat_server::{Running, Strategy};
 
@@ -142,10 +142,15 @@ fn cases() -> Vec<(&'static str, &'static str, String, Expect)> {
     ]
 }
 
-/// Runs one case; returns what went wrong, if anything.
-fn run(server: &Running, name: &str, request: &str, expect: Expect) -> Result<(), String> {
-    let mut s = connect(server);
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+/// Runs one case on a connection from `open`; returns what went wrong, if
+/// anything.
+fn run(
+    open: &dyn Fn() -> Box<dyn Duplex>,
+    name: &str,
+    request: &str,
+    expect: Expect,
+) -> Result<(), String> {
+    let mut s = open();
     let mut bytes = request.as_bytes().to_vec();
     if let Open(_) = expect {
         bytes.extend_from_slice(NEXT.as_bytes());
@@ -154,7 +159,7 @@ fn run(server: &Running, name: &str, request: &str, expect: Expect) -> Result<()
     // a failed write is then expected, not an error.
     let _ = s.write_all(&bytes);
     if let Silent = expect {
-        let _ = s.shutdown(Shutdown::Write);
+        let _ = s.shutdown_write();
     }
     let mut buf = Vec::new();
     let head_request = request.starts_with("HEAD ");
@@ -217,14 +222,14 @@ fn run(server: &Running, name: &str, request: &str, expect: Expect) -> Result<()
     Ok(())
 }
 
-#[test]
-fn rfc9112_conformance() {
-    let server = start(Strategy::Direct);
+/// Runs every case on connections from `open`, and fails with the list of
+/// those that went wrong.
+fn all_cases(open: &dyn Fn() -> Box<dyn Duplex>) {
     let cases = cases();
     assert!(cases.len() >= 60, "{} cases", cases.len());
     let failures: Vec<String> = cases
         .iter()
-        .filter_map(|(name, _rfc, request, expect)| run(&server, name, request, *expect).err())
+        .filter_map(|(name, _rfc, request, expect)| run(open, name, request, *expect).err())
         .collect();
     assert!(
         failures.is_empty(),
@@ -233,6 +238,22 @@ fn rfc9112_conformance() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn rfc9112_conformance() {
+    let server = start(Strategy::Direct);
+    all_cases(&|| Box::new(connect(&server)));
+}
+
+/// The same table through TLS: the server sees the same bytes once
+/// decrypted, and every close is a TLS close (`close_notify`; rustls
+/// reports a close without one as an error, which fails the case).
+#[test]
+fn rfc9112_conformance_over_tls() {
+    let cert = Cert::new("conformance");
+    let server = Running::start(cert.config(Strategy::Direct)).unwrap();
+    all_cases(&|| Box::new(client(&server, &cert.der)));
 }
 
 #[test]

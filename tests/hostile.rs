@@ -8,6 +8,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::tls::{Cert, Duplex};
 use common::{closed_within, config, connect, read_response};
 use unflat_server::{Config, Running, Strategy};
 
@@ -221,15 +222,42 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
 
 #[test]
 fn sigterm_under_load_completes_every_response_and_exits_zero() {
-    let (mut child, addr) = common::spawn_server(&["--workers", "2", "--grace", "5"]);
+    sigterm_under_load(None);
+}
+
+/// The same over HTTPS: every response received is whole, and each
+/// connection ends with `close_notify` (rustls reports a close without one
+/// as an error, which fails the load thread).
+#[test]
+fn sigterm_under_load_over_tls_completes_every_response_and_exits_zero() {
+    sigterm_under_load(Some(&Cert::new("sigterm")));
+}
+
+/// SIGTERM to the server binary while four keep-alive clients (bodies of
+/// 10 B to 300 KB) ask as fast as they can, cleartext or over `tls`.
+fn sigterm_under_load(tls: Option<&Cert>) {
+    let mut args = vec![
+        "--workers".to_string(),
+        "2".into(),
+        "--grace".into(),
+        "5".into(),
+    ];
+    args.extend(tls.map(Cert::args).unwrap_or_default());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (mut child, addr) = common::spawn_server(&args);
     let load: Vec<_> = (0..4)
         .map(|i| {
             let addr = addr.clone();
+            let der = tls.map(|c| c.der.clone());
             std::thread::spawn(move || {
                 let len = [10, 5000, 70000, 300000][i];
                 let mut complete = 0u64;
-                let mut s = TcpStream::connect(&addr).unwrap();
-                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let tcp = TcpStream::connect(&addr).unwrap();
+                tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut s: Box<dyn Duplex> = match &der {
+                    Some(der) => Box::new(common::tls::over(tcp, der)),
+                    None => Box::new(tcp),
+                };
                 let req = format!("GET /end-string/{len} HTTP/1.1\r\nHost: t\r\n\r\n");
                 let mut buf = Vec::new();
                 loop {
@@ -241,13 +269,16 @@ fn sigterm_under_load_completes_every_response_and_exits_zero() {
                             assert_eq!(r.body.len(), len, "a response cut short");
                             complete += 1;
                         }
-                        // Closed between responses: nothing half-received.
+                        // Closed between responses: nothing half-received,
+                        // and over TLS a clean close (close_notify).
                         Err(e) => {
                             assert!(
                                 buf.is_empty(),
                                 "partial response at close: {e}, {} bytes",
                                 buf.len()
                             );
+                            // rustls's error for a close without one.
+                            assert!(!e.to_string().contains("close_notify"), "{e}");
                             break;
                         }
                     }

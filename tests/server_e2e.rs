@@ -1,9 +1,53 @@
-//! End to end with reqwest: every route, bodies byte-exact, both strategies.
+//! End to end with reqwest: every route, bodies byte-exact, both strategies,
+//! over cleartext and over HTTPS.
 
 mod common;
 
+use common::tls::Cert;
 use common::{end_string_body, large_body, sha256, start};
-use unflat_server::Strategy;
+use unflat_server::{Running, Strategy};
+
+/// A server and a reqwest client for it, over cleartext or HTTPS (a
+/// certificate for localhost that the client alone trusts).
+struct Site {
+    server: Running,
+    client: reqwest::Client,
+    /// `http://127.0.0.1:PORT` or `https://localhost:PORT`.
+    base: String,
+    _cert: Option<Cert>,
+}
+
+impl Site {
+    fn start(strategy: Strategy, tls: bool) -> Site {
+        if !tls {
+            let server = start(strategy);
+            return Site {
+                base: format!("http://{}", server.addr()),
+                server,
+                client: common::tls::reqwest_cleartext(),
+                _cert: None,
+            };
+        }
+        let cert = Cert::new(&format!("e2e-{strategy:?}"));
+        let server = Running::start(cert.config(strategy)).unwrap();
+        Site {
+            base: format!("https://localhost:{}", server.addr().port()),
+            server,
+            client: cert.reqwest(),
+            _cert: Some(cert),
+        }
+    }
+}
+
+/// Both transports (TLS or not).
+const TRANSPORTS: [bool; 2] = [false, true];
+
+/// Each transport with each strategy.
+fn every_site() -> impl Iterator<Item = (bool, Strategy)> {
+    TRANSPORTS
+        .into_iter()
+        .flat_map(|t| [Strategy::Direct, Strategy::Flatten].map(|s| (t, s)))
+}
 
 const LENS: [usize; 10] = [0, 1, 4, 64, 1024, 16384, 65535, 65536, 102400, 1_048_576];
 
@@ -22,15 +66,15 @@ async fn get(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn end_string_every_kind_and_length_both_strategies() {
-    for strategy in [Strategy::Direct, Strategy::Flatten] {
-        let server = start(strategy);
-        let client = reqwest::Client::new();
+    for (tls, strategy) in every_site() {
+        let site = Site::start(strategy, tls);
+        let (client, base) = (&site.client, &site.base);
         for kind in ["ascii", "latin1", "twobyte"] {
             for len in LENS {
-                let url = format!("http://{}/end-string/{len}?kind={kind}", server.addr());
-                let (status, headers, body) = get(&client, url).await;
+                let url = format!("{base}/end-string/{len}?kind={kind}");
+                let (status, headers, body) = get(client, url).await;
                 let expected = end_string_body(len, kind);
-                let ctx = format!("{strategy:?} {kind} {len}");
+                let ctx = format!("{base} {strategy:?} {kind} {len}");
                 assert_eq!(status, 200, "{ctx}");
                 assert_eq!(
                     headers["content-type"], "text/plain; charset=utf-8",
@@ -51,41 +95,44 @@ async fn end_string_every_kind_and_length_both_strategies() {
             }
         }
         // The default kind is ascii.
-        let (_, _, body) = get(&client, format!("http://{}/end-string/7", server.addr())).await;
+        let (_, _, body) = get(client, format!("{base}/end-string/7")).await;
         assert_eq!(body, b"aaaaaaa");
-        server.stop().unwrap();
+        site.server.stop().unwrap();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_payloads_are_byte_exact() {
-    for strategy in [Strategy::Direct, Strategy::Flatten] {
-        let server = start(strategy);
-        let client = reqwest::Client::new();
+    for (tls, strategy) in every_site() {
+        let site = Site::start(strategy, tls);
+        let (client, base) = (&site.client, &site.base);
         for size in [1 << 20, 64 << 20] {
-            let (status, headers, body) =
-                get(&client, format!("http://{}/large/{size}", server.addr())).await;
+            let (status, headers, body) = get(client, format!("{base}/large/{size}")).await;
             assert_eq!(status, 200);
             assert_eq!(headers["content-length"], size.to_string().as_str());
             assert_eq!(body.len(), size);
             assert_eq!(
                 sha256(&body),
                 sha256(&large_body(size)),
-                "{strategy:?} {size}"
+                "{base} {strategy:?} {size}"
             );
         }
-        server.stop().unwrap();
+        site.server.stop().unwrap();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_echo_and_errors() {
-    use base64::Engine as _;
-    let server = start(Strategy::Direct);
-    let base = format!("http://{}", server.addr());
-    let client = reqwest::Client::new();
+    for tls in TRANSPORTS {
+        help_echo_and_errors_on(Site::start(Strategy::Direct, tls)).await;
+    }
+}
 
-    let (status, _, body) = get(&client, format!("{base}/")).await;
+async fn help_echo_and_errors_on(site: Site) {
+    use base64::Engine as _;
+    let (client, base) = (&site.client, &site.base);
+
+    let (status, _, body) = get(client, format!("{base}/")).await;
     assert_eq!(status, 200);
     let help = String::from_utf8(body).unwrap();
     assert!(
@@ -135,7 +182,7 @@ async fn help_echo_and_errors() {
         ("/large/1073741825", 400, "exceeds the limit"),
         ("/large/99999999999999999999999", 400, "out of range"),
     ] {
-        let (s, headers, body) = get(&client, format!("{base}{path}")).await;
+        let (s, headers, body) = get(client, format!("{base}{path}")).await;
         let body = String::from_utf8(body).unwrap();
         assert_eq!(s.as_u16(), status, "{path}: {body}");
         assert_eq!(headers["content-type"], "text/plain; charset=utf-8");
@@ -156,5 +203,5 @@ async fn help_echo_and_errors() {
     assert_eq!(res.status(), 204);
     assert_eq!(res.headers()["allow"], "GET, HEAD, OPTIONS");
     assert!(res.headers().get("content-length").is_none());
-    server.stop().unwrap();
+    site.server.stop().unwrap();
 }

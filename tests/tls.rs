@@ -7,66 +7,10 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use common::tls::{client, Cert};
 use unflat_server::{Config, Running, Strategy};
-
-/// A certificate for localhost in PEM files, removed on drop.
-struct Cert {
-    dir: PathBuf,
-    der: CertificateDer<'static>,
-}
-
-impl Cert {
-    fn new(name: &str) -> Cert {
-        let dir = std::env::temp_dir().join(format!("unflat-tls-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), made.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), made.signing_key.serialize_pem()).unwrap();
-        Cert {
-            dir,
-            der: made.cert.der().clone(),
-        }
-    }
-
-    fn config(&self, strategy: Strategy) -> Config {
-        Config {
-            tls_cert: Some(self.dir.join("cert.pem")),
-            tls_key: Some(self.dir.join("key.pem")),
-            ..common::config(strategy)
-        }
-    }
-}
-
-impl Drop for Cert {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A TLS client connection to `server` that trusts only `der`.
-fn client(
-    server: &Running,
-    der: &CertificateDer<'static>,
-) -> StreamOwned<ClientConnection, TcpStream> {
-    let mut roots = RootCertStore::empty();
-    roots.add(der.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let name = ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-    StreamOwned::new(conn, common::connect(server))
-}
 
 #[test]
 fn every_body_form_arrives_whole_over_https() {

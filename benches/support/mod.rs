@@ -1,12 +1,18 @@
-//! What the wrk and large-write harnesses share: building the release
-//! binaries, starting a server process on a free port, reading its CPU
-//! time and memory from /proc, and the CPU time of the harness's children.
+//! What the harnesses share: building the release binaries, starting a
+//! server process on a free port (pinned to cores when asked), reading its
+//! CPU time and memory from /proc, the CPU time of the harness's children,
+//! and a localhost certificate with a client that trusts it.
 #![allow(dead_code)] // each harness uses a different part
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 /// The workspace root (where `wrk_scripts/` and `target/` are).
 pub fn root() -> PathBuf {
@@ -49,13 +55,35 @@ impl Proc {
     /// (or `https://ADDR`) once it listens (both servers' banners do), and
     /// waits for that line.
     pub fn start(name: &str, bin: &Path, args: &[String]) -> Proc {
-        let mut child = Command::new(bin)
-            .args(args)
+        Proc::start_on(None, name, bin, args)
+    }
+
+    /// [`Proc::start`], on the CPUs `cpus` (a `taskset -c` list such as
+    /// `0` or `0-1`) when given: `taskset` sets the affinity and then runs
+    /// the server in its own process, so every thread the server starts
+    /// inherits it and the pid is the server's.
+    pub fn start_on(cpus: Option<&str>, name: &str, bin: &Path, args: &[String]) -> Proc {
+        let mut cmd = match cpus {
+            None => Command::new(bin),
+            Some(cpus) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpus]).arg(bin);
+                c
+            }
+        };
+        cmd.args(args);
+        Proc::spawn(name, cmd)
+    }
+
+    /// Starts `cmd` (a server with its arguments, and any environment the
+    /// caller adds) as [`Proc::start`] does.
+    pub fn spawn(name: &str, mut cmd: Command) -> Proc {
+        let mut child = cmd
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let url = loop {
@@ -102,9 +130,36 @@ impl Proc {
         Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64)
     }
 
+    /// CPU time of each thread alive now, from
+    /// /proc/PID/task/*/schedstat (nanoseconds, where /proc/PID/stat counts
+    /// clock ticks of 10 ms).
+    pub fn thread_times(&self) -> ThreadTimes {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).expect("list threads");
+        ThreadTimes(
+            tasks
+                .filter_map(|t| {
+                    let t = t.ok()?;
+                    let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+                    let ns = stat.split_whitespace().next()?.parse().ok()?;
+                    Some((t.file_name().to_string_lossy().into_owned(), ns))
+                })
+                .collect(),
+        )
+    }
+
     /// Resident set size now, in bytes, from /proc/PID/status.
     pub fn rss(&self) -> u64 {
         rss_of(self.pid()).expect("read VmRSS")
+    }
+}
+
+impl Proc {
+    /// Stops the server as an operator would (SIGTERM: a graceful
+    /// shutdown) and waits for it to exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        // SAFETY: kill only sends a signal to the child's pid.
+        unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGTERM) };
+        self.child.wait().expect("wait for the server")
     }
 }
 
@@ -112,6 +167,25 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A process's CPU time per thread (by thread id), in nanoseconds.
+pub struct ThreadTimes(std::collections::BTreeMap<String, u64>);
+
+impl ThreadTimes {
+    /// The CPU time the process used from `self` to `later`: what each
+    /// thread alive at `later` gained (all of it, for a thread started in
+    /// between). A thread that exited in between loses only what it used
+    /// in between, where the difference of the sums would lose all it ever
+    /// used (tokio's idle blocking threads exit after 10 s).
+    pub fn until(&self, later: &ThreadTimes) -> Duration {
+        let ns = later
+            .0
+            .iter()
+            .map(|(tid, &ns)| ns.saturating_sub(self.0.get(tid).copied().unwrap_or(0)))
+            .sum();
+        Duration::from_nanos(ns)
     }
 }
 
@@ -194,4 +268,158 @@ pub fn machine() -> String {
         "{cpu}, {cores} cores, {mem_gib:.0} GiB, Linux {}",
         kernel.trim()
     )
+}
+
+/// The arguments every harness starts unflat-server with: a free port on
+/// 127.0.0.1, `workers` worker threads, `strategy`.
+pub fn server_args(workers: usize, strategy: &str) -> Vec<String> {
+    let workers = workers.to_string();
+    [
+        "--addr",
+        "127.0.0.1:0",
+        "--workers",
+        &workers,
+        "--strategy",
+        strategy,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Pins the calling thread (and the threads it starts after) to `cpu`.
+pub fn pin_self(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes within it,
+    // and sched_setaffinity reads exactly size_of::<cpu_set_t>() bytes.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(rc, 0, "sched_setaffinity to CPU {cpu}");
+}
+
+/// HTTPS for a harness: a certificate for localhost, written as PEM files
+/// for the servers, and a rustls client configuration that trusts only it.
+pub struct Tls {
+    /// `--tls-cert PATH --tls-key PATH`, for unflat-server and hyper-peer.
+    pub server_args: Vec<String>,
+    /// The client side (aws-lc-rs, as the server).
+    pub client: Arc<ClientConfig>,
+}
+
+impl Tls {
+    /// A new certificate, its files named `{prefix}-cert.pem` and
+    /// `{prefix}-key.pem` in [`out_dir`].
+    pub fn new(prefix: &str) -> Tls {
+        let made =
+            rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("certificate");
+        let dir = out_dir();
+        let (cert, key) = (
+            dir.join(format!("{prefix}-cert.pem")),
+            dir.join(format!("{prefix}-key.pem")),
+        );
+        std::fs::write(&cert, made.cert.pem()).unwrap();
+        std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(made.cert.der().clone()).unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let server_args = [
+            "--tls-cert".into(),
+            cert.display().to_string(),
+            "--tls-key".into(),
+            key.display().to_string(),
+        ];
+        Tls {
+            server_args: server_args.to_vec(),
+            client: Arc::new(client),
+        }
+    }
+}
+
+/// A byte stream to a server: a TCP connection, or TLS over one.
+pub trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
+
+/// Connects to `server`, through TLS when `tls` is given (the handshake
+/// happens on the first read or write).
+pub fn connect(server: &Proc, tls: Option<&Tls>) -> Box<dyn Conn> {
+    let tcp = TcpStream::connect(server.authority()).expect("connect");
+    let _ = tcp.set_nodelay(true);
+    match tls {
+        None => Box::new(tcp),
+        Some(tls) => {
+            let name = ServerName::try_from("localhost").unwrap();
+            let conn = ClientConnection::new(tls.client.clone(), name).expect("TLS client");
+            Box::new(StreamOwned::new(conn, tcp))
+        }
+    }
+}
+
+/// Reads `Content-Length` responses one after another from a connection,
+/// keeping what arrives past one response for the next (pipelining).
+pub struct Responses {
+    buf: Vec<u8>,
+    chunk: Vec<u8>,
+}
+
+impl Default for Responses {
+    fn default() -> Responses {
+        Responses {
+            buf: Vec::new(),
+            chunk: vec![0u8; 256 * 1024],
+        }
+    }
+}
+
+impl Responses {
+    /// The next response's body length; panics on anything but a 200 with
+    /// a Content-Length, or on a closed connection.
+    pub fn next(&mut self, conn: &mut dyn Read) -> usize {
+        let chunk = &mut self.chunk;
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut res = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(head) = res.parse(&self.buf).expect("a response head")
+            {
+                assert_eq!(
+                    res.code,
+                    Some(200),
+                    "{}",
+                    String::from_utf8_lossy(&self.buf[..head])
+                );
+                let len: usize = res
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok()?.parse().ok())
+                    .expect("a Content-Length");
+                // Drain the body as it arrives instead of keeping it all.
+                let mut have = self.buf.len() - head;
+                while have < len {
+                    let n = conn.read(chunk).expect("read");
+                    assert!(n > 0, "server closed the connection");
+                    if have + n <= len {
+                        have += n;
+                    } else {
+                        // This read holds the start of the next response.
+                        let rest = &chunk[len - have..n];
+                        self.buf.truncate(head);
+                        self.buf.extend_from_slice(rest);
+                        self.buf.drain(..head);
+                        return len;
+                    }
+                }
+                self.buf.drain(..(head + len).min(self.buf.len()));
+                return len;
+            }
+            let n = conn.read(chunk).expect("read");
+            assert!(n > 0, "server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
 }

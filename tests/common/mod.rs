@@ -13,6 +13,8 @@ use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
 use unflat_server::{App, Config, Running, Strategy};
 
+pub mod tls;
+
 /// A configuration for tests: 127.0.0.1 port 0, two workers.
 pub fn config(strategy: Strategy) -> Config {
     Config {
@@ -316,8 +318,12 @@ pub fn spawn_server(args: &[&str]) -> (std::process::Child, String) {
     let addr = loop {
         line.clear();
         assert!(out.read_line(&mut line).unwrap() > 0, "no banner");
-        if let Some(at) = line.find("http://") {
-            break line[at + 7..].trim().to_string();
+        if let Some(at) = line
+            .find("http://")
+            .map(|at| at + 7)
+            .or_else(|| line.find("https://").map(|at| at + 8))
+        {
+            break line[at..].trim().to_string();
         }
     };
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));

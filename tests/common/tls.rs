@@ -1,0 +1,193 @@
+//! HTTPS for the tests: a certificate for localhost, the server's
+//! configuration that uses it, and clients that trust only it — a raw
+//! rustls stream for exact bytes, and reqwest.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use unflat_server::{Config, Running, Strategy};
+
+/// A certificate for localhost in PEM files, removed on drop.
+pub struct Cert {
+    dir: PathBuf,
+    /// The certificate, for clients to trust.
+    pub der: CertificateDer<'static>,
+}
+
+impl Cert {
+    /// A new certificate, its files in a directory of the temporary
+    /// directory named after `name` and the process.
+    pub fn new(name: &str) -> Cert {
+        let dir = std::env::temp_dir().join(format!("unflat-tls-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        std::fs::write(dir.join("cert.pem"), made.cert.pem()).unwrap();
+        std::fs::write(dir.join("key.pem"), made.signing_key.serialize_pem()).unwrap();
+        Cert {
+            dir,
+            der: made.cert.der().clone(),
+        }
+    }
+
+    /// The test configuration for `strategy`, serving HTTPS with this
+    /// certificate.
+    pub fn config(&self, strategy: Strategy) -> Config {
+        Config {
+            tls_cert: Some(self.dir.join("cert.pem")),
+            tls_key: Some(self.dir.join("key.pem")),
+            ..super::config(strategy)
+        }
+    }
+
+    /// `--tls-cert PATH --tls-key PATH`, for the server binary.
+    pub fn args(&self) -> Vec<String> {
+        let path = |f: &str| self.dir.join(f).display().to_string();
+        vec![
+            "--tls-cert".into(),
+            path("cert.pem"),
+            "--tls-key".into(),
+            path("key.pem"),
+        ]
+    }
+
+    /// A client configuration that trusts only this certificate and asks
+    /// for `http/1.1` by ALPN.
+    pub fn client_config(&self) -> ClientConfig {
+        trusting(&self.der)
+    }
+
+    /// A reqwest client that trusts only this certificate.
+    pub fn reqwest(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .use_preconfigured_tls(self.client_config())
+            .build()
+            .unwrap()
+    }
+}
+
+/// A reqwest client for cleartext URLs. reqwest builds a TLS
+/// configuration for every client, from the process's default rustls
+/// provider, which is installed here first (aws-lc-rs, as the server).
+pub fn reqwest_cleartext() -> reqwest::Client {
+    // Err when already installed: by another test of this process.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+impl Drop for Cert {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A client configuration (aws-lc-rs, as the server) that trusts only
+/// `der` and asks for `http/1.1` by ALPN.
+pub fn trusting(der: &CertificateDer<'static>) -> ClientConfig {
+    let mut roots = RootCertStore::empty();
+    roots.add(der.clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config
+}
+
+/// A TLS client stream to `server` that trusts only `der`; the handshake
+/// happens on its first read or write.
+pub fn client(server: &Running, der: &CertificateDer<'static>) -> TlsClient {
+    over(super::connect(server), der)
+}
+
+/// TLS, trusting only `der`, over a connected `tcp`.
+pub fn over(tcp: TcpStream, der: &CertificateDer<'static>) -> TlsClient {
+    let name = ServerName::try_from("localhost").unwrap();
+    TlsClient {
+        conn: ClientConnection::new(Arc::new(trusting(der)), name).unwrap(),
+        sock: tcp,
+    }
+}
+
+/// A blocking TLS client whose reads only read. rustls's `StreamOwned`
+/// first sends whatever an earlier write left unsent, so once a server has
+/// answered part of a request (413) and stopped reading, every read fails
+/// with the write's broken pipe and the answer cannot be read; a client
+/// such as curl reads it. This one does too.
+pub struct TlsClient {
+    /// The TLS state.
+    pub conn: ClientConnection,
+    /// The socket under it.
+    pub sock: TcpStream,
+}
+
+impl TlsClient {
+    /// Completes the handshake if it is not done yet.
+    fn handshake(&mut self) -> io::Result<()> {
+        while self.conn.is_handshaking() {
+            self.conn.complete_io(&mut self.sock)?;
+        }
+        Ok(())
+    }
+}
+
+impl Read for TlsClient {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.handshake()?;
+        loop {
+            // Plaintext already decrypted; at the end, Ok(0) after the
+            // peer's close_notify, UnexpectedEof without one.
+            match self.conn.reader().read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return done,
+            }
+            self.conn.read_tls(&mut self.sock)?;
+            self.conn
+                .process_new_packets()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        }
+    }
+}
+
+impl Write for TlsClient {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.handshake()?;
+        let n = self.conn.writer().write(buf)?;
+        self.flush()?;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut self.sock)?;
+        }
+        Ok(())
+    }
+}
+
+/// A raw connection to a server, cleartext or TLS, for tests that send
+/// exact bytes either way.
+pub trait Duplex: Read + Write {
+    /// Ends the client's sending side: a TCP half-close, after
+    /// `close_notify` over TLS.
+    fn shutdown_write(&mut self) -> io::Result<()>;
+}
+
+impl Duplex for TcpStream {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
+}
+
+impl Duplex for TlsClient {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.conn.send_close_notify();
+        self.flush()?;
+        self.sock.shutdown(Shutdown::Write)
+    }
+}
