@@ -7,18 +7,28 @@
 //! tables.
 //!
 //! Every run is `wrk -c 50 -d {duration} -s wrk_scripts/end-string.lua`; the
-//! variants alternate run by run, as Node's compare.js does. Server CPU time
-//! is read from /proc/PID/stat around each run, giving CPU µs per request, a
-//! figure that holds even when wrk is the bottleneck; wrk's own CPU time
-//! (getrusage of the harness's children) is recorded too, since wrk shares
-//! the cores with the server.
+//! variants alternate run by run, as Node's compare.js does, after one
+//! unrecorded 1 s warm-up run each. Server CPU time is read around each run
+//! from /proc/PID/task/*/schedstat (nanoseconds, per thread), giving CPU µs
+//! per request, a figure that holds even when wrk is the bottleneck; wrk's
+//! own CPU time (getrusage of the harness's children) is recorded too.
 //!
-//! On a 2-core machine the servers get both cores (`--workers 2`) and wrk
-//! one thread (`--threads 1`): the server has the larger share. With
-//! `--pin` the server and wrk get disjoint cores instead (`taskset`): the
-//! server `--workers` cores from core 0 (default: half of them), wrk the
-//! rest, and the server's CPU time is read per thread from
-//! /proc/PID/task/*/schedstat, in nanoseconds.
+//! The servers and wrk run on disjoint cores (`taskset`): the servers'
+//! `--workers` on cores 0.. (default: half the cores, so 1 + 1 on 2 cores),
+//! wrk on the cores after them; `--no-pin` lets them share every core. On
+//! 2 cores sharing makes the figures swing by 1.5×: a second server worker
+//! fights wrk.
+//!
+//! Runs: up to Node's 30 per cell; a length stops early once, after
+//! `--min-runs`, every variant's mean CPU per request is known to within
+//! `--accuracy` (±1 % at 95 %), and no round starts past `--budget` (20
+//! minutes).
+//!
+//! With `--pipeline N` each connection sends N requests per write, the
+//! TechEmpower plaintext shape (`wrk_scripts/pipeline.lua`), and may-peer
+//! (may_minihttp, the design behind that benchmark's Rust leaders) joins the
+//! variants; hyper-peer then runs with `--pipeline-flush`. Every server's
+//! answers to one pipelined batch are checked before the runs.
 //!
 //! With `--tls` every server speaks HTTPS with a certificate made here for
 //! localhost (wrk connects with OpenSSL): unflat-server with
@@ -38,33 +48,49 @@ use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
 use support::{
-    build_release, children_cpu_time, connect, installed, machine, out_dir, root, Proc, Tls,
+    build_release, children_cpu_time, connect, installed, machine, out_dir, root, Proc, Responses,
+    Tls,
 };
 
-/// The variants, in their default order.
-const VARIANTS: [&str; 4] = ["flatten", "direct", "hyper", "ceiling"];
+/// The variants, in their default order (may-peer by default only with
+/// `--pipeline`, the shape it is built for).
+const VARIANTS: [&str; 5] = ["flatten", "direct", "hyper", "may", "ceiling"];
 /// The comparisons, old → new: Node's tables and the pair CSV files.
-const PAIRS: [(&str, &str); 3] = [
+const PAIRS: [(&str, &str); 4] = [
     ("flatten", "direct"),
     ("hyper", "direct"),
+    ("may", "direct"),
     ("ceiling", "direct"),
 ];
 /// The comparisons printed as Node's tables; the ceiling has its own column.
-const TABLE_PAIRS: usize = 2;
+const TABLE_PAIRS: usize = 3;
 
 /// The end-string benchmark.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(name = "end-string")]
 struct Opts {
-    /// Runs per (variant, len, kind).
-    #[arg(long, default_value_t = 5)]
+    /// Most runs per (variant, len, kind), Node's default; fewer when every
+    /// variant's mean CPU per request is known to within --accuracy first,
+    /// or when --budget runs out.
+    #[arg(long, default_value_t = 30)]
     runs: usize,
+    /// Fewest runs per cell before a length may stop early.
+    #[arg(long, default_value_t = 5)]
+    min_runs: usize,
+    /// A length stops once every variant's mean server CPU per request has
+    /// a 95 % interval within this many per cent of itself.
+    #[arg(long, default_value_t = 1.0)]
+    accuracy: f64,
+    /// No new round of runs starts past this many minutes (warm-up not
+    /// counted).
+    #[arg(long, default_value_t = 20.0)]
+    budget: f64,
     /// Seconds per run.
     #[arg(long, default_value_t = 5)]
     duration: u64,
@@ -73,23 +99,29 @@ struct Opts {
     lens: Vec<usize>,
     /// Kinds, comma-separated: ascii, latin1, twobyte (the ceiling serves
     /// ascii only).
-    #[arg(long, value_delimiter = ',', default_values_t = ["ascii".to_string()])]
+    #[arg(long, value_delimiter = ',', default_values_t = ["ascii".to_string()],
+          value_parser = ["ascii", "latin1", "twobyte"])]
     kinds: Vec<String>,
-    /// Variants, comma-separated: flatten, direct, hyper, ceiling (default:
-    /// all; all but the ceiling with --tls).
-    #[arg(long, value_delimiter = ',')]
+    /// Variants, comma-separated: flatten, direct, hyper, may, ceiling
+    /// (default: all but may; with --pipeline, all; with --tls, flatten,
+    /// direct and hyper).
+    #[arg(long, value_delimiter = ',', value_parser = VARIANTS)]
     variants: Vec<String>,
+    /// Pipeline this many requests per connection, TechEmpower's plaintext
+    /// shape (wrk_scripts/pipeline.lua; TechEmpower uses 16).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pipeline: Option<u32>,
     /// wrk threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Server worker threads (default: one per core; half the cores with
-    /// --pin).
+    /// Server worker threads (default: half the cores, one per core of
+    /// its own; all of them with --no-pin).
     #[arg(long)]
     workers: Option<usize>,
-    /// Server and wrk on disjoint cores: the server's workers from core 0,
-    /// wrk on the cores after them.
+    /// Let the servers and wrk share every core, instead of the servers on
+    /// cores 0.. and wrk on the cores after them (`taskset`).
     #[arg(long)]
-    pin: bool,
+    no_pin: bool,
     /// Over HTTPS: the servers with a certificate for localhost made here,
     /// wrk through OpenSSL.
     #[arg(long)]
@@ -108,6 +140,11 @@ struct Opts {
     /// (needs strace).
     #[arg(long)]
     syscalls: bool,
+    /// Also count each server's user-space instructions per request
+    /// (callgrind, benches/instructions.py: needs valgrind; one request at
+    /// a time, also with --pipeline).
+    #[arg(long)]
+    instructions: bool,
     /// Requests per variant and length for --syscalls.
     #[arg(long, default_value_t = 2000)]
     syscall_requests: usize,
@@ -136,34 +173,47 @@ struct Run {
 struct Plan {
     /// Server worker threads.
     workers: usize,
-    /// `taskset -c` lists for the servers and wrk, with `--pin`.
+    /// `taskset -c` lists for the servers and wrk, when pinned (the default).
     cpus: Option<(String, String)>,
     /// The certificate, with `--tls`.
     tls: Option<Tls>,
-    /// The output files' stem: `end-string`, or `end-string-tls`.
-    stem: &'static str,
+    /// The output files' stem: `end-string`, then `-pipeline` and `-tls`
+    /// as they apply.
+    stem: String,
 }
 
 /// Fills in the defaults that depend on other options, or says which
 /// combination cannot run.
 fn plan(o: &mut Opts) -> Result<Plan, String> {
+    let cleartext_only = ["may", "ceiling"];
     if o.variants.is_empty() {
         o.variants = VARIANTS
             .iter()
-            .filter(|v| !(o.tls && **v == "ceiling"))
+            .filter(|v| !(o.tls && cleartext_only.contains(v)))
+            .filter(|v| **v != "may" || o.pipeline.is_some())
             .map(|v| v.to_string())
             .collect();
-    } else if o.tls && o.variants.iter().any(|v| v == "ceiling") {
-        return Err("--tls: the ceiling serves cleartext only; leave it out of --variants".into());
+    } else if o.tls {
+        if let Some(v) = o
+            .variants
+            .iter()
+            .find(|v| cleartext_only.contains(&v.as_str()))
+        {
+            return Err(format!(
+                "--tls: {v} serves cleartext only; leave it out of --variants"
+            ));
+        }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // One core cannot be split: the servers and wrk share it.
+    let pin = !o.no_pin && cores > 1;
     let workers = o
         .workers
-        .unwrap_or(if o.pin { (cores / 2).max(1) } else { cores });
-    let cpus = if o.pin {
+        .unwrap_or(if pin { (cores / 2).max(1) } else { cores });
+    let cpus = if pin {
         if workers >= cores {
             return Err(format!(
-                "--pin: {workers} server workers leave none of the {cores} cores for wrk"
+                "{workers} server workers leave none of the {cores} cores for wrk (pinned; --no-pin shares them)"
             ));
         }
         let list = |from: usize, to: usize| format!("{from}-{to}");
@@ -175,62 +225,99 @@ fn plan(o: &mut Opts) -> Result<Plan, String> {
         workers,
         cpus,
         tls: o.tls.then(|| Tls::new("end-string")),
-        stem: if o.tls {
-            "end-string-tls"
-        } else {
-            "end-string"
-        },
+        stem: format!(
+            "end-string{}{}",
+            if o.pipeline.is_some() {
+                "-pipeline"
+            } else {
+                ""
+            },
+            if o.tls { "-tls" } else { "" }
+        ),
     })
 }
 
 fn main() {
     let mut o = Opts::parse();
     if o.quick {
-        o.runs = 1;
-        o.duration = 1;
+        (o.runs, o.min_runs, o.duration) = (1, 1, 1);
     }
     let p = plan(&mut o).unwrap_or_else(|e| {
         eprintln!("end-string: {e}");
         std::process::exit(2);
     });
-    for v in &o.variants {
-        assert!(
-            VARIANTS.contains(&v.as_str()),
-            "unknown variant {v:?}: {}",
-            VARIANTS.join(", ")
-        );
-    }
-    for k in &o.kinds {
-        assert!(
-            ["ascii", "latin1", "twobyte"].contains(&k.as_str()),
-            "unknown kind {k:?}: ascii, latin1 or twobyte"
-        );
-    }
     if !installed("wrk") {
         eprintln!("end-string: wrk is not installed. Install it with `apt-get install wrk` (Debian/Ubuntu) and run again.");
         std::process::exit(2);
     }
-    let bin = build_release(&["unflat-server", "hyper-peer", "ceiling"]);
-    let servers: Vec<Proc> = o.variants.iter().map(|v| start(&p, &bin, v)).collect();
+    let bin = build_release(&["unflat-server", "hyper-peer", "may-peer", "ceiling"]);
+    let servers: Vec<Proc> = o.variants.iter().map(|v| start(&o, &p, &bin, v)).collect();
+    if let Some(depth) = o.pipeline {
+        for s in &servers {
+            for kind in o.kinds.iter().filter(|k| serves(&s.name, k)) {
+                for &len in &o.lens {
+                    if let Err(e) = check_pipelined(s, p.tls.as_ref(), depth, len, kind) {
+                        eprintln!(
+                            "end-string: {} answers a pipelined batch wrongly: {e}",
+                            s.name
+                        );
+                        std::process::exit(1);
+                    }
+                }
+            }
+        }
+    }
 
     println!("machine: {}", machine());
     println!(
-        "wrk -t{} -c{} -d{}s{}; servers with {} workers{}; body={}; {} run(s) per cell, variants alternating\n",
+        "wrk -t{} -c{} -d{}s{}{}; servers with {} workers{}; body={}; up to {} run(s) per cell (at least {}, until ±{} % at 95 %, within {} min), variants alternating\n",
         o.threads,
         o.connections,
         o.duration,
+        o.pipeline.map_or(String::new(), |d| format!(", {d} requests pipelined per connection (wrk_scripts/pipeline.lua)")),
         if p.tls.is_some() { " over HTTPS (rustls with aws-lc-rs; wrk with OpenSSL)" } else { "" },
         p.workers,
-        p.cpus.as_ref().map_or(String::new(), |(server, wrk)| format!(
-            ", pinned: servers on CPUs {server}, wrk on CPUs {wrk}"
-        )),
+        match &p.cpus {
+            Some((server, wrk)) => format!(", pinned: servers on CPUs {server}, wrk on CPUs {wrk}"),
+            None => ", not pinned: servers and wrk share every core".to_string(),
+        },
         o.body,
-        o.runs
+        o.runs,
+        o.min_runs.min(o.runs),
+        o.accuracy,
+        o.budget
     );
+    // Warm-up: one short unrecorded run per server, kind and length, so
+    // that caches are filled and the first recorded run is like the rest.
+    for kind in &o.kinds {
+        for &len in &o.lens {
+            for s in servers.iter().filter(|s| serves(&s.name, kind)) {
+                wrk(
+                    &Opts {
+                        duration: 1,
+                        ..o.clone()
+                    },
+                    &p,
+                    s,
+                    len,
+                    kind,
+                    0,
+                );
+            }
+        }
+    }
+    println!("warm-up: one 1 s run per server, kind and length\n");
+    let started = Instant::now();
+    let mut settled: Vec<(String, usize)> = Vec::new();
     let mut runs = Vec::new();
     for run in 0..o.runs {
+        let round = Instant::now();
         for kind in &o.kinds {
-            for &len in &o.lens {
+            for &len in o
+                .lens
+                .iter()
+                .filter(|&&l| !settled.contains(&(kind.clone(), l)))
+            {
                 for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                     let r = wrk(&o, &p, s, len, kind, run);
                     println!(
@@ -249,14 +336,47 @@ fn main() {
                 }
             }
         }
+        if run + 1 >= o.min_runs {
+            for kind in &o.kinds {
+                for &len in &o.lens {
+                    let key = (kind.clone(), len);
+                    if !settled.contains(&key) && within(&runs, kind, len, o.accuracy) {
+                        println!(
+                            "kind={kind} len={len}: every variant within ±{} % after {} runs",
+                            o.accuracy,
+                            run + 1
+                        );
+                        settled.push(key);
+                    }
+                }
+            }
+        }
+        if settled.len() == o.kinds.len() * o.lens.len() {
+            break;
+        }
+        if run + 1 < o.runs && (started.elapsed() + round.elapsed()).as_secs_f64() > o.budget * 60.0
+        {
+            println!(
+                "budget of {} min: no further round after {} runs",
+                o.budget,
+                run + 1
+            );
+            break;
+        }
     }
     println!();
+    let counts = if o.instructions {
+        println!("instructions per request (callgrind; one request at a time)…");
+        instructions(&o, &p, &bin)
+    } else {
+        BTreeMap::new()
+    };
     let by = group(&runs);
-    summary(&by);
+    summary(&by, &counts);
     for metric in [Metric::ReqPerS, Metric::CpuPerReq] {
         compare_table(&o, &by, metric);
     }
-    let files = write_csvs(&o, p.stem, &runs);
+    let files = write_csvs(&o, &p.stem, &runs);
     let svg = out_dir().join(format!("{}.svg", p.stem));
     chart(&svg, &o, &runs);
     if o.syscalls {
@@ -272,11 +392,37 @@ fn main() {
     }
 }
 
+/// True when, for every variant that ran `kind` at `len`, the 95 %
+/// interval of its mean server CPU per request is within `accuracy` per
+/// cent of the mean.
+fn within(runs: &[Run], kind: &str, len: usize, accuracy: f64) -> bool {
+    let mut by: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.kind == kind && r.len == len) {
+        by.entry(&r.variant).or_default().push(r.cpu_us_per_req);
+    }
+    !by.is_empty()
+        && by.values().all(|v| {
+            if v.len() < 2 {
+                return false;
+            }
+            let t = StudentsT::new(0.0, 1.0, v.len() as f64 - 1.0).expect("a t distribution");
+            let half = t.inverse_cdf(0.975) * v.std_dev() / (v.len() as f64).sqrt();
+            half / v.mean() * 100.0 <= accuracy
+        })
+}
+
 /// Starts one variant's server on a free port.
-fn start(p: &Plan, bin: &Path, variant: &str) -> Proc {
+fn start(o: &Opts, p: &Plan, bin: &Path, variant: &str) -> Proc {
+    let (exe, args) = command(o, p, variant, "127.0.0.1:0");
+    let cpus = p.cpus.as_ref().map(|(server, _)| server.as_str());
+    Proc::start_on(cpus, variant, &bin.join(exe), &args)
+}
+
+/// The binary and arguments of `variant`'s server, listening on `addr`.
+fn command(o: &Opts, p: &Plan, variant: &str, addr: &str) -> (&'static str, Vec<String>) {
     let mut args = vec![
         "--addr".to_string(),
-        "127.0.0.1:0".into(),
+        addr.into(),
         "--workers".into(),
         p.workers.to_string(),
     ];
@@ -284,15 +430,115 @@ fn start(p: &Plan, bin: &Path, variant: &str) -> Proc {
         args.extend(tls.server_args.iter().cloned());
     }
     let exe = match variant {
-        "hyper" => "hyper-peer",
+        "hyper" => {
+            // hyper's own answer to pipelining: one write per batch.
+            if o.pipeline.is_some() {
+                args.push("--pipeline-flush".into());
+            }
+            "hyper-peer"
+        }
+        "may" => {
+            let lens = o.lens.iter().map(usize::to_string).collect::<Vec<_>>();
+            args.extend(["--lens".into(), lens.join(",")]);
+            "may-peer"
+        }
         "ceiling" => "ceiling",
         strategy => {
             args.extend(["--strategy".into(), strategy.into()]);
             "unflat-server"
         }
     };
-    let cpus = p.cpus.as_ref().map(|(server, _)| server.as_str());
-    Proc::start_on(cpus, variant, &bin.join(exe), &args)
+    (exe, args)
+}
+
+/// User-space instructions per request of each variant at each length,
+/// by (kind, len, variant): `benches/instructions.py` (callgrind, one
+/// request at a time on one connection), run on the servers' cores, one
+/// variant at a time (each with its own `body` parameter).
+fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, String), f64> {
+    let mut counts = BTreeMap::new();
+    for kind in &o.kinds {
+        for &len in &o.lens {
+            for v in o.variants.iter().filter(|v| serves(v, kind)) {
+                let mut cmd = match &p.cpus {
+                    Some((server, _)) => {
+                        let mut c = Command::new("taskset");
+                        c.args(["-c", server, "python3"]);
+                        c
+                    }
+                    None => Command::new("python3"),
+                };
+                cmd.arg(root().join("benches/instructions.py")).args([
+                    "--len",
+                    &len.to_string(),
+                    "--kind",
+                    kind,
+                    "--body",
+                    body_arg(o, v),
+                ]);
+                if let Some(tls) = &p.tls {
+                    cmd.args(["--tls", &tls.server_args[1]]);
+                }
+                let (exe, args) = command(o, p, v, "127.0.0.1:PORT");
+                let line = std::iter::once(bin.join(exe).display().to_string())
+                    .chain(args)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let out = cmd
+                    .arg(format!("{v}={line}"))
+                    .output()
+                    .expect("run benches/instructions.py");
+                let text = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    out.status.success(),
+                    "instructions.py failed: {text}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                // The line `  NAME  COUNT  RATIO× NAME` after the heading.
+                let count = text.lines().find_map(|l| {
+                    let words: Vec<&str> = l.split_whitespace().collect();
+                    (words.first() == Some(&v.as_str())).then(|| words.get(1)?.parse().ok())?
+                });
+                if let Some(n) = count {
+                    counts.insert((kind.clone(), len, v.clone()), n);
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// Sends `depth` requests for `/end-string/{len}?kind={kind}` in one write
+/// and checks that `depth` answers come back, in order, each a 200 whose
+/// body is `len` characters of `kind`: what the timed runs then count.
+fn check_pipelined(
+    s: &Proc,
+    tls: Option<&Tls>,
+    depth: u32,
+    len: usize,
+    kind: &str,
+) -> Result<(), String> {
+    let width = match kind {
+        "latin1" => 2,
+        "twobyte" => 3,
+        _ => 1,
+    };
+    let request = format!("GET /end-string/{len}?kind={kind} HTTP/1.1\r\nHost: bench\r\n\r\n");
+    let mut conn = connect(s, tls);
+    conn.write_all(request.repeat(depth as usize).as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut responses = Responses::default();
+    for i in 0..depth {
+        let got = responses.next(&mut conn);
+        if got != len * width {
+            return Err(format!(
+                "answer {} of {depth} at len {len}, kind {kind}: {got} body bytes, not {}",
+                i + 1,
+                len * width
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The ceiling prebuilds ascii bodies only.
@@ -312,11 +558,12 @@ fn body_arg<'a>(o: &'a Opts, variant: &str) -> &'a str {
 }
 
 fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run {
-    let script = root().join("wrk_scripts/end-string.lua");
-    // Pinned, CPU time is read per thread in nanoseconds; otherwise from
-    // the whole process's clock ticks, as before.
-    let threads = p.cpus.is_some().then(|| s.thread_times());
-    let ticks = s.cpu_time();
+    let (script, depth) = match o.pipeline {
+        Some(depth) => ("pipeline.lua", vec![depth.to_string()]),
+        None => ("end-string.lua", Vec::new()),
+    };
+    let script = root().join("wrk_scripts").join(script);
+    let threads = s.thread_times();
     let wrk_before = children_cpu_time();
     let mut cmd = match &p.cpus {
         Some((_, cpus)) => {
@@ -338,15 +585,14 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
         .arg("-s")
         .arg(&script)
         .arg(url(p, s))
-        .args(["--", &len.to_string(), kind, body_arg(o, &s.name)])
+        .arg("--")
+        .args(depth)
+        .args([&len.to_string(), kind, body_arg(o, &s.name)])
         .stderr(Stdio::inherit())
         .output()
         .expect("run wrk");
     let wrk_cpu = children_cpu_time() - wrk_before;
-    let cpu = match threads {
-        Some(t) => t.until(&s.thread_times()),
-        None => s.cpu_time() - ticks,
-    };
+    let cpu = threads.until(&s.thread_times());
     assert!(
         out.status.success(),
         "wrk failed: {}",
@@ -448,7 +694,7 @@ fn mean_sd(values: &[f64], decimals: usize) -> String {
 
 /// Per (kind, len, variant): req/s, server CPU and wrk CPU per request, and
 /// the variant's req/s and CPU as a multiple of the ceiling's.
-fn summary(by: &Groups) {
+fn summary(by: &Groups, instructions: &BTreeMap<(String, usize, String), f64>) {
     let pick = |rs: &[&Run], f: fn(&Run) -> f64| rs.iter().map(|r| f(r)).collect::<Vec<f64>>();
     let rows: Vec<Vec<String>> = by
         .iter()
@@ -470,6 +716,9 @@ fn summary(by: &Groups) {
                 mean_sd(&pick(rs, |r| r.wrk_cpu_us_per_req), 2),
                 ratio(&req, |r| r.req_per_s),
                 ratio(&cpu, |r| r.cpu_us_per_req),
+                instructions
+                    .get(&(kind.clone(), *len, variant.clone()))
+                    .map_or("–".to_string(), |n| format!("{n:.0}")),
             ]
         })
         .collect();
@@ -483,6 +732,7 @@ fn summary(by: &Groups) {
             "wrk CPU µs/req",
             "req/s ratio to ceiling",
             "CPU ratio to ceiling",
+            "instructions/req",
         ],
         &rows,
     );
@@ -704,13 +954,15 @@ fn compare_csv<'a>(o: &Opts, rows: impl Iterator<Item = (&'a str, &'a Run)>) -> 
 /// not declare, follow.
 fn configuration(o: &Opts, r: &Run) -> String {
     format!(
-        "duration={} c={} len={} kind={} body={} benchmarker={}{}",
+        "duration={} c={} len={} kind={} body={} benchmarker={}{}{}",
         o.duration,
         o.connections,
         r.len,
         inspect(&r.kind),
         inspect(&o.body),
         inspect("wrk"),
+        o.pipeline
+            .map_or(String::new(), |d| format!(" pipeline={d}")),
         if o.tls { " tls=true" } else { "" }
     )
 }

@@ -118,21 +118,10 @@ impl Proc {
             .unwrap_or(url)
     }
 
-    /// User + system CPU time used so far, from /proc/PID/stat.
-    pub fn cpu_time(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
-            .expect("read /proc/PID/stat");
-        // Fields after the command name, which is in parentheses and may hold
-        // spaces: state is field 3, utime 14, stime 15.
-        let rest = &stat[stat.rfind(')').expect("a stat line") + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64)
-    }
-
     /// CPU time of each thread alive now, from
     /// /proc/PID/task/*/schedstat (nanoseconds, where /proc/PID/stat counts
-    /// clock ticks of 10 ms).
+    /// clock ticks of 10 ms). Reading it starts no child process, which
+    /// `children_cpu_time` would count.
     pub fn thread_times(&self) -> ThreadTimes {
         let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).expect("list threads");
         ThreadTimes(
@@ -195,15 +184,6 @@ pub fn rss_of(pid: u32) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
-}
-
-/// Clock ticks per second (100 on Linux), asked of libc rather than of
-/// `getconf`, so that reading a server's CPU time starts no child process
-/// that `children_cpu_time` would count.
-fn clock_ticks() -> u64 {
-    // SAFETY: sysconf only reads a system constant.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
 }
 
 /// User + system CPU time of every child process waited for so far

@@ -25,6 +25,11 @@ impl DateLine {
         DateLine { second, line }
     }
 
+    /// The second since the Unix epoch the line shows.
+    pub fn second(&self) -> u64 {
+        self.second
+    }
+
     /// Re-renders the line if `now` is in a later second; true if it did.
     pub fn refresh(&mut self, now: SystemTime) -> bool {
         let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());

@@ -3,8 +3,8 @@
 //! A [`Head`] is composed per response without touching the heap: the status
 //! line and fixed header lines are `'static` pieces (or [`Line`]s rendered
 //! once at start-up), the `Date` line comes from a [`DateLine`] refreshed once
-//! a second, and the `Content-Length` digits are formatted with itoa into the
-//! head itself. The head is a [`Rope`], so it is encoded straight into a
+//! a second, and the whole `Content-Length` line is formatted (itoa) into the
+//! head itself, one piece. The head is a [`Rope`], so it is encoded straight into a
 //! write buffer like any other rope — by the one-byte fast path, since every
 //! piece is ASCII or Latin-1.
 //!
@@ -137,10 +137,16 @@ pub struct Head<'a, const N: usize = MAX_FIELDS> {
     count: usize,
     date: Option<&'a DateLine>,
     framing: Framing,
-    digits: [u8; 20],
-    digits_len: u8,
+    /// `Content-Length: N\r\n`, rendered whole when the length is set, so
+    /// that it is one piece to copy rather than three.
+    length_line: [u8; LENGTH_LINE_MAX],
+    length_line_len: u8,
     persistence: Persistence<'a>,
 }
+
+/// The longest `Content-Length` line: the name, 20 digits (`u64::MAX`),
+/// CRLF.
+const LENGTH_LINE_MAX: usize = CONTENT_LENGTH.len() + 20 + CRLF.len();
 
 impl<'a> Head<'a> {
     /// A head with `status` and room for [`MAX_FIELDS`] fields, answering a
@@ -161,8 +167,8 @@ impl<'a, const N: usize> Head<'a, N> {
             count: 0,
             date: None,
             framing: Framing::None,
-            digits: [0; 20],
-            digits_len: 0,
+            length_line: [0; LENGTH_LINE_MAX],
+            length_line_len: 0,
             persistence: Persistence::Default,
         }
     }
@@ -215,8 +221,13 @@ impl<'a, const N: usize> Head<'a, N> {
         self.set_framing(Framing::Length(n))?;
         let mut buf = itoa::Buffer::new();
         let digits = buf.format(n).as_bytes();
-        self.digits[..digits.len()].copy_from_slice(digits);
-        self.digits_len = digits.len() as u8;
+        let mut at = 0;
+        for part in [CONTENT_LENGTH.as_bytes(), digits, CRLF.as_bytes()] {
+            self.length_line[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        // At most LENGTH_LINE_MAX (38): it fits in a u8.
+        self.length_line_len = at as u8;
         Ok(self)
     }
 
@@ -248,8 +259,8 @@ impl<'a, const N: usize> Head<'a, N> {
         !self.head_request && !self.status.has_no_body()
     }
 
-    fn content_length_digits(&self) -> &[u8] {
-        &self.digits[..usize::from(self.digits_len)]
+    fn length_line(&self) -> &[u8] {
+        &self.length_line[..usize::from(self.length_line_len)]
     }
 
     /// Encodes the head into a new vector, as Latin-1: a convenience for
@@ -294,11 +305,7 @@ impl<const N: usize> Rope for Head<'_, N> {
         }
         match self.framing {
             Framing::None => {}
-            Framing::Length(_) => {
-                one(CONTENT_LENGTH.as_bytes())?;
-                one(self.content_length_digits())?;
-                one(CRLF.as_bytes())?;
-            }
+            Framing::Length(_) => one(self.length_line())?,
             Framing::Chunked => one(CHUNKED.as_bytes())?,
         }
         match self.persistence {
@@ -323,9 +330,7 @@ impl<const N: usize> Rope for Head<'_, N> {
             .sum();
         let framing = match self.framing {
             Framing::None => 0,
-            Framing::Length(_) => {
-                CONTENT_LENGTH.len() + self.content_length_digits().len() + CRLF.len()
-            }
+            Framing::Length(_) => self.length_line().len(),
             Framing::Chunked => CHUNKED.len(),
         };
         let persistence = match self.persistence {
