@@ -45,7 +45,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -54,8 +54,8 @@ use clap::Parser;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
 use support::{
-    build_release, children_cpu_time, connect, installed, machine, out_dir, root, Proc, Responses,
-    Tls,
+    build_release, children_cpu_time, connect, installed, machine, on_cpus, out_dir, root, Proc,
+    Responses, Tls,
 };
 
 /// The variants, in their default order (may-peer by default only with
@@ -460,14 +460,10 @@ fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, Stri
     for kind in &o.kinds {
         for &len in &o.lens {
             for v in o.variants.iter().filter(|v| serves(v, kind)) {
-                let mut cmd = match &p.cpus {
-                    Some((server, _)) => {
-                        let mut c = Command::new("taskset");
-                        c.args(["-c", server, "python3"]);
-                        c
-                    }
-                    None => Command::new("python3"),
-                };
+                let mut cmd = on_cpus(
+                    p.cpus.as_ref().map(|(server, _)| server.as_str()),
+                    "python3",
+                );
                 cmd.arg(root().join("benches/instructions.py")).args([
                     "--len",
                     &len.to_string(),
@@ -565,15 +561,7 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
     let script = root().join("wrk_scripts").join(script);
     let threads = s.thread_times();
     let wrk_before = children_cpu_time();
-    let mut cmd = match &p.cpus {
-        Some((_, cpus)) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpus, "wrk"]);
-            c
-        }
-        None => Command::new("wrk"),
-    };
-    let out = cmd
+    let out = on_cpus(p.cpus.as_ref().map(|(_, wrk)| wrk.as_str()), "wrk")
         .args([
             "-t",
             &o.threads.to_string(),
@@ -1127,9 +1115,10 @@ fn syscalls(o: &Opts, servers: &[Proc], tls: Option<&Tls>) {
             let request =
                 format!("GET /end-string/{len}?kind={kind} HTTP/1.1\r\nHost: bench\r\n\r\n");
             let mut conn = connect(s, tls);
+            let mut responses = Responses::default();
             for _ in 0..n {
                 conn.write_all(request.as_bytes()).unwrap();
-                read_one(&mut conn);
+                responses.next(&mut conn);
             }
             let _ = Command::new("kill")
                 .args(["-INT", &strace.id().to_string()])
@@ -1157,27 +1146,6 @@ fn syscalls(o: &Opts, servers: &[Proc], tls: Option<&Tls>) {
                 calls(&["write", "sendto", "sendmsg"]),
                 calls(&["writev"]),
             );
-        }
-    }
-}
-
-/// Reads one response (head and Content-Length body) from `conn`.
-fn read_one(conn: &mut dyn Read) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        let n = conn.read(&mut chunk).expect("read");
-        assert!(n > 0, "server closed the connection");
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |v| v.trim().parse().unwrap());
-            if buf.len() >= end + 4 + len {
-                return;
-            }
         }
     }
 }

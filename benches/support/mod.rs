@@ -58,19 +58,9 @@ impl Proc {
         Proc::start_on(None, name, bin, args)
     }
 
-    /// [`Proc::start`], on the CPUs `cpus` (a `taskset -c` list such as
-    /// `0` or `0-1`) when given: `taskset` sets the affinity and then runs
-    /// the server in its own process, so every thread the server starts
-    /// inherits it and the pid is the server's.
+    /// [`Proc::start`], on the CPUs `cpus` when given ([`on_cpus`]).
     pub fn start_on(cpus: Option<&str>, name: &str, bin: &Path, args: &[String]) -> Proc {
-        let mut cmd = match cpus {
-            None => Command::new(bin),
-            Some(cpus) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", cpus]).arg(bin);
-                c
-            }
-        };
+        let mut cmd = on_cpus(cpus, bin);
         cmd.args(args);
         Proc::spawn(name, cmd)
     }
@@ -140,9 +130,7 @@ impl Proc {
     pub fn rss(&self) -> u64 {
         rss_of(self.pid()).expect("read VmRSS")
     }
-}
 
-impl Proc {
     /// Stops the server as an operator would (SIGTERM: a graceful
     /// shutdown) and waits for it to exit.
     pub fn terminate(mut self) -> std::process::ExitStatus {
@@ -175,6 +163,21 @@ impl ThreadTimes {
             .map(|(tid, &ns)| ns.saturating_sub(self.0.get(tid).copied().unwrap_or(0)))
             .sum();
         Duration::from_nanos(ns)
+    }
+}
+
+/// A command for `program`, run on the CPUs `cpus` (a `taskset -c` list
+/// such as `0` or `1-3`) when given: `taskset` sets the affinity, then
+/// runs `program` in its own process, so every thread it starts inherits
+/// the affinity and its pid is the program's.
+pub fn on_cpus(cpus: Option<&str>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match cpus {
+        None => Command::new(program),
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(program);
+            c
+        }
     }
 }
 
@@ -387,10 +390,8 @@ impl Responses {
                         have += n;
                     } else {
                         // This read holds the start of the next response.
-                        let rest = &chunk[len - have..n];
-                        self.buf.truncate(head);
-                        self.buf.extend_from_slice(rest);
-                        self.buf.drain(..head);
+                        self.buf.clear();
+                        self.buf.extend_from_slice(&chunk[len - have..n]);
                         return len;
                     }
                 }

@@ -317,16 +317,27 @@ fn parse_target<'t>(method: &str, target: &'t str) -> Result<(&'t str, Option<&'
     };
     // The target of every request is checked. Nearly every target holds
     // URI bytes only, no `%`: one tight pass through the table, and the
-    // query found by memchr. Any other byte takes the pass below, which
-    // says what is wrong.
+    // query found by a byte search. Any other byte takes the detailed pass,
+    // which says what is wrong.
     let bytes = rest.as_bytes();
-    if bytes.iter().all(|&b| URI_BYTE[usize::from(b)]) {
-        let (path, query) = match bytes.iter().position(|&b| b == b'?') {
-            Some(q) => (&rest[..q], Some(&rest[q + 1..])),
-            None => (rest, None),
-        };
-        return Ok((if path.is_empty() { "/" } else { path }, query));
-    }
+    let query_at = if bytes.iter().all(|&b| URI_BYTE[usize::from(b)]) {
+        bytes.iter().position(|&b| b == b'?')
+    } else {
+        query_in_escaped(bytes)?
+    };
+    // Every byte is ASCII now, so slicing anywhere is safe.
+    let (path, query) = match query_at {
+        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
+        None => (rest, None),
+    };
+    Ok((if path.is_empty() { "/" } else { path }, query))
+}
+
+/// Where the query of a target's path and query begins (its `?`), for a
+/// target with bytes besides [`URI_BYTE`]'s: each `%` must begin an escape
+/// (two hex digits), and no other byte is allowed.
+fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
+    let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
     let mut query_at = None;
     let mut i = 0;
     while i < bytes.len() {
@@ -346,12 +357,7 @@ fn parse_target<'t>(method: &str, target: &'t str) -> Result<(&'t str, Option<&'
         }
         i += 1;
     }
-    // Every byte is ASCII now, so slicing anywhere is safe.
-    let (path, query) = match query_at {
-        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
-        None => (rest, None),
-    };
-    Ok((if path.is_empty() { "/" } else { path }, query))
+    Ok(query_at)
 }
 
 const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";

@@ -3,11 +3,11 @@
 //!
 //! rustls with the aws-lc-rs provider (chosen over *ring* by the
 //! `tls-providers` bench: docs/design.md, "HTTPS"), its safe defaults (TLS
-//! 1.2 and 1.3), ALPN `http/1.1`. After the handshake a connection is served exactly as a
-//! cleartext one ([`crate::connection::serve`]): the write queue's slices —
-//! the encoded head, shared bodies, streamed frames — go to rustls as one
-//! vectored plaintext write per batch, which rustls encrypts from the slices
-//! themselves into records, never joining them first.
+//! 1.2 and 1.3), ALPN `http/1.1`. After the handshake a connection is served
+//! exactly as a cleartext one ([`crate::connection::serve`]): the write
+//! queue's slices — the encoded head, shared bodies, streamed frames — go to
+//! rustls as one vectored plaintext write per batch, which rustls encrypts
+//! from the slices themselves into records, never joining them first.
 
 use std::io;
 use std::net::SocketAddr;

@@ -14,9 +14,10 @@
 //! It serves `GET /end-string/{len}` with no query or `kind=ascii`; anything
 //! else gets a plain 404 or 400. Pipelined requests are answered in order,
 //! a batch — every complete request a read brought, up to 64 — with one
-//! vectored write of the built responses, allocating nothing. It is a measuring stick, not a server: no request bodies
-//! (a request with one is refused and the connection closed), no HEAD, no
-//! timeouts, no graceful shutdown.
+//! vectored write of the built responses, allocating nothing. It is a
+//! measuring stick, not a server: no request bodies (a request with one is
+//! refused and the connection closed), no HEAD, no timeouts, no graceful
+//! shutdown.
 //!
 //! It runs on one multi-threaded tokio runtime of `--workers` threads, as
 //! unflat-server does, so the two differ only in what they do per request.
@@ -25,11 +26,9 @@
 //! prints `ceiling at http://ADDR` once it listens.
 
 use std::cell::RefCell;
-use std::io::{self, Write as _};
+use std::io::{self, IoSlice, Write as _};
 use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use std::io::IoSlice;
 
 use bytes::{Buf, Bytes};
 use clap::Parser;

@@ -95,19 +95,23 @@ async fn serve(args: Args) -> std::io::Result<()> {
     println!("hyper-peer at {scheme}://{}", listener.local_addr()?);
     std::io::stdout().flush()?;
     let (max_len, pipeline_flush) = (args.max_len, args.pipeline_flush);
+    // unflat-server's default `--handshake-timeout`.
+    let handshake_timeout = unflat_server::Config::default().handshake_timeout;
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             match acceptor {
                 None => connection(stream, max_len, pipeline_flush).await,
+                // unflat-server's handshake: its deadline, and its bound on
+                // the records rustls holds.
                 Some(acceptor) => {
-                    let Ok(mut stream) = acceptor.accept(stream).await else {
-                        return;
-                    };
-                    stream.get_mut().1.set_buffer_limit(Some(tls::RECORDS_HELD));
-                    connection(stream, max_len, pipeline_flush).await
+                    if let Some(stream) =
+                        tls::handshake(&acceptor, stream, peer, handshake_timeout).await
+                    {
+                        connection(stream, max_len, pipeline_flush).await
+                    }
                 }
             }
         });

@@ -4,9 +4,9 @@
 //! line and fixed header lines are `'static` pieces (or [`Line`]s rendered
 //! once at start-up), the `Date` line comes from a [`DateLine`] refreshed once
 //! a second, and the whole `Content-Length` line is formatted (itoa) into the
-//! head itself, one piece. The head is a [`Rope`], so it is encoded straight into a
-//! write buffer like any other rope — by the one-byte fast path, since every
-//! piece is ASCII or Latin-1.
+//! head itself, one piece. The head is a [`Rope`], so it is encoded straight
+//! into a write buffer like any other rope — by the one-byte fast path, since
+//! every piece is ASCII or Latin-1.
 //!
 //! **Injection cannot be expressed.** Every name and value is validated where
 //! it is built — [`HeaderName`] against the RFC 9110 token rule, [`HeaderValue`]
