@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
-use crate::measure::{bound, plan, plan_shaped, Path, Plan};
+use crate::measure::{bound, plan, plan_shaped, utf8_as_is, Path, Plan};
 use crate::rope::{CharRange, Piece, Rope, Shape};
 use crate::{expand, transcode};
 
@@ -40,7 +40,29 @@ pub fn write<R: Rope + ?Sized>(
 /// [`write()`] for a rope whose shape is already known. The shape is asked
 /// for once per write: for some ropes (a ropey rope of one leaf) it costs a
 /// pass over the text.
+#[inline]
 pub(crate) fn write_shaped<R: Rope + ?Sized>(
+    rope: &R,
+    shape: Shape,
+    encoding: Encoding,
+    mode: Mode,
+    dst: &mut [u8],
+) -> Result<usize, EncodeError> {
+    // Path 1 known from the shape alone (a ropey rope, `&str` pieces) is
+    // copied without a plan: nothing to measure, nothing to choose, and
+    // none of the other paths' code in the caller's frame.
+    if encoding == Encoding::Utf8 {
+        if let Some(needed) = utf8_as_is(shape) {
+            return Ok(copy_pieces(rope, first(dst, needed)?));
+        }
+    }
+    write_chosen(rope, shape, encoding, mode, dst)
+}
+
+/// [`write_shaped`] past path 1 known from the shape: the unmeasured paths,
+/// or a plan and the path it chooses.
+#[inline(never)]
+fn write_chosen<R: Rope + ?Sized>(
     rope: &R,
     shape: Shape,
     encoding: Encoding,
@@ -100,7 +122,7 @@ fn write_unmeasured<R: Rope + ?Sized>(
         // The tail of the worst case is where the text is gathered.
         Unmeasured::Expand => expand::write(rope, s, &mut dst[..bound]),
         Unmeasured::ExpandShort => expand::write_short(rope, dst),
-        Unmeasured::Transcode => transcode::write(rope, encoding, dst),
+        Unmeasured::Transcode => transcode::write(rope, s, encoding, dst),
     })
 }
 
@@ -124,17 +146,11 @@ pub fn write_planned<R: Rope + ?Sized>(
 ) -> Result<usize, EncodeError> {
     let encoding = plan.encoding();
     let needed = plan.size();
-    if dst.len() < needed {
-        return Err(EncodeError::DestinationTooSmall {
-            needed,
-            available: dst.len(),
-        });
-    }
-    let dst = &mut dst[..needed];
+    let dst = first(dst, needed)?;
     let written = match plan.path() {
         Path::OneByte => copy_pieces(rope, dst),
         Path::Expand => expand::write(rope, plan.shape(), dst),
-        Path::TwoByte => transcode::write(rope, encoding, dst),
+        Path::TwoByte => transcode::write(rope, plan.shape(), encoding, dst),
     };
     debug_assert_eq!(
         written,
@@ -143,6 +159,13 @@ pub fn write_planned<R: Rope + ?Sized>(
         plan.path()
     );
     Ok(written)
+}
+
+/// The first `needed` bytes of `dst`, or the error naming both sizes.
+fn first(dst: &mut [u8], needed: usize) -> Result<&mut [u8], EncodeError> {
+    let available = dst.len();
+    dst.get_mut(..needed)
+        .ok_or(EncodeError::DestinationTooSmall { needed, available })
 }
 
 /// A growable [`BufMut`] that can make room for exactly `n` more bytes:

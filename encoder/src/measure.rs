@@ -228,9 +228,17 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
     Ok((s.one_byte + utf8_units + s.two_byte, path))
 }
 
+/// The UTF-8 size of a rope whose shape alone shows that its pieces are
+/// copied as they are (path 1): UTF-8 pieces, and one-byte pieces known to be
+/// ASCII, with no two-byte pieces. `None` when the text must be read first.
+pub(crate) fn utf8_as_is(s: Shape) -> Option<usize> {
+    (s.two_byte == 0 && (s.one_byte == 0 || s.range == CharRange::Ascii))
+        .then(|| s.one_byte + s.utf8)
+}
+
 fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
-    if s.two_byte == 0 && (s.one_byte == 0 || s.range == CharRange::Ascii) {
-        return (s.one_byte + s.utf8, Path::OneByte);
+    if let Some(size) = utf8_as_is(s) {
+        return (size, Path::OneByte);
     }
     let mut highs = 0;
     let mut two_byte = 0;

@@ -23,18 +23,75 @@ use crate::measure::bound;
 use crate::rope::{Piece, Rope, Shape};
 use crate::surrogate::{Joined, Joiner};
 
-/// Writes `rope` in `encoding` into `dst`, which holds at least the encoded
-/// size ([`crate::size`]). Returns the bytes written.
+/// Writes `rope` (of shape `s`) in `encoding` into `dst`, which holds at
+/// least the encoded size ([`crate::size`]). Returns the bytes written.
 ///
 /// # Panics
 /// If `dst` is shorter than the encoded size.
-pub(crate) fn write<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u8]) -> usize {
+pub(crate) fn write<R: Rope + ?Sized>(
+    rope: &R,
+    s: Shape,
+    encoding: Encoding,
+    dst: &mut [u8],
+) -> usize {
+    if s.utf8 == 0 && s.len() <= WHOLE_MAX {
+        return write_whole(rope, encoding, dst);
+    }
     let mut run = Run::new(encoding, dst);
     assert!(
         run.walk(rope, 0),
         "destination shorter than the encoded size"
     );
     run.out.written
+}
+
+/// One-byte and two-byte ropes of at most this many units are gathered
+/// whole on the stack and converted by one kernel call, without the
+/// engine's walk, the [`Joiner`] or the thread's [`Stage`]: for such a rope
+/// their cost is the write's. Four two-byte pieces of one unit into UTF-8
+/// (`body/twobyte/pieces/direct/4` in the encoder bench) took 1202
+/// instructions per write staged, 1314 unstaged.
+const WHOLE_MAX: usize = 32;
+
+/// [`write`] of a rope of one-byte and two-byte pieces, at most
+/// [`WHOLE_MAX`] units: the rope gathered as UTF-16 (one-byte pieces
+/// widened), then converted as the flat text it now is. A pair split
+/// across pieces is whole in the gathered text, and a lone surrogate is
+/// written as the kernels write it anywhere, so the bytes are the
+/// engine's.
+fn write_whole<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u8]) -> usize {
+    let mut units = [0u16; WHOLE_MAX];
+    let mut len = 0;
+    let _ = rope.for_each_piece(&mut |p| {
+        let to = &mut units[len..len + p.len()];
+        match p {
+            Piece::TwoByte(u) => kernel::copy_short(u, to),
+            Piece::OneByte(b) => widen(b, to),
+            // Only empty ones: the shape counts no UTF-8 bytes.
+            Piece::Utf8(_) => {}
+        }
+        len += p.len();
+        ControlFlow::Continue(())
+    });
+    let (read, written) = convert_units(encoding, &units[..len], dst);
+    assert_eq!(read, len, "destination shorter than the encoded size");
+    written
+}
+
+/// One-byte text as UTF-16, unit for unit.
+fn widen(b: &[u8], to: &mut [u16]) {
+    for (d, &x) in to.iter_mut().zip(b) {
+        *d = u16::from(x);
+    }
+}
+
+/// The kernel for two-byte text into `encoding`.
+fn convert_units(encoding: Encoding, src: &[u16], dst: &mut [u8]) -> (usize, usize) {
+    match encoding {
+        Encoding::Utf8 => kernel::convert_utf16_to_utf8(src, dst),
+        Encoding::Utf16Le => kernel::convert_utf16_to_utf16le(src, dst),
+        Encoding::Latin1 | Encoding::Ascii => kernel::convert_utf16_to_latin1_lossy(src, dst),
+    }
 }
 
 /// One walk of the engine over a rope, from a position, into one
@@ -57,35 +114,57 @@ pub(crate) struct Run<'d> {
 const STAGE_MIN: usize = 256;
 
 /// Units the [`Stage`] holds: a kernel call per 2048 units costs little
-/// beside converting them, and 4 KiB stays in the first-level cache. With
+/// beside converting them, and the stage (4 KiB of units or 2 KiB of
+/// bytes in use at a time) stays in the first-level cache. With
 /// 64 units, two-byte pieces of 16 units into UTF-8 ran at 0.63–0.66×
 /// flattening; with 2048, at 0.81–0.87×.
 const STAGE_UNITS: usize = 2048;
 
-/// Short two-byte pieces (and one-byte pieces, widened), gathered as UTF-16
-/// so that one kernel call converts many of them: the cost of a call is
-/// what a rope of many tiny pieces would otherwise pay per piece — the
-/// case that made Node flatten before converting (nodejs/node#6103). A
-/// bounded flat copy, made once per thread.
+/// Short pieces gathered so that one kernel call converts many of them: the
+/// cost of a call is what a rope of many tiny pieces would otherwise pay per
+/// piece — the case that made Node flatten before converting
+/// (nodejs/node#6103). A bounded flat copy, made once per thread, that
+/// holds either kind of text as it is: two-byte pieces as UTF-16, one-byte
+/// pieces as bytes (converted by the one-byte kernel, as the flat copy of
+/// a one-byte rope would be).
 ///
 /// Staged units stand one for one for source units, in order, so the
-/// [`Joiner`] sees the stage as one two-byte piece and the counts of what
-/// is read stay exact: a stage converted only in part (the destination
-/// full) counts the units converted, like any piece.
+/// [`Joiner`] sees staged two-byte text as one two-byte piece (and staged
+/// bytes as one other piece), and the counts of what is read stay exact: a
+/// stage converted only in part (the destination full) counts the units
+/// converted, like any piece.
 struct Stage {
     units: [u16; STAGE_UNITS],
+    bytes: [u8; STAGE_UNITS],
+    /// Which of the two holds the staged text.
+    held: Held,
     len: usize,
+    /// Units the stage takes before it is flushed: at most
+    /// [`STAGE_UNITS`], and no more than what is left of the destination
+    /// holds at worst, so that a flush always fits. Set when the first
+    /// piece is staged; one comparison per piece after that.
+    cap: usize,
+}
+
+/// The kind of text in the [`Stage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    Units,
+    Bytes,
 }
 
 thread_local! {
-    /// The thread's stage. Kept between walks so that no walk clears 4 KiB
+    /// The thread's stage. Kept between walks so that no walk clears 6 KiB
     /// of stack for a rope of a few pieces (with a stage on the stack,
     /// `body/twobyte/pieces/direct/4` took 51 ns at 512 units, 43 ns at
     /// 64); never allocated (a constant initialiser and no destructor).
     static STAGE: RefCell<Stage> = const {
         RefCell::new(Stage {
             units: [0; STAGE_UNITS],
+            bytes: [0; STAGE_UNITS],
+            held: Held::Units,
             len: 0,
+            cap: 0,
         })
     };
 }
@@ -102,39 +181,54 @@ impl Stage {
         }
     }
 
-    /// Stages `p`, which [`Stage::takes`], flushing first when the stage is
-    /// full; converts it straight instead when the stage's output might not
-    /// fit in what is left of the destination (so a walk into a small
-    /// destination visits no piece it cannot write).
+    /// Stages `p`, which [`Stage::takes`], flushing first when the stage
+    /// holds the other kind of text or has no room; converts it straight
+    /// instead when not even an empty stage may take it (what is left of
+    /// the destination is short), so a walk into a small destination visits
+    /// no piece it cannot write.
     fn add(&mut self, joiner: &mut Joiner, out: &mut Out<'_>, p: Piece<'_>) -> ControlFlow<()> {
-        if self.len + p.len() > STAGE_UNITS {
+        let held = match p {
+            Piece::OneByte(_) => Held::Bytes,
+            _ => Held::Units,
+        };
+        if self.len > 0 && (held != self.held || self.len + p.len() > self.cap) {
             self.flush(joiner, out)?;
         }
-        let staged = Shape {
-            two_byte: self.len + p.len(),
-            ..Shape::EMPTY
-        };
-        if bound(staged, out.encoding) <= out.room() {
-            self.push(p);
+        if self.len == 0 {
+            // What one unit of this kind takes at worst in the target.
+            let one = match held {
+                Held::Bytes => Shape::of_piece(Piece::OneByte(b"\xff")),
+                Held::Units => Shape::of_piece(Piece::TwoByte(&[0xFFFF])),
+            };
+            self.held = held;
+            self.cap = STAGE_UNITS.min(out.room() / bound(one, out.encoding));
+        }
+        if self.push(&p) {
             return ControlFlow::Continue(());
         }
-        self.flush(joiner, out)?;
         out.piece(joiner, p)
     }
 
-    /// Appends a piece that [`Stage::takes`] and that fits.
-    fn push(&mut self, p: Piece<'_>) {
-        let to = &mut self.units[self.len..self.len + p.len()];
-        match p {
-            Piece::TwoByte(u) => kernel::copy_short(u, to),
-            Piece::OneByte(b) => {
-                for (d, &x) in to.iter_mut().zip(b) {
-                    *d = u16::from(x);
-                }
-            }
-            Piece::Utf8(_) => unreachable!("UTF-8 pieces are not staged"),
+    /// Appends `p` when it is short, of the kind staged, and within the
+    /// cap; false (and nothing staged) otherwise. The kind and the cap are
+    /// [`Stage::add`]'s to set, when it stages into an empty stage.
+    #[inline(always)]
+    fn push(&mut self, p: &Piece<'_>) -> bool {
+        let end = self.len + p.len();
+        if end > self.cap {
+            return false;
         }
-        self.len += p.len();
+        match (*p, self.held) {
+            (Piece::TwoByte(u), Held::Units) if u.len() < STAGE_MIN => {
+                kernel::copy_short(u, &mut self.units[self.len..end]);
+            }
+            (Piece::OneByte(b), Held::Bytes) if b.len() < STAGE_MIN => {
+                kernel::copy_short(b, &mut self.bytes[self.len..end]);
+            }
+            _ => return false,
+        }
+        self.len = end;
+        true
     }
 
     /// Converts what is staged, through the joiner, and empties the stage.
@@ -150,7 +244,13 @@ impl Stage {
     #[inline(never)]
     fn convert(&mut self, joiner: &mut Joiner, out: &mut Out<'_>) -> ControlFlow<()> {
         let len = std::mem::take(&mut self.len);
-        joiner.two_byte(&self.units[..len], &mut |j| out.joined(j))
+        match self.held {
+            Held::Units => joiner.two_byte(&self.units[..len], &mut |j| out.joined(j)),
+            Held::Bytes => {
+                joiner.other(len, &mut |j| out.joined(j))?;
+                out.one_byte(&self.bytes[..len])
+            }
+        }
     }
 }
 
@@ -215,23 +315,45 @@ impl<'d> Run<'d> {
         // as it is; staging starts with the second short piece in a row.
         let mut after_short = false;
         let walked = rope.for_each_piece_from(from, &mut |p| {
-            let short = !p.is_empty() && Stage::takes(&p, out.encoding);
-            match stage.as_deref_mut() {
-                Some(st) if short && (after_short || st.len > 0) => st.add(joiner, out, p),
-                st => {
-                    after_short = short;
-                    if let Some(st) = st {
-                        st.flush(joiner, out)?;
-                    }
-                    out.piece(joiner, p)
+            // The common case of a rope of many short pieces, kept small
+            // enough to need no registers saved: one more piece of the kind
+            // staged. Everything else is [`visit`]'s, out of line.
+            if let Some(st) = stage.as_deref_mut() {
+                if st.len > 0 && st.push(&p) {
+                    return ControlFlow::Continue(());
                 }
             }
+            visit(stage.as_deref_mut(), joiner, out, &mut after_short, p)
         });
         walked.is_continue()
             && stage
                 .map_or(ControlFlow::Continue(()), |st| st.flush(joiner, out))
                 .is_continue()
             && joiner.finish(&mut |j| out.joined(j)).is_continue()
+    }
+}
+
+/// One piece of a walk that [`Stage::push`] did not take: staged when it
+/// is short and follows a short piece (or the stage holds some), else
+/// converted straight after what is staged.
+#[inline(never)]
+fn visit(
+    stage: Option<&mut Stage>,
+    joiner: &mut Joiner,
+    out: &mut Out<'_>,
+    after_short: &mut bool,
+    p: Piece<'_>,
+) -> ControlFlow<()> {
+    let short = !p.is_empty() && Stage::takes(&p, out.encoding);
+    match stage {
+        Some(st) if short && (*after_short || st.len > 0) => st.add(joiner, out, p),
+        st => {
+            *after_short = short;
+            if let Some(st) = st {
+                st.flush(joiner, out)?;
+            }
+            out.piece(joiner, p)
+        }
     }
 }
 
@@ -309,17 +431,8 @@ impl Out<'_> {
     }
 
     fn units(&mut self, u: &[u16]) -> ControlFlow<()> {
-        match self.encoding {
-            Encoding::Utf8 => self.convert(u.len(), |at, dst| {
-                kernel::convert_utf16_to_utf8(&u[at..], dst)
-            }),
-            Encoding::Utf16Le => self.convert(u.len(), |at, dst| {
-                kernel::convert_utf16_to_utf16le(&u[at..], dst)
-            }),
-            Encoding::Latin1 | Encoding::Ascii => self.convert(u.len(), |at, dst| {
-                kernel::convert_utf16_to_latin1_lossy(&u[at..], dst)
-            }),
-        }
+        let encoding = self.encoding;
+        self.convert(u.len(), |at, dst| convert_units(encoding, &u[at..], dst))
     }
 
     /// What the [`Joiner`] hands on: two-byte text. A pair joined across
@@ -389,6 +502,40 @@ mod tests {
         for encoding in Encoding::ALL {
             let (direct, flat) = direct_and_flat(&pieces.as_slice(), encoding);
             assert_eq!(direct, flat, "{encoding}");
+        }
+    }
+
+    /// Ropes short enough to be converted whole ([`WHOLE_MAX`]): pairs split
+    /// across pieces, lone surrogates at either end and between one-byte
+    /// pieces, empty pieces of every kind, and the longest such rope.
+    #[test]
+    fn whole_ropes_are_written_as_flattened() {
+        let (high, low) = (&[0xD83D_u16][..], &[0xDE00_u16][..]);
+        let ropes: Vec<Vec<Piece<'_>>> = vec![
+            vec![Piece::TwoByte(high), Piece::TwoByte(low)],
+            vec![Piece::TwoByte(high), Piece::Utf8(""), Piece::TwoByte(low)],
+            vec![
+                Piece::TwoByte(high),
+                Piece::OneByte(b"\xe9"),
+                Piece::TwoByte(low),
+            ],
+            vec![
+                Piece::TwoByte(low),
+                Piece::OneByte(b"a"),
+                Piece::TwoByte(high),
+            ],
+            vec![
+                Piece::OneByte(b""),
+                Piece::TwoByte(&[0x20AC; WHOLE_MAX - 1]),
+                Piece::OneByte(b"\xff"),
+            ],
+        ];
+        for pieces in &ropes {
+            assert!(pieces.shape().len() <= WHOLE_MAX);
+            for encoding in Encoding::ALL {
+                let (direct, flat) = direct_and_flat(&pieces.as_slice(), encoding);
+                assert_eq!(direct, flat, "{encoding} {pieces:?}");
+            }
         }
     }
 

@@ -80,7 +80,7 @@ const STAGE: usize = 512;
 /// call to `memcpy` costs more than the copy: up to 16 elements are copied
 /// by fixed-size moves (the first and last 1, 4 or 8, overlapping in the
 /// middle), which compile to plain loads and stores.
-#[inline]
+#[inline(always)]
 pub(crate) fn copy_short<T: Copy>(src: &[T], dst: &mut [T]) {
     let len = src.len();
     let to = &mut dst[..len];
