@@ -25,21 +25,21 @@ use std::path::Path;
 use std::process::Command;
 
 use clap::Parser;
-use support::{connect, installed, machine, out_dir, server_args, Proc, Responses, Tls};
+use support::{cli, connect, installed, machine, out_dir, server_args, Proc, Responses, Tls};
 
 /// The copies benchmark.
 #[derive(Parser, Debug)]
-#[command(name = "copies")]
+#[command(name = "copies", bin_name = "cargo bench --bench copies --")]
 struct Opts {
     /// Requests counted per (transport, strategy, length), after the
-    /// warm-up.
-    #[arg(long, default_value_t = 100)]
+    /// warm-up (1 to 100000).
+    #[arg(long, default_value_t = 100, value_parser = cli::count(1..=100_000))]
     requests: usize,
     /// A short smoke run: 10 requests, the longer body only.
     #[arg(long)]
     quick: bool,
     /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     bench: bool,
 }
 
@@ -164,7 +164,7 @@ fn main() {
         }
         return;
     }
-    let o = Opts::parse();
+    let o: Opts = cli::parse();
     if !installed("valgrind") {
         eprintln!("copies: valgrind is not installed (apt-get install valgrind)");
         std::process::exit(2);

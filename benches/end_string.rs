@@ -1,7 +1,7 @@
 //! `cargo bench --bench end-string -- [options]`: Node's
 //! `benchmark/http/end-string.js`, driven by wrk, against four servers
 //! started by the harness — unflat-server `--strategy flatten`, unflat-server
-//! `--strategy direct`, hyper-peer, and `ceiling` (src/bin/ceiling.rs: parse
+//! `--strategy direct`, hyper-peer, and `ceiling` (peers/src/bin/ceiling.rs: parse
 //! and one write of a prebuilt response, the floor any server pays on this
 //! kernel) — with each variant's ratio to the ceiling and Node's comparison
 //! tables.
@@ -50,73 +50,149 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
 use support::{
-    build_release, children_cpu_time, connect, installed, machine, on_cpus, out_dir, root, Proc,
-    Responses, Tls,
+    build_release, children_cpu_time, cli, connect, installed, machine, on_cpus, out_dir, root,
+    Proc, Responses, Tls,
 };
 
-/// The variants, in their default order (may-peer by default only with
-/// `--pipeline`, the shape it is built for).
-const VARIANTS: [&str; 5] = ["flatten", "direct", "hyper", "may", "ceiling"];
+/// A server the benchmark runs, in the default order (may-peer by default
+/// only with `--pipeline`, the shape it is built for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Variant {
+    /// unflat-server `--strategy flatten`.
+    Flatten,
+    /// unflat-server `--strategy direct`.
+    Direct,
+    /// hyper-peer (peers/src/bin/hyper-peer.rs).
+    Hyper,
+    /// may-peer, may_minihttp (peers/src/bin/may-peer.rs).
+    May,
+    /// The floor: peers/src/bin/ceiling.rs.
+    Ceiling,
+}
+
+impl Variant {
+    /// Its name in tables, file names and the CSV files.
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Flatten => "flatten",
+            Variant::Direct => "direct",
+            Variant::Hyper => "hyper",
+            Variant::May => "may",
+            Variant::Ceiling => "ceiling",
+        }
+    }
+
+    /// True for the servers that speak cleartext only.
+    fn cleartext_only(self) -> bool {
+        matches!(self, Variant::May | Variant::Ceiling)
+    }
+}
+
+/// The text of the body: the route's `kind` parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    /// One byte per character.
+    Ascii,
+    /// `é`: two UTF-8 bytes from one Latin-1 byte.
+    Latin1,
+    /// `€`: three UTF-8 bytes from one UTF-16 unit.
+    Twobyte,
+}
+
+impl Kind {
+    /// The route's `kind` value.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Ascii => "ascii",
+            Kind::Latin1 => "latin1",
+            Kind::Twobyte => "twobyte",
+        }
+    }
+}
+
+/// How unflat-server keeps an `/end-string` body: the route's `body`
+/// parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Body {
+    /// One contiguous string.
+    Flat,
+    /// A ropey rope of ~1 KiB chunks.
+    Rope,
+}
+
+impl Body {
+    /// The route's `body` value.
+    fn name(self) -> &'static str {
+        match self {
+            Body::Flat => "flat",
+            Body::Rope => "rope",
+        }
+    }
+}
+
 /// The comparisons, old → new: Node's tables and the pair CSV files.
-const PAIRS: [(&str, &str); 4] = [
-    ("flatten", "direct"),
-    ("hyper", "direct"),
-    ("may", "direct"),
-    ("ceiling", "direct"),
+const PAIRS: [(Variant, Variant); 4] = [
+    (Variant::Flatten, Variant::Direct),
+    (Variant::Hyper, Variant::Direct),
+    (Variant::May, Variant::Direct),
+    (Variant::Ceiling, Variant::Direct),
 ];
 /// The comparisons printed as Node's tables; the ceiling has its own column.
 const TABLE_PAIRS: usize = 3;
+/// The longest body: the servers' default `--max-len` (the ceiling's
+/// limit too).
+const MAX_LEN: u64 = 16 * 1024 * 1024;
 
 /// The end-string benchmark.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "end-string")]
+#[command(name = "end-string", bin_name = "cargo bench --bench end-string --")]
 struct Opts {
     /// Most runs per (variant, len, kind), Node's default; fewer when every
     /// variant's mean CPU per request is known to within --accuracy first,
-    /// or when --budget runs out.
-    #[arg(long, default_value_t = 30)]
+    /// or when --budget runs out (1 to 10000).
+    #[arg(long, default_value_t = 30, value_parser = cli::count(1..=10_000))]
     runs: usize,
-    /// Fewest runs per cell before a length may stop early.
-    #[arg(long, default_value_t = 5)]
+    /// Fewest runs per cell before a length may stop early (1 to 10000).
+    #[arg(long, default_value_t = 5, value_parser = cli::count(1..=10_000))]
     min_runs: usize,
     /// A length stops once every variant's mean server CPU per request has
-    /// a 95 % interval within this many per cent of itself.
-    #[arg(long, default_value_t = 1.0)]
+    /// a 95 % interval within this many per cent of itself (above 0, at
+    /// most 100).
+    #[arg(long, default_value_t = 1.0, value_parser = cli::positive(100.0))]
     accuracy: f64,
     /// No new round of runs starts past this many minutes (warm-up not
-    /// counted).
-    #[arg(long, default_value_t = 20.0)]
+    /// counted; above 0, at most a day).
+    #[arg(long, default_value_t = 20.0, value_parser = cli::positive(1440.0))]
     budget: f64,
-    /// Seconds per run.
-    #[arg(long, default_value_t = 5)]
+    /// Seconds per run (1 to 3600).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
     duration: u64,
-    /// Body lengths, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [4usize, 64, 1024, 16384, 102400])]
+    /// Body lengths in characters, comma-separated (1 to 16777216, the
+    /// servers' --max-len).
+    #[arg(long, value_delimiter = ',', default_values_t = [4usize, 64, 1024, 16384, 102400],
+          value_parser = cli::count(1..=MAX_LEN))]
     lens: Vec<usize>,
-    /// Kinds, comma-separated: ascii, latin1, twobyte (the ceiling serves
-    /// ascii only).
-    #[arg(long, value_delimiter = ',', default_values_t = ["ascii".to_string()],
-          value_parser = ["ascii", "latin1", "twobyte"])]
-    kinds: Vec<String>,
-    /// Variants, comma-separated: flatten, direct, hyper, may, ceiling
-    /// (default: all but may; with --pipeline, all; with --tls, flatten,
-    /// direct and hyper).
-    #[arg(long, value_delimiter = ',', value_parser = VARIANTS)]
-    variants: Vec<String>,
+    /// Kinds, comma-separated (the ceiling serves ascii only).
+    #[arg(long, value_delimiter = ',', default_values = ["ascii"])]
+    kinds: Vec<Kind>,
+    /// Variants, comma-separated (default: all but may; with --pipeline,
+    /// all; with --tls, flatten, direct and hyper).
+    #[arg(long, value_delimiter = ',')]
+    variants: Vec<Variant>,
     /// Pipeline this many requests per connection, TechEmpower's plaintext
-    /// shape (wrk_scripts/pipeline.lua; TechEmpower uses 16).
+    /// shape (wrk_scripts/pipeline.lua; TechEmpower uses 16; 1 to 1024).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pipeline: Option<u32>,
-    /// wrk threads.
-    #[arg(long, default_value_t = 1)]
+    /// wrk threads (1 to 256).
+    #[arg(long, default_value_t = 1, value_parser = cli::count(1..=256))]
     threads: usize,
     /// Server worker threads (default: half the cores, one per core of
-    /// its own; all of them with --no-pin).
-    #[arg(long)]
+    /// its own; all of them with --no-pin; 1 to 1024).
+    #[arg(long, value_parser = cli::count(1..=1024))]
     workers: Option<usize>,
     /// Let the servers and wrk share every core, instead of the servers on
     /// cores 0.. and wrk on the cores after them (`taskset`).
@@ -126,12 +202,12 @@ struct Opts {
     /// wrk through OpenSSL.
     #[arg(long)]
     tls: bool,
-    /// How unflat-server keeps the body: flat (one contiguous string), or
-    /// rope (a ropey rope); the wrk script's third argument.
-    #[arg(long, default_value = "flat", value_parser = ["flat", "rope"])]
-    body: String,
-    /// wrk connections.
-    #[arg(long, default_value_t = 50)]
+    /// How unflat-server keeps the body (the wrk script's third argument).
+    #[arg(long, default_value = "flat")]
+    body: Body,
+    /// wrk connections (at least --threads: wrk gives each thread its
+    /// share; at most 65535).
+    #[arg(long, default_value_t = 50, value_parser = cli::count(1..=65_535))]
     connections: usize,
     /// A short smoke run: 1 run of 1 s per cell.
     #[arg(long)]
@@ -141,15 +217,15 @@ struct Opts {
     #[arg(long)]
     syscalls: bool,
     /// Also count each server's user-space instructions per request
-    /// (callgrind, benches/instructions.py: needs valgrind; one request at
-    /// a time, also with --pipeline).
+    /// (callgrind, benches/instructions.py: needs valgrind and python3;
+    /// one request at a time, also with --pipeline).
     #[arg(long)]
     instructions: bool,
-    /// Requests per variant and length for --syscalls.
-    #[arg(long, default_value_t = 2000)]
+    /// Requests per variant and length for --syscalls (1 to 10000000).
+    #[arg(long, default_value_t = 2000, value_parser = cli::count(1..=10_000_000))]
     syscall_requests: usize,
     /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     bench: bool,
 }
 
@@ -169,6 +245,15 @@ struct Run {
     errors: u64,
 }
 
+/// The first value `values` holds twice.
+fn twice<T: PartialEq>(values: &[T]) -> Option<&T> {
+    values
+        .iter()
+        .enumerate()
+        .find(|(i, v)| values[..*i].contains(v))
+        .map(|(_, v)| v)
+}
+
 /// The options once defaults that depend on others are filled in.
 struct Plan {
     /// Server worker threads.
@@ -185,23 +270,43 @@ struct Plan {
 /// Fills in the defaults that depend on other options, or says which
 /// combination cannot run.
 fn plan(o: &mut Opts) -> Result<Plan, String> {
-    let cleartext_only = ["may", "ceiling"];
     if o.variants.is_empty() {
-        o.variants = VARIANTS
+        o.variants = Variant::value_variants()
             .iter()
-            .filter(|v| !(o.tls && cleartext_only.contains(v)))
-            .filter(|v| **v != "may" || o.pipeline.is_some())
-            .map(|v| v.to_string())
+            .copied()
+            .filter(|v| !(o.tls && v.cleartext_only()))
+            .filter(|v| *v != Variant::May || o.pipeline.is_some())
             .collect();
     } else if o.tls {
-        if let Some(v) = o
-            .variants
-            .iter()
-            .find(|v| cleartext_only.contains(&v.as_str()))
-        {
+        if let Some(v) = o.variants.iter().find(|v| v.cleartext_only()) {
             return Err(format!(
-                "--tls: {v} serves cleartext only; leave it out of --variants"
+                "--tls: {} serves cleartext only; leave it out of --variants",
+                v.name()
             ));
+        }
+    }
+    if let Some(v) = twice(&o.variants) {
+        return Err(format!("--variants names {} twice", v.name()));
+    }
+    if let Some(k) = twice(&o.kinds) {
+        return Err(format!("--kinds names {} twice", k.name()));
+    }
+    if let Some(len) = twice(&o.lens) {
+        return Err(format!("--lens names {len} twice"));
+    }
+    if o.connections < o.threads {
+        return Err(format!(
+            "--connections {} is fewer than --threads {}: wrk needs a connection per thread",
+            o.connections, o.threads
+        ));
+    }
+    if o.instructions {
+        for tool in ["valgrind", "python3"] {
+            if !installed(tool) {
+                return Err(format!(
+                    "--instructions needs {tool}, which is not installed"
+                ));
+            }
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -238,23 +343,29 @@ fn plan(o: &mut Opts) -> Result<Plan, String> {
 }
 
 fn main() {
-    let mut o = Opts::parse();
+    let mut o: Opts = cli::parse();
     if o.quick {
         (o.runs, o.min_runs, o.duration) = (1, 1, 1);
     }
-    let p = plan(&mut o).unwrap_or_else(|e| {
-        eprintln!("end-string: {e}");
-        std::process::exit(2);
-    });
+    let p = plan(&mut o).unwrap_or_else(|e| cli::usage_error(&e));
     if !installed("wrk") {
         eprintln!("end-string: wrk is not installed. Install it with `apt-get install wrk` (Debian/Ubuntu) and run again.");
         std::process::exit(2);
     }
     let bin = build_release(&["unflat-server", "hyper-peer", "may-peer", "ceiling"]);
-    let servers: Vec<Proc> = o.variants.iter().map(|v| start(&o, &p, &bin, v)).collect();
+    let servers: Vec<Proc> = o
+        .variants
+        .iter()
+        .map(|v| start(&o, &p, &bin, v.name()))
+        .collect();
     if let Some(depth) = o.pipeline {
         for s in &servers {
-            for kind in o.kinds.iter().filter(|k| serves(&s.name, k)) {
+            for kind in o
+                .kinds
+                .iter()
+                .map(|k| k.name())
+                .filter(|k| serves(&s.name, k))
+            {
                 for &len in &o.lens {
                     if let Err(e) = check_pipelined(s, p.tls.as_ref(), depth, len, kind) {
                         eprintln!(
@@ -281,7 +392,7 @@ fn main() {
             Some((server, wrk)) => format!(", pinned: servers on CPUs {server}, wrk on CPUs {wrk}"),
             None => ", not pinned: servers and wrk share every core".to_string(),
         },
-        o.body,
+        o.body.name(),
         o.runs,
         o.min_runs.min(o.runs),
         o.accuracy,
@@ -289,7 +400,7 @@ fn main() {
     );
     // Warm-up: one short unrecorded run per server, kind and length, so
     // that caches are filled and the first recorded run is like the rest.
-    for kind in &o.kinds {
+    for kind in o.kinds.iter().map(|k| k.name()) {
         for &len in &o.lens {
             for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                 wrk(
@@ -312,11 +423,11 @@ fn main() {
     let mut runs = Vec::new();
     for run in 0..o.runs {
         let round = Instant::now();
-        for kind in &o.kinds {
+        for kind in o.kinds.iter().map(|k| k.name()) {
             for &len in o
                 .lens
                 .iter()
-                .filter(|&&l| !settled.contains(&(kind.clone(), l)))
+                .filter(|&&l| !settled.contains(&(kind.to_string(), l)))
             {
                 for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                     let r = wrk(&o, &p, s, len, kind, run);
@@ -337,9 +448,9 @@ fn main() {
             }
         }
         if run + 1 >= o.min_runs {
-            for kind in &o.kinds {
+            for kind in o.kinds.iter().map(|k| k.name()) {
                 for &len in &o.lens {
-                    let key = (kind.clone(), len);
+                    let key = (kind.to_string(), len);
                     if !settled.contains(&key) && within(&runs, kind, len, o.accuracy) {
                         println!(
                             "kind={kind} len={len}: every variant within ±{} % after {} runs",
@@ -401,14 +512,19 @@ fn within(runs: &[Run], kind: &str, len: usize, accuracy: f64) -> bool {
         by.entry(&r.variant).or_default().push(r.cpu_us_per_req);
     }
     !by.is_empty()
-        && by.values().all(|v| {
-            if v.len() < 2 {
-                return false;
-            }
-            let t = StudentsT::new(0.0, 1.0, v.len() as f64 - 1.0).expect("a t distribution");
-            let half = t.inverse_cdf(0.975) * v.std_dev() / (v.len() as f64).sqrt();
-            half / v.mean() * 100.0 <= accuracy
-        })
+        && by
+            .values()
+            .all(|v| ci95(v).is_some_and(|half| half / v.mean() * 100.0 <= accuracy))
+}
+
+/// The half-width of the 95 % confidence interval of the mean of `v`
+/// (Student's t); `None` for fewer than two values.
+fn ci95(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, v.len() as f64 - 1.0).expect("a t distribution");
+    Some(t.inverse_cdf(0.975) * v.std_dev() / (v.len() as f64).sqrt())
 }
 
 /// Starts one variant's server on a free port.
@@ -457,9 +573,14 @@ fn command(o: &Opts, p: &Plan, variant: &str, addr: &str) -> (&'static str, Vec<
 /// variant at a time (each with its own `body` parameter).
 fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, String), f64> {
     let mut counts = BTreeMap::new();
-    for kind in &o.kinds {
+    for kind in o.kinds.iter().map(|k| k.name()) {
         for &len in &o.lens {
-            for v in o.variants.iter().filter(|v| serves(v, kind)) {
+            for v in o
+                .variants
+                .iter()
+                .map(|v| v.name())
+                .filter(|v| serves(v, kind))
+            {
                 let mut cmd = on_cpus(
                     p.cpus.as_ref().map(|(server, _)| server.as_str()),
                     "python3",
@@ -493,10 +614,10 @@ fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, Stri
                 // The line `  NAME  COUNT  RATIO× NAME` after the heading.
                 let count = text.lines().find_map(|l| {
                     let words: Vec<&str> = l.split_whitespace().collect();
-                    (words.first() == Some(&v.as_str())).then(|| words.get(1)?.parse().ok())?
+                    (words.first() == Some(&v)).then(|| words.get(1)?.parse().ok())?
                 });
                 if let Some(n) = count {
-                    counts.insert((kind.clone(), len, v.clone()), n);
+                    counts.insert((kind.to_string(), len, v.to_string()), n);
                 }
             }
         }
@@ -545,9 +666,9 @@ fn serves(variant: &str, kind: &str) -> bool {
 /// The wrk script's body argument for `variant`: `--body` chooses how
 /// unflat-server keeps the body; hyper-peer and the ceiling have one way (a
 /// contiguous buffer) and take no body parameter.
-fn body_arg<'a>(o: &'a Opts, variant: &str) -> &'a str {
+fn body_arg(o: &Opts, variant: &str) -> &'static str {
     if matches!(variant, "flatten" | "direct") {
-        &o.body
+        o.body.name()
     } else {
         "flat"
     }
@@ -815,7 +936,7 @@ fn compare_table(o: &Opts, by: &Groups, metric: Metric) {
     let mut rows = Vec::new();
     let mut ps = Vec::new();
     for (old, new) in ran(o, &PAIRS[..TABLE_PAIRS]) {
-        for kind in &o.kinds {
+        for kind in o.kinds.iter().map(|k| k.name()) {
             for &len in &o.lens {
                 let label = format!("end-string {old} → {new} kind={kind} len={len}");
                 let row = match welch(&values(kind, len, old), &values(kind, len, new)) {
@@ -854,11 +975,11 @@ fn compare_table(o: &Opts, by: &Groups, metric: Metric) {
 }
 
 /// Those of `pairs` whose two variants both ran.
-fn ran(o: &Opts, pairs: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+fn ran(o: &Opts, pairs: &[(Variant, Variant)]) -> Vec<(&'static str, &'static str)> {
     pairs
         .iter()
-        .copied()
-        .filter(|(a, b)| o.variants.iter().any(|v| v == a) && o.variants.iter().any(|v| v == b))
+        .filter(|(a, b)| o.variants.contains(a) && o.variants.contains(b))
+        .map(|(a, b)| (a.name(), b.name()))
         .collect()
 }
 
@@ -947,7 +1068,7 @@ fn configuration(o: &Opts, r: &Run) -> String {
         o.connections,
         r.len,
         inspect(&r.kind),
-        inspect(&o.body),
+        inspect(o.body.name()),
         inspect("wrk"),
         o.pipeline
             .map_or(String::new(), |d| format!(" pipeline={d}")),
@@ -985,7 +1106,8 @@ fn runs_csv(runs: &[Run]) -> String {
 }
 
 /// req/s and server CPU µs per request against length, one series per
-/// variant and kind, the ceiling included.
+/// variant and kind, the ceiling included: each point the mean of the runs,
+/// its bar the 95 % confidence interval of that mean.
 fn chart(path: &Path, o: &Opts, runs: &[Run]) {
     use plotters::prelude::*;
     let root = SVGBackend::new(path, (1100, 460)).into_drawing_area();
@@ -1002,7 +1124,11 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
     let series: Vec<(String, String)> = o
         .variants
         .iter()
-        .flat_map(|v| o.kinds.iter().map(move |k| (v.clone(), k.clone())))
+        .flat_map(|v| {
+            o.kinds
+                .iter()
+                .map(move |k| (v.name().to_string(), k.name().to_string()))
+        })
         .filter(|(v, k)| serves(v, k))
         .collect();
     for (panel, (title, pick, legend)) in panels.iter().zip([
@@ -1017,7 +1143,8 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
             SeriesLabelPosition::UpperLeft,
         ),
     ]) {
-        let points = |v: &str, k: &str| -> Vec<(f64, f64)> {
+        // (log10 length, mean, half-width of its 95 % interval)
+        let points = |v: &str, k: &str| -> Vec<(f64, f64, f64)> {
             o.lens
                 .iter()
                 .filter_map(|&len| {
@@ -1026,14 +1153,15 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
                         .filter(|r| r.variant == v && r.kind == k && r.len == len)
                         .map(pick)
                         .collect();
-                    (!vals.is_empty()).then(|| ((len as f64).log10(), vals.mean()))
+                    let half = ci95(&vals).unwrap_or(0.0);
+                    (!vals.is_empty()).then(|| ((len as f64).log10(), vals.mean(), half))
                 })
                 .collect()
         };
         let ymax = series
             .iter()
             .flat_map(|(v, k)| points(v, k))
-            .map(|p| p.1)
+            .map(|p| p.1 + p.2)
             .fold(0.0, f64::max)
             * 1.1
             + 1e-9;
@@ -1043,7 +1171,7 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
             xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max) + 0.2,
         );
         let mut c = ChartBuilder::on(panel)
-            .caption(title, ("sans-serif", 20))
+            .caption(format!("{title} (bars: 95 % CI)"), ("sans-serif", 20))
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(70)
@@ -1058,14 +1186,26 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
         for (i, (v, k)) in series.iter().enumerate() {
             let color = colors[i % colors.len()];
             let pts = points(v, k);
-            c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            let means = pts.iter().map(|&(x, m, _)| (x, m));
+            c.draw_series(LineSeries::new(means.clone(), color.stroke_width(2)))
                 .unwrap()
                 .label(format!("{v} {k}"))
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                 });
-            c.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+            c.draw_series(means.map(|p| Circle::new(p, 4, color.filled())))
                 .unwrap();
+            // Each bar a vertical line with a cap at either end.
+            let cap = 0.03;
+            c.draw_series(pts.iter().filter(|p| p.2 > 0.0).flat_map(|&(x, m, h)| {
+                [
+                    vec![(x, m - h), (x, m + h)],
+                    vec![(x - cap, m - h), (x + cap, m - h)],
+                    vec![(x - cap, m + h), (x + cap, m + h)],
+                ]
+                .map(|line| PathElement::new(line, color.stroke_width(1)))
+            }))
+            .unwrap();
         }
         c.configure_series_labels()
             .position(legend)
@@ -1084,7 +1224,7 @@ fn syscalls(o: &Opts, servers: &[Proc], tls: Option<&Tls>) {
         eprintln!("--syscalls: strace is not installed (apt-get install strace); skipped");
         return;
     }
-    let kind = o.kinds.first().map_or("ascii", String::as_str);
+    let kind = o.kinds.first().map_or("ascii", |k| k.name());
     let n = o.syscall_requests;
     println!("\nsystem calls per request ({n} sequential keep-alive requests, kind={kind}):");
     println!(

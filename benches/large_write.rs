@@ -25,17 +25,22 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use sha2::{Digest, Sha256};
-use support::{build_release, connect, machine, median, out_dir, rss_of, Proc, Tls};
+use support::{build_release, cli, connect, machine, median, out_dir, rss_of, Proc, Tls};
+
+/// The largest payload, in MiB: the server's default `--large-bytes`
+/// (2 GiB), which bounds the `--max-large` the harness passes.
+const MAX_SIZE_MIB: u64 = 2048;
 
 /// The large-write benchmark.
 #[derive(Parser, Debug)]
-#[command(name = "large-write")]
+#[command(name = "large-write", bin_name = "cargo bench --bench large-write --")]
 struct Opts {
-    /// Payload size in MiB.
-    #[arg(long, default_value_t = 512)]
+    /// Payload size in MiB (1 to 2048, the server's default
+    /// --large-bytes).
+    #[arg(long, default_value_t = 512, value_parser = cli::count(1..=MAX_SIZE_MIB))]
     size_mib: usize,
-    /// Runs per strategy.
-    #[arg(long, default_value_t = 7)]
+    /// Runs per strategy (1 to 1000).
+    #[arg(long, default_value_t = 7, value_parser = cli::count(1..=1000))]
     runs: usize,
     /// Hash every run (always on; accepted for the Deno bench's spelling).
     #[arg(long)]
@@ -47,7 +52,7 @@ struct Opts {
     #[arg(long)]
     tls: bool,
     /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     bench: bool,
 }
 
@@ -158,7 +163,7 @@ impl Sampler {
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn main() {
-    let mut o = Opts::parse();
+    let mut o: Opts = cli::parse();
     if o.quick {
         o.size_mib = 64;
         o.runs = 1;

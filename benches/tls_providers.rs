@@ -1,18 +1,78 @@
-//! `cargo bench --bench tls-providers`: handshakes per second and bulk
+//! `cargo bench --bench tls-providers -- [--rounds 2] [--handshakes 3000]
+//! [--bulk-mib 1024] [--providers ring,aws-lc-rs]`: handshakes per second and bulk
 //! throughput of rustls's two crypto providers, *ring* and aws-lc-rs, in
 //! memory (no sockets, one thread): a server and a client connection pass
 //! records to each other through a buffer. TLS 1.3, each provider's
 //! default suites, an ECDSA P-256 certificate made by rcgen. What chose the
 //! server's provider (docs/design.md, "HTTPS").
+
+mod support;
+
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::{Parser, ValueEnum};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{PrivateKeyDer, ServerName};
 use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
+use support::cli;
+
+/// A rustls crypto provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Provider {
+    /// *ring*.
+    Ring,
+    /// aws-lc-rs, the server's.
+    #[value(name = "aws-lc-rs")]
+    AwsLcRs,
+}
+
+impl Provider {
+    /// Its name in the report.
+    fn name(self) -> &'static str {
+        match self {
+            Provider::Ring => "ring",
+            Provider::AwsLcRs => "aws-lc-rs",
+        }
+    }
+
+    /// A fresh provider with its default suites.
+    fn provider(self) -> CryptoProvider {
+        match self {
+            Provider::Ring => rustls::crypto::ring::default_provider(),
+            Provider::AwsLcRs => rustls::crypto::aws_lc_rs::default_provider(),
+        }
+    }
+}
+
+/// The tls-providers benchmark.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tls-providers",
+    bin_name = "cargo bench --bench tls-providers --"
+)]
+struct Opts {
+    /// Rounds; each measures every provider once, in turn (1 to 100).
+    #[arg(long, default_value_t = 2, value_parser = cli::count(1..=100))]
+    rounds: usize,
+    /// Full handshakes timed per provider and round, after 200 untimed
+    /// (1 to 1000000).
+    #[arg(long, default_value_t = 3000, value_parser = cli::count(1..=1_000_000))]
+    handshakes: usize,
+    /// MiB the server encrypts and the client decrypts per provider and
+    /// round, after 64 MiB untimed (1 to 65536).
+    #[arg(long, default_value_t = 1024, value_parser = cli::count(1..=65_536))]
+    bulk_mib: usize,
+    /// Providers, comma-separated, measured in this order.
+    #[arg(long, value_delimiter = ',', default_values = ["ring", "aws-lc-rs"])]
+    providers: Vec<Provider>,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long)]
+    bench: bool,
+}
 
 /// Moves every pending record from `a` to `b`, and reads whatever
 /// plaintext they carry out of `b` into `sink` (so that `b`'s bounded
@@ -42,17 +102,19 @@ fn flow(a: &mut Connection, b: &mut Connection, buf: &mut Vec<u8>, sink: &mut [u
 }
 
 fn main() {
-    // Two rounds, the providers alternating.
-    for _ in 0..2 {
-        measure("ring", rustls::crypto::ring::default_provider());
-        measure("aws-lc-rs", rustls::crypto::aws_lc_rs::default_provider());
+    let o: Opts = cli::parse();
+    // The providers alternate, round after round.
+    for _ in 0..o.rounds {
+        for p in &o.providers {
+            measure(&o, p.name(), p.provider());
+        }
     }
 }
 
 /// One provider: full handshakes (no resumption, both sides' work) per
-/// second, then 1 GiB written by the server in 256 KiB writes and read by
-/// the client.
-fn measure(name: &str, provider: CryptoProvider) {
+/// second, then `--bulk-mib` written by the server in 256 KiB writes and
+/// read by the client.
+fn measure(o: &Opts, name: &str, provider: CryptoProvider) {
     let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let der = made.cert.der().clone();
     let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
@@ -93,16 +155,16 @@ fn measure(name: &str, provider: CryptoProvider) {
     for _ in 0..200 {
         connect(&mut buf, &mut sink);
     }
-    let n = 3000;
+    let n = o.handshakes;
     let t = Instant::now();
     for _ in 0..n {
         connect(&mut buf, &mut sink);
     }
     let hs = n as f64 / t.elapsed().as_secs_f64();
-    // Bulk: the server encrypts 1 GiB in writes of 256 KiB; the client decrypts.
+    // Bulk: the server encrypts in writes of 256 KiB; the client decrypts.
     let (mut c, mut s) = connect(&mut buf, &mut sink);
     let chunk = vec![0x61u8; 256 * 1024];
-    let total = 1usize << 30;
+    let total = o.bulk_mib << 20;
     let run = |c: &mut Connection,
                s: &mut Connection,
                buf: &mut Vec<u8>,

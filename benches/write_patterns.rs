@@ -29,21 +29,24 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use support::{
-    build_release, connect, machine, median, pin_self, server_args, Proc, Responses, Tls,
+    build_release, cli, connect, machine, median, pin_self, server_args, Proc, Responses, Tls,
 };
 
 /// The write-patterns benchmark.
 #[derive(Parser, Debug)]
-#[command(name = "write-patterns")]
+#[command(
+    name = "write-patterns",
+    bin_name = "cargo bench --bench write-patterns --"
+)]
 struct Opts {
-    /// Runs per (pattern, server).
-    #[arg(long, default_value_t = 7)]
+    /// Runs per (pattern, server) (1 to 1000).
+    #[arg(long, default_value_t = 7, value_parser = cli::count(1..=1000))]
     runs: usize,
     /// A short smoke run: 1 run, 200 responses instead of 2000.
     #[arg(long)]
     quick: bool,
     /// Passed by `cargo bench`; ignored.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     bench: bool,
 }
 
@@ -130,7 +133,7 @@ fn request(len: usize) -> String {
 }
 
 fn main() {
-    let o = Opts::parse();
+    let o: Opts = cli::parse();
     let (runs, n) = if o.quick { (1, 200) } else { (o.runs, 2000) };
     let bin = build_release(&["unflat-server"]);
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());

@@ -7,8 +7,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn server() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_unflat-server"));
+    let mut cmd = Command::new(common::server_binary());
     // A clean environment for the variables under test.
     for (k, _) in std::env::vars() {
         if k.starts_with("UNFLAT_") {
@@ -211,4 +213,78 @@ fn flags_come_from_the_environment_and_logs_go_to_stderr() {
         "the log line is on stderr: {log}"
     );
     assert!(!banner.contains("listening"));
+}
+
+#[test]
+fn sizes_take_units_and_invalid_sizes_exit_2_with_one_line() {
+    for (args, names) in [
+        (&["--max-body", "1.5.5MiB"][..], "\"1.5.5MiB\""),
+        (&["--max-body=-1KiB"], "--max-body"),
+        (&["--max-body", "1e3KiB"], "not a whole number"),
+        (&["--max-body", "12 parsecs"], "64KiB, 1MiB, 2GiB"),
+        (&["--max-body", "2GiB"], "0 bytes to 1 GiB"),
+        (&["--frame", "1B"], "--frame"),
+        (&["--max-queued-total", "1KiB"], "1 MiB to 1 TiB"),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--addr", "127.0.0.1:0"]);
+        let (code, stdout, stderr) = run(&args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: listened: {stdout}");
+    }
+    // The same values from the environment.
+    let (code, _, stderr) = run(&["--addr", "127.0.0.1:0"], &[("UNFLAT_MAX_BODY", "x1KiB")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--max-body"), "{stderr}");
+}
+
+#[test]
+fn help_shows_size_defaults_with_units_and_the_logging_options() {
+    let (code, stdout, _) = run(&["--help"], &[]);
+    assert_eq!(code, Some(0));
+    for shown in [
+        "[default: 256MiB]",
+        "[default: 1MiB]",
+        "[default: 16KiB]",
+        "[default: 64KiB]",
+        "--log-level <LOG_LEVEL>",
+        "[env: UNFLAT_LOG_LEVEL=]",
+        "RUST_LOG",
+        "--access-log",
+        "[env: UNFLAT_ACCESS_LOG=]",
+        "--reuse-port",
+    ] {
+        assert!(stdout.contains(shown), "--help lacks {shown}:\n{stdout}");
+    }
+    // No byte count without a unit as a default.
+    assert!(!stdout.contains("[default: 1048576]"), "{stdout}");
+}
+
+#[test]
+fn sizes_with_units_start_the_server() {
+    let mut child = server()
+        .args(["--addr", "127.0.0.1:0", "--workers", "1"])
+        .args([
+            "--max-body",
+            "64KiB",
+            "--cache-bytes",
+            "1 GiB",
+            "--frame",
+            "16384",
+        ])
+        .args(["--max-large", "1MB", "--large-bytes", "0.5GiB"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(banner.contains("http://127.0.0.1:"), "{banner}");
 }

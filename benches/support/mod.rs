@@ -1,8 +1,11 @@
 //! What the harnesses share: building the release binaries, starting a
 //! server process on a free port (pinned to cores when asked), reading its
 //! CPU time and memory from /proc, the CPU time of the harness's children,
-//! and a localhost certificate with a client that trusts it.
+//! and a localhost certificate with a client that trusts it; their
+//! command lines (`cli`).
 #![allow(dead_code)] // each harness uses a different part
+
+pub mod cli;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -26,13 +29,15 @@ pub fn out_dir() -> PathBuf {
     dir
 }
 
-/// Builds the release binaries the harness starts, with the cargo that runs
-/// the harness, and returns the directory they are in.
+/// Builds the release binaries the harness starts (the server's, and the
+/// peers' of `peers/`, which is not a default member: hence
+/// `--workspace`), with the cargo that runs the harness, and returns the
+/// directory they are in.
 pub fn build_release(bins: &[&str]) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root())
-        .args(["build", "--release", "--quiet"]);
+        .args(["build", "--release", "--quiet", "--workspace"]);
     for b in bins {
         cmd.args(["--bin", b]);
     }

@@ -1,9 +1,6 @@
-//! # unflat — encode ropes without flattening them
+#![doc = include_str!("../README.md")]
 //!
-//! Text built by concatenation (a *rope*) is encoded piece by piece straight
-//! into the destination buffer, never first copied into one flat string.
-//! This is the technique of Node.js's change to `StreamBase::WriteString`,
-//! as a reusable Rust library with no IO and no runtime.
+//! ## The modules
 //!
 //! The data flow, one module each:
 //!
@@ -29,18 +26,14 @@
 //!    encoded into one reusable buffer, large bodies as iovecs at their own
 //!    memory, a cursor for partial writes.
 //! 7. `body` (feature `http-body`) — `RopeBody`, any rope as an
-//!    `http_body::Body` for hyper: a ropey rope's chunks as shared frames,
-//!    other ropes encoded in bounded frames.
+//!    `http_body::Body` for hyper and axum: a ropey rope's chunks as shared
+//!    frames, other ropes encoded in bounded frames.
 //!
 //! [`flatten`] is the flatten-then-write reference, what Node did before the
 //! change, kept as the baseline for tests and benchmarks.
 //!
-//! Features: `simdutf` (on by default: simdutf's kernels for Latin-1 and
-//! UTF-16 to UTF-8; needs a C++ compiler, and without it encoding_rs's
-//! kernels write the same bytes), `http` (heads from `http` types) and
-//! `http-body` (`RopeBody`). The crate has no IO and no async runtime, and
-//! no `unsafe` outside the one module of calls into simdutf, where each call
-//! states the destination size it relies on.
+//! The one module with `unsafe`, the calls into simdutf, states at each
+//! call the destination size it relies on.
 //!
 //! ```
 //! use unflat::{plan, write, Concat, Encoding, Latin1, Mode, Path};
@@ -55,8 +48,12 @@
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (Cargo.toml) on nightly, where the
+// gated items are labelled with the feature that brings them.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "http-body")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-body")))]
 pub mod body;
 mod encode;
 mod encoding;
@@ -75,9 +72,24 @@ pub use encode::{write, write_buf, write_planned, GrowBuf};
 pub use encoding::{EncodeError, Encoding, Mode};
 pub use measure::{plan, size, storage_size, Path, Plan};
 pub use resume::{Encoder, Progress};
-
-// Crates whose types appear in this crate's public API, so that users name
-// the same versions.
-pub use bytes;
 pub use rope::{CharRange, Concat, Latin1, Measured, Piece, Rope, Shape, Utf16};
+
+// Crates whose types appear in this crate's public API, re-exported so that
+// users name the same versions.
+
+/// `bytes`: [`write_buf`] writes into its [`BufMut`](bytes::BufMut), and
+/// [`queue::WriteQueue`] is a [`Buf`](bytes::Buf).
+pub use bytes;
+/// `http` (feature `http`): [`head::Status`], [`head::HeaderName`] and
+/// [`head::HeaderValue`] convert from its types, and
+/// [`head::Head::header_map`] takes its `HeaderMap`.
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use http;
+/// `http_body` (feature `http-body`): [`body::RopeBody`] is its `Body`.
+#[cfg(feature = "http-body")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-body")))]
+pub use http_body;
+/// `ropey`: its `Rope` and `RopeSlice` are ropes here, and the write queue
+/// sends a ropey rope's chunks from their own memory.
 pub use ropey;

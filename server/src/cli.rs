@@ -3,12 +3,29 @@
 //! The banner goes to stdout (harnesses wait for its `http://` address);
 //! logs go to stderr.
 
-use std::io::Write as _;
+use std::ffi::OsString;
+use std::io::{IsTerminal as _, Write as _};
 
 use tracing::info;
+use tracing_subscriber::EnvFilter;
 
 use crate::config::Config;
 use crate::server::Server;
+
+/// clap's error as the one line a user needs: its first paragraph,
+/// `error: invalid value '…' for '--flag …': why`, with what clap indents on
+/// the lines below it (possible values, missing arguments) joined to it, and
+/// without the usage hint that follows. The benchmark harnesses print their
+/// errors the same way.
+pub fn error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    line.join(" ")
+}
 
 /// Runs the server from the command line until Ctrl-C or SIGTERM. A
 /// configuration that cannot work exits with status 2 before anything starts.
@@ -16,16 +33,7 @@ pub fn main() -> std::io::Result<()> {
     let config = match Config::from_command_line() {
         Ok(config) => config,
         Err(e) if e.use_stderr() => {
-            // One line, `error: invalid value '…' for '--flag …': why`,
-            // without clap's usage hint after it (a list clap indents on
-            // the lines below, such as missing arguments, joined to it).
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            eprintln!("{}", line.join(" "));
+            eprintln!("{}", error_line(&e));
             std::process::exit(2);
         }
         // --help and --version.
@@ -37,10 +45,16 @@ pub fn main() -> std::io::Result<()> {
     }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
+        .with_ansi(colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
+        .with_env_filter(filter(
+            &config,
+            std::env::var("RUST_LOG")
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
+        ))
         .init();
     let workers = config.worker_threads();
     let server = match Server::bind(config) {
@@ -61,6 +75,24 @@ pub fn main() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether logs are coloured: only on a terminal, and never when `NO_COLOR`
+/// is set to anything but the empty string (<https://no-color.org>).
+fn colour(terminal: bool, no_color: Option<OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// What is logged: `rust_log` (RUST_LOG's directives) when set, in place
+/// of `--log-level`. Directives RUST_LOG gets wrong are skipped
+/// (`parse_lossy`). The access log is not a log of `tracing`: neither
+/// filters it.
+fn filter(config: &Config, rust_log: Option<String>) -> EnvFilter {
+    let directives = match rust_log {
+        Some(directives) => directives,
+        None => config.log_level.directive().to_string(),
+    };
+    EnvFilter::builder().parse_lossy(directives)
+}
+
 /// Completes on Ctrl-C or SIGTERM.
 async fn stop_signal() {
     #[cfg(unix)]
@@ -77,4 +109,37 @@ async fn stop_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     info!("signal received");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
+    }
+
+    #[test]
+    fn rust_log_replaces_the_level() {
+        let config = |args: &[&str]| {
+            let mut argv = vec!["unflat-server"];
+            argv.extend_from_slice(args);
+            <Config as clap::Parser>::try_parse_from(argv).unwrap()
+        };
+        let shown = |c: &Config, rust_log: Option<&str>| {
+            filter(c, rust_log.map(str::to_string)).to_string()
+        };
+        let warn = config(&["--log-level", "warn"]);
+        assert_eq!(shown(&warn, None), "warn");
+        assert_eq!(shown(&warn, Some("debug")), "debug");
+        let both = shown(&warn, Some("info,unflat_server=trace"));
+        assert!(
+            both.contains("unflat_server=trace") && !both.contains("warn"),
+            "{both}"
+        );
+    }
 }

@@ -4,7 +4,9 @@
 //! `UNFLAT_WORKERS`, …: the flag's name in upper case with `UNFLAT_`
 //! before it); a flag on the command line wins. Every value is checked
 //! when the server starts ([`Config::validate`]): one that cannot work is a
-//! one-line error and exit status 2, never a panic later.
+//! one-line error and exit status 2, never a panic later. A size takes
+//! plain bytes or a unit (`64KiB`, `1MiB`, `2GiB`), and `--help` shows the
+//! defaults with theirs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,6 +37,34 @@ impl Strategy {
     }
 }
 
+/// The least severe log messages written (`--log-level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// Start-up, shutdown, warnings, errors.
+    Info,
+    /// Also each connection's end and its cause.
+    Debug,
+    /// Everything the server and its libraries log.
+    Trace,
+}
+
+impl LogLevel {
+    /// The `tracing` filter directive.
+    pub fn directive(self) -> &'static str {
+        match self {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
+        }
+    }
+}
+
 /// The longest timeout or grace period accepted: a day. Longer is a
 /// mistake (a typo in the unit), and tokio's timers cannot go past ~2 years.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -61,6 +91,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("{s:?} is longer than the maximum of 24h"));
     }
     Ok(d)
+}
+
+/// A size from the command line: plain bytes (`65536`) or a number with a
+/// unit, read by `bytesize` (`64KiB`, `1MiB`, `2GiB`; `1MB` is 10^6 bytes,
+/// `1MiB` 2^20; case and a space before the unit do not matter).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    // The number before the unit: digits with at most one fraction (bytesize
+    // alone would also take a sign or an exponent).
+    let number = s
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_end();
+    let number_ok = number.starts_with(|c: char| c.is_ascii_digit())
+        && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && number.matches('.').count() <= 1;
+    match s.parse::<bytesize::ByteSize>() {
+        Ok(size) if number_ok => Ok(size.as_u64()),
+        _ => Err(format!(
+            "{s:?} is not a whole number of bytes, nor a size with a unit (64KiB, 1MiB, 2GiB)"
+        )),
+    }
 }
 
 /// The range a numeric option accepts: the one place each rule is written,
@@ -190,7 +244,8 @@ impl Bounds {
     pub fn range(self) -> String {
         let shown = |n: u64| match [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")]
             .into_iter()
-            .find(|&(unit, _)| self.bytes && n >= unit && n % unit == 0)
+            // Units are powers of two: a multiple has no bit below the unit's.
+            .find(|&(unit, _)| self.bytes && n >= unit && n & (unit - 1) == 0)
         {
             Some((unit, name)) => format!("{} {name}", n / unit),
             None if self.bytes => format!("{n} bytes"),
@@ -208,15 +263,19 @@ impl Bounds {
         self.flag.trim_start_matches("--").replace('-', "_")
     }
 
-    /// A command-line parser for a value within these bounds.
+    /// A command-line parser for a value within these bounds. A size in
+    /// bytes also takes a unit (`parse_size`).
     pub fn parser<T: TryFrom<u64>>(
         self,
     ) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
         move |s: &str| {
-            let v: u64 = s
-                .trim()
-                .parse()
-                .map_err(|e| format!("{s:?} is not a whole number of bytes or items ({e})"))?;
+            let v = if self.bytes {
+                parse_size(s)?
+            } else {
+                s.trim()
+                    .parse()
+                    .map_err(|e| format!("{s:?} is not a whole number ({e})"))?
+            };
             self.check(v)?;
             T::try_from(v).map_err(|_| format!("{v} does not fit on this machine"))
         }
@@ -231,6 +290,12 @@ pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "UNFLAT_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
+
+    /// Bind with SO_REUSEPORT, so that several servers can listen on the
+    /// same port (the kernel spreads connections among them; a new one can
+    /// start before the old one stops).
+    #[arg(long, env = "UNFLAT_REUSE_PORT")]
+    pub reuse_port: bool,
 
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(
@@ -275,31 +340,31 @@ pub struct Config {
     pub max_len: usize,
 
     /// Largest size accepted by /large/{bytes}.
-    #[arg(long, env = "UNFLAT_MAX_LARGE", default_value_t = 1024 * 1024 * 1024,
+    #[arg(long, env = "UNFLAT_MAX_LARGE", default_value = "1GiB",
           value_parser = bounds::MAX_LARGE.parser::<usize>())]
     pub max_large: usize,
 
     /// Bytes of `/large` payloads held at once, cached or being built (a
     /// payload larger than this is refused with 503).
-    #[arg(long, env = "UNFLAT_LARGE_BYTES", default_value_t = 2 * 1024 * 1024 * 1024,
+    #[arg(long, env = "UNFLAT_LARGE_BYTES", default_value = "2GiB",
           value_parser = bounds::LARGE_BYTES.parser::<usize>())]
     pub large_bytes: usize,
 
     /// Largest request body, in bytes, on any route (larger: 413). /echo
     /// keeps it; other routes read and drop it.
-    #[arg(long, env = "UNFLAT_MAX_BODY", default_value_t = 1024 * 1024,
+    #[arg(long, env = "UNFLAT_MAX_BODY", default_value = "1MiB",
           value_parser = bounds::MAX_BODY.parser::<usize>())]
     pub max_body: usize,
 
     /// Largest request head (request line and fields), in bytes (larger:
     /// 431). A chunked body's trailer section counts against what the head
     /// left of it.
-    #[arg(long, env = "UNFLAT_MAX_HEAD", default_value_t = 16 * 1024,
+    #[arg(long, env = "UNFLAT_MAX_HEAD", default_value = "16KiB",
           value_parser = bounds::MAX_HEAD.parser::<usize>())]
     pub max_head: usize,
 
     /// Largest request line, in bytes (longer: 414).
-    #[arg(long, env = "UNFLAT_MAX_REQUEST_LINE", default_value_t = 8 * 1024,
+    #[arg(long, env = "UNFLAT_MAX_REQUEST_LINE", default_value = "8KiB",
           value_parser = bounds::MAX_REQUEST_LINE.parser::<usize>())]
     pub max_request_line: usize,
 
@@ -333,7 +398,7 @@ pub struct Config {
     /// Bytes per second a request body must average beyond --body-timeout
     /// to keep its connection (0: the body must arrive within
     /// --body-timeout).
-    #[arg(long, env = "UNFLAT_BODY_MIN_RATE", default_value_t = 500,
+    #[arg(long, env = "UNFLAT_BODY_MIN_RATE", default_value = "500",
           value_parser = bounds::BODY_MIN_RATE.parser::<u64>())]
     pub body_min_rate: u64,
 
@@ -350,7 +415,7 @@ pub struct Config {
     /// Bytes of copied or encoded output (not shared) a connection may have
     /// queued before it stops reading pipelined requests until the queue
     /// drains.
-    #[arg(long, env = "UNFLAT_MAX_QUEUED_BYTES", default_value_t = 1024 * 1024,
+    #[arg(long, env = "UNFLAT_MAX_QUEUED_BYTES", default_value = "1MiB",
           value_parser = bounds::MAX_QUEUED_BYTES.parser::<usize>())]
     pub max_queued_bytes: usize,
 
@@ -364,13 +429,13 @@ pub struct Config {
     /// together may hold queued. Past it, a connection
     /// queues one response at a time: it reads no further pipelined request
     /// until its queue drains.
-    #[arg(long, env = "UNFLAT_MAX_QUEUED_TOTAL", default_value_t = 256 * 1024 * 1024,
+    #[arg(long, env = "UNFLAT_MAX_QUEUED_TOTAL", default_value = "256MiB",
           value_parser = bounds::MAX_QUEUED_TOTAL.parser::<usize>())]
     pub max_queued_total: usize,
 
     /// Bodies, and chunks of rope bodies, shorter than this many bytes are
     /// copied behind the head rather than sent as iovecs at their own memory.
-    #[arg(long, env = "UNFLAT_COPY_BELOW", default_value_t = Policy::DEFAULT.copy_below,
+    #[arg(long, env = "UNFLAT_COPY_BELOW", default_value = "8KiB",
           value_parser = bounds::COPY_BELOW.parser::<usize>())]
     pub copy_below: usize,
 
@@ -378,7 +443,7 @@ pub struct Config {
     /// this many bytes are written a frame of this size at a time as the
     /// socket drains, so that a connection holds one frame of them, not the
     /// whole body.
-    #[arg(long, env = "UNFLAT_FRAME", default_value_t = Policy::DEFAULT.frame,
+    #[arg(long, env = "UNFLAT_FRAME", default_value = "64KiB",
           value_parser = bounds::FRAME.parser::<usize>())]
     pub frame: usize,
 
@@ -387,9 +452,20 @@ pub struct Config {
     pub grace: Duration,
 
     /// End-string bodies kept in the cache, in bytes of their text.
-    #[arg(long, env = "UNFLAT_CACHE_BYTES", default_value_t = 256 * 1024 * 1024,
+    #[arg(long, env = "UNFLAT_CACHE_BYTES", default_value = "256MiB",
           value_parser = bounds::CACHE_BYTES.parser::<usize>())]
     pub cache_bytes: usize,
+
+    /// The least severe log messages written to stderr. RUST_LOG, when set,
+    /// replaces it with its own directives (`warn,unflat_server=debug`).
+    #[arg(long, env = "UNFLAT_LOG_LEVEL", value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+
+    /// Write one line per response to stderr, whatever the log level:
+    /// time, peer, method, target, status, body bytes, and the time from
+    /// the request head to the response queued.
+    #[arg(long, env = "UNFLAT_ACCESS_LOG")]
+    pub access_log: bool,
 }
 
 impl Default for Config {

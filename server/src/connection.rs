@@ -23,6 +23,7 @@
 
 use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -80,6 +81,11 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     ) -> Poll<io::Result<usize>> {
         Pin::new(self).poll_write_vectored(cx, bufs)
     }
+
+    /// The peer's address, for the access log (`None`: unknown).
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        None
+    }
 }
 
 impl Socket for TcpStream {
@@ -101,6 +107,10 @@ impl Socket for TcpStream {
             }
         }
     }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        TcpStream::peer_addr(self).ok()
+    }
 }
 
 /// Serves one connection until the peer closes it, a response closes it, a
@@ -110,6 +120,11 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut queue = WriteQueue::with_policy(config.policy());
     let mut session = Session::new(app);
+    if config.access_log {
+        if let Some(peer) = io.peer_addr() {
+            session.set_peer(peer);
+        }
+    }
     let timer = tokio::time::sleep(config.idle_timeout);
     tokio::pin!(timer);
     let stopped = shutdown.stopped();
@@ -117,7 +132,10 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     let mut deadlines = Deadlines::default();
     loop {
         let step = session.process(&mut input, &mut queue, app);
-        flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
+        let queued = queue.remaining();
+        let flushed = flush(io, &mut queue, config.send_timeout, timer.as_mut()).await;
+        app.metrics.written(queued - queue.remaining());
+        flushed?;
         session.settle(&queue);
         let waiting = match step {
             Step::Flush => continue,
@@ -158,7 +176,10 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
                 // 408; an idle connection is closed without a word.
                 if waiting != Waiting::Idle {
                     session.timed_out(&input, &mut queue, app);
-                    flush(io, &mut queue, config.send_timeout, timer.as_mut()).await?;
+                    let queued = queue.remaining();
+                    let flushed = flush(io, &mut queue, config.send_timeout, timer.as_mut()).await;
+                    app.metrics.written(queued - queue.remaining());
+                    flushed?;
                 }
                 break;
             }

@@ -13,7 +13,8 @@
 //! (head rope and body into the write queue, by strategy) → [`session`] (one
 //! connection's protocol state, no IO; [`budget`] bounds what all sessions
 //! queue) → [`connection`] (reads, `write_vectored`, timeouts) → `server`
-//! (accept loop, connection limit, graceful shutdown).
+//! (accept loop, connection limit, graceful shutdown). [`metrics`] counts
+//! what passes (`GET /metrics`).
 //!
 //! Public are the pieces tests, the fuzzer and the binary drive: the
 //! sans-IO [`session`], the [`connection`] over any socket, the
@@ -21,6 +22,7 @@
 //! [`Running`] with their [`Config`].
 #![forbid(unsafe_code)]
 
+mod access;
 mod bodies;
 pub mod budget;
 mod chunked;
@@ -28,6 +30,7 @@ pub mod cli;
 mod config;
 pub mod connection;
 mod decode;
+pub mod metrics;
 mod reply;
 mod request;
 mod response;
@@ -38,9 +41,10 @@ pub mod shutdown;
 pub mod tls;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub use config::{bounds, Bounds, Config, Strategy};
+pub use config::{bounds, Bounds, Config, LogLevel, Strategy};
 pub use server::{Running, Server};
 
 /// What every connection shares: the configuration, the response writer,
@@ -61,20 +65,38 @@ pub struct App {
     pub fields: reply::Fields,
     /// What all connections' queues hold, against `--max-queued-total`.
     pub budget: Arc<budget::Budget>,
+    /// The counters `GET /metrics` shows.
+    pub metrics: metrics::Metrics,
+    /// Set once shutdown has begun: `/healthz` answers 503.
+    draining: AtomicBool,
 }
 
 impl App {
     /// The shared state for a server listening on `addr`, over TLS from
     /// `tls` when there is one.
     pub fn new(config: Config, addr: SocketAddr, tls: Option<&tls::Source>) -> App {
+        let budget = Arc::new(budget::Budget::new(config.max_queued_total));
         App {
             writer: response::Writer::new(config.strategy, config.idle_timeout.as_secs()),
             end_strings: bodies::EndStrings::new(config.cache_bytes),
             large: Arc::new(bodies::Large::new(config.large_bytes)),
             help: reply::help_text(addr, config.strategy, tls),
             fields: reply::Fields::new(),
-            budget: Arc::new(budget::Budget::new(config.max_queued_total)),
+            metrics: metrics::Metrics::new(config.strategy, budget.clone()),
+            budget,
+            draining: AtomicBool::new(false),
             config,
         }
+    }
+
+    /// Marks the server as shutting down: from now on `/healthz` answers
+    /// 503 while the connections drain.
+    pub fn begin_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`App::begin_draining`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
     }
 }

@@ -4,8 +4,8 @@
 //! calls [`Reply::respond`] once the request body has been read, and the
 //! reply turns itself into a [`Response`] for the server's
 //! [`Writer`](crate::response::Writer): the help text, an `/end-string`
-//! body from the cache, a `/large` payload, the echo (JSON or raw), or an
-//! error with its reason. Nothing else in the server knows what a reply's
+//! body from the cache, a `/large` payload, the echo (JSON or raw), the
+//! health check, the metrics, or an error with its reason. Nothing else in the server knows what a reply's
 //! response looks like.
 
 use std::borrow::Cow;
@@ -20,7 +20,7 @@ use unflat::queue::WriteQueue;
 use crate::bodies::{Busy, Key, Memo, Text};
 use crate::config::Strategy;
 use crate::request::RequestHead;
-use crate::response::{Body, Exchange, Response};
+use crate::response::{Body, Exchange, Response, Written};
 use crate::tls::Source;
 use crate::App;
 
@@ -29,6 +29,8 @@ pub const ROUTES: &str = "\
 GET|HEAD /end-string/{len}?kind=ascii|latin1|twobyte&body=flat|rope
 GET|HEAD /large/{bytes}
 *        /echo[?format=json|raw]
+GET|HEAD /healthz     200 ok; 503 while shutting down
+GET|HEAD /metrics     OpenMetrics text (Prometheus)
 GET|HEAD /
 OPTIONS  * and every path above (204 with Allow)
 ";
@@ -72,6 +74,11 @@ pub enum Reply {
     Large(usize),
     /// A payload at hand (a `/large` one, cached or built).
     Payload(Bytes),
+    /// `/healthz`: 200 `ok`, or 503 once shutdown has begun, so that a load
+    /// balancer stops sending while the server drains.
+    Health,
+    /// `/metrics`: the counters, in the OpenMetrics text format.
+    Metrics,
     /// `/echo`: the request as received; the body is added once read.
     Echo(Echo),
     /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
@@ -165,13 +172,14 @@ impl Reply {
         }))
     }
 
-    /// Queues the response.
-    pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) {
+    /// Queues the response; says what was written.
+    pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) -> Written {
         let app = to.app;
         let fields = &app.fields;
         // Bodies made here for this response live until it is queued.
         let json: Vec<u8>;
         let text: Cow<'_, str>;
+        let metrics: String;
         let r = match self {
             Reply::Help => Response::new(
                 Status::OK,
@@ -192,6 +200,24 @@ impl Reply {
             Reply::Large(size) => Response::new(Status::OK, [None, None], Body::Unsent(*size)),
             Reply::Payload(payload) => {
                 Response::new(Status::OK, [None, None], Body::Shared(payload))
+            }
+            Reply::Health if app.is_draining() => Response::new(
+                Status::SERVICE_UNAVAILABLE,
+                [Some(&fields.text_plain), None],
+                Body::Bytes(b"shutting down\n"),
+            ),
+            Reply::Health => Response::new(
+                Status::OK,
+                [Some(&fields.text_plain), None],
+                Body::Bytes(b"ok\n"),
+            ),
+            Reply::Metrics => {
+                metrics = app.metrics.render();
+                Response::new(
+                    Status::OK,
+                    [Some(&fields.openmetrics), None],
+                    Body::Bytes(metrics.as_bytes()),
+                )
             }
             Reply::Options { server_wide } => {
                 let allow = if *server_wide {
@@ -227,7 +253,7 @@ impl Reply {
                 )
             }
         };
-        app.writer.write(queue, &r, to.exchange);
+        app.writer.write(queue, &r, to.exchange)
     }
 }
 
@@ -240,6 +266,8 @@ pub struct Fields {
     pub json: Line,
     /// `Content-Type: application/octet-stream`.
     pub octet_stream: Line,
+    /// The OpenMetrics text format's `Content-Type`.
+    pub openmetrics: Line,
     /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
     pub allow: Line,
     /// The methods of `OPTIONS *`: those of some path of the server (/echo
@@ -255,6 +283,10 @@ impl Fields {
             text_plain: line("Content-Type", "text/plain; charset=utf-8"),
             json: line("Content-Type", "application/json"),
             octet_stream: line("Content-Type", "application/octet-stream"),
+            openmetrics: line(
+                "Content-Type",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
             allow: line("Allow", "GET, HEAD, OPTIONS"),
             allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
         }

@@ -131,6 +131,16 @@ impl<'a> Response<'a> {
     }
 }
 
+/// What the writer queued for one response: for the access log and the
+/// metrics.
+#[derive(Clone, Copy, Debug)]
+pub struct Written {
+    /// The status sent.
+    pub status: Status,
+    /// Bytes of body sent (none after a `HEAD`, or on 204 and 304).
+    pub body_bytes: usize,
+}
+
 thread_local! {
     static DATE: Cell<DateLine> = Cell::new(DateLine::at(SystemTime::now()));
 }
@@ -205,8 +215,8 @@ impl Writer {
     }
 
     /// Queues `r`, the answer to a request that asked `exchange`, marking
-    /// the end of a response.
-    pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>, exchange: Exchange) {
+    /// the end of a response; says what was written.
+    pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>, exchange: Exchange) -> Written {
         let date = date_line();
         // Room for the two lines a response has at most, and no more: the
         // head is built on the stack for every response.
@@ -238,6 +248,10 @@ impl Writer {
             Strategy::Flatten => flattened(queue, &head, body),
         }
         queue.end_response();
+        Written {
+            status: r.status,
+            body_bytes: body.len(),
+        }
     }
 }
 

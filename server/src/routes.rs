@@ -1,5 +1,14 @@
 //! Which reply a request gets: the routes, their arguments and their errors.
 //! No IO and no encoding here; [`crate::reply`] writes the reply.
+//!
+//! Queries are `application/x-www-form-urlencoded`: percent-escapes are
+//! decoded and `+` is a space (`form_urlencoded`), so `kind=%74wobyte` is
+//! `kind=twobyte`. A parameter the route reads may be given once: a repeated
+//! one is refused with 400, as is a value that is not UTF-8 once decoded —
+//! either error names the parameter. (A `%` not followed by two hex digits
+//! never gets here: the request's checks refuse the whole target.)
+
+use std::borrow::Cow;
 
 use unflat::head::Status;
 
@@ -8,19 +17,91 @@ use crate::reply::{Echo, Reply};
 use crate::request::RequestHead;
 use crate::App;
 
-/// Chooses the reply for a request head.
-pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
+/// The routes, as the metrics count requests by them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /`.
+    Help,
+    /// `/end-string/{len}`.
+    EndString,
+    /// `/large/{bytes}`.
+    Large,
+    /// `/echo`.
+    Echo,
+    /// `/healthz`.
+    Healthz,
+    /// `/metrics`.
+    Metrics,
+    /// `OPTIONS *`.
+    ServerWide,
+    /// No route: a path the server does not have (404), or a request
+    /// refused before it was routed.
+    Unmatched,
+}
+
+impl Route {
+    /// Every route, in the order of [`Route::index`].
+    pub const ALL: [Route; 8] = [
+        Route::Help,
+        Route::EndString,
+        Route::Large,
+        Route::Echo,
+        Route::Healthz,
+        Route::Metrics,
+        Route::ServerWide,
+        Route::Unmatched,
+    ];
+
+    /// The route's position in [`Route::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The route as a metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Help => "/",
+            Route::EndString => "/end-string",
+            Route::Large => "/large",
+            Route::Echo => "/echo",
+            Route::Healthz => "/healthz",
+            Route::Metrics => "/metrics",
+            Route::ServerWide => "*",
+            Route::Unmatched => "unmatched",
+        }
+    }
+
+    /// The route a path takes, if any.
+    fn of(path: &str) -> Option<Route> {
+        Some(match path {
+            "*" => Route::ServerWide,
+            "/" => Route::Help,
+            "/echo" => Route::Echo,
+            "/healthz" => Route::Healthz,
+            "/metrics" => Route::Metrics,
+            _ if path.starts_with("/end-string/") => Route::EndString,
+            _ if path.starts_with("/large/") => Route::Large,
+            _ => return None,
+        })
+    }
+}
+
+/// Chooses the reply for a request head, and says which route gave it.
+pub fn route(app: &App, head: &RequestHead<'_>) -> (Route, Reply) {
     let path = head.path;
-    if path == "*" {
+    let Some(route) = Route::of(path) else {
+        return (Route::Unmatched, Reply::not_found(path));
+    };
+    (route, reply(app, route, head))
+}
+
+fn reply(app: &App, route: Route, head: &RequestHead<'_>) -> Reply {
+    let path = head.path;
+    match route {
         // Only OPTIONS gets this far with `*` (the request's checks).
-        return Reply::Options { server_wide: true };
-    }
-    if path == "/echo" {
-        return echo(head);
-    }
-    let known = path == "/" || path.starts_with("/end-string/") || path.starts_with("/large/");
-    if !known {
-        return Reply::not_found(path);
+        Route::ServerWide => return Reply::Options { server_wide: true },
+        Route::Echo => return echo(head),
+        _ => {}
     }
     if head.method == "OPTIONS" {
         return Reply::Options { server_wide: false };
@@ -28,19 +109,26 @@ pub fn route(app: &App, head: &RequestHead<'_>) -> Reply {
     if head.method != "GET" && head.method != "HEAD" {
         return Reply::method_not_allowed(head.method, path);
     }
-    if path == "/" {
-        return match head.query {
-            None => Reply::Help,
-            Some(_) => Reply::error(Status::BAD_REQUEST, "/ takes no query"),
-        };
+    let no_query = |reply: Reply| match head.query {
+        None => reply,
+        Some(_) => bad_request(format!("{path} takes no query")),
+    };
+    match route {
+        Route::Help => no_query(Reply::Help),
+        Route::Healthz => no_query(Reply::Health),
+        Route::Metrics => no_query(Reply::Metrics),
+        Route::EndString => {
+            let len = &path["/end-string/".len()..];
+            end_string(app, len, head.query).unwrap_or_else(|e| e)
+        }
+        Route::Large => {
+            let size = &path["/large/".len()..];
+            large(app, size, head.query).unwrap_or_else(|e| e)
+        }
+        Route::ServerWide | Route::Echo | Route::Unmatched => {
+            unreachable!("answered above, or never routed")
+        }
     }
-    if let Some(len) = path.strip_prefix("/end-string/") {
-        return end_string(app, len, head.query).unwrap_or_else(|e| e);
-    }
-    if let Some(size) = path.strip_prefix("/large/") {
-        return large(app, size, head.query).unwrap_or_else(|e| e);
-    }
-    unreachable!("every known path is handled above")
 }
 
 fn bad_request(reason: String) -> Reply {
@@ -57,23 +145,92 @@ fn parse_count(what: &str, s: &str) -> Result<usize, Reply> {
         .map_err(|_| bad_request(format!("{what} {s} is out of range")))
 }
 
-/// Passes every `name=value` pair of `query` to `set`; a pair without `=`
-/// is refused.
+/// Passes every `name=value` pair of `query`, decoded, to `set`; a pair
+/// without `=` is refused. Decoding borrows from the query unless a pair
+/// holds an escape or a `+`: a plain query allocates nothing.
 fn query_pairs(
     query: Option<&str>,
     mut set: impl FnMut(&str, &str) -> Result<(), Reply>,
 ) -> Result<(), Reply> {
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some((name, value)) => set(name, value)?,
-            None => {
-                return Err(bad_request(format!(
-                    "query parameter {pair:?} has no value"
-                )))
-            }
-        }
+        let Some((name, value)) = decode_pair(pair)? else {
+            return Err(bad_request(format!(
+                "query parameter {pair:?} has no value"
+            )));
+        };
+        set(&name, &value)?;
     }
     Ok(())
+}
+
+/// Sets a parameter read once at most: the refusal of a repeated one.
+fn once<T>(slot: &mut Option<T>, name: &str, value: T) -> Result<(), Reply> {
+    match slot.replace(value) {
+        None => Ok(()),
+        Some(_) => Err(repeated(name)),
+    }
+}
+
+fn repeated(name: &str) -> Reply {
+    bad_request(format!(
+        "query parameter {name:?} is given more than once; give it once"
+    ))
+}
+
+/// A decoded query parameter: name and value.
+type Pair<'q> = (Cow<'q, str>, Cow<'q, str>);
+
+/// One `name=value` pair, percent-decoded with `+` as a space; `None`
+/// when it has no `=`. A name or value that is not UTF-8 once decoded is
+/// refused, naming the parameter.
+#[inline]
+fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Reply> {
+    let Some((name, value)) = pair.split_once('=') else {
+        return Ok(None);
+    };
+    if pair.bytes().any(|b| b == b'%' || b == b'+') {
+        return decode_escaped(pair, name, value).map(Some);
+    }
+    // Nothing to decode, and ASCII (the request's checks): what nearly
+    // every query is, answered without the decoder's walk.
+    Ok(Some((Cow::Borrowed(name), Cow::Borrowed(value))))
+}
+
+/// [`decode_pair`] for a pair with an escape or a `+`: `raw_name` and
+/// `raw_value` are its two sides.
+#[cold]
+fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<Pair<'q>, Reply> {
+    let (name, value) = form_urlencoded::parse(pair.as_bytes())
+        .next()
+        .expect("a pair with = is one name and one value");
+    if !utf8_once_decoded(raw_name, &name) {
+        return Err(bad_request(format!(
+            "query parameter name {raw_name:?} is not UTF-8 once percent-decoded"
+        )));
+    }
+    if !utf8_once_decoded(raw_value, &value) {
+        return Err(bad_request(format!(
+            "query parameter {name:?}: {raw_value:?} is not UTF-8 once percent-decoded"
+        )));
+    }
+    Ok((name, value))
+}
+
+/// Whether `raw` decoded to UTF-8 without loss. `form_urlencoded` puts
+/// U+FFFD where the decoded bytes are not UTF-8; a target is ASCII (the
+/// request's checks), so the only other way to a U+FFFD is its own
+/// escape, `%EF%BF%BD`. Bytes that are not UTF-8 never swallow the `EF`
+/// that begins it (no sequence continues with `EF`), so each is counted
+/// apart: equal counts mean nothing was replaced.
+fn utf8_once_decoded(raw: &str, decoded: &str) -> bool {
+    let replaced = decoded.matches('\u{FFFD}').count();
+    replaced == 0
+        || replaced
+            == raw
+                .as_bytes()
+                .windows(9)
+                .filter(|w| w.eq_ignore_ascii_case(b"%EF%BF%BD"))
+                .count()
 }
 
 fn end_string(app: &App, len: &str, query: Option<&str>) -> Result<Reply, Reply> {
@@ -84,34 +241,31 @@ fn end_string(app: &App, len: &str, query: Option<&str>) -> Result<Reply, Reply>
             app.config.max_len
         )));
     }
-    let mut key = Key {
-        len,
-        kind: Kind::Ascii,
-        form: Form::Flat,
-    };
-    query_pairs(query, |name, value| {
-        match name {
-            "kind" => {
-                key.kind = Kind::parse(value).ok_or_else(|| {
-                    bad_request(format!(
-                        "unknown kind {value:?}: expected ascii, latin1 or twobyte"
-                    ))
-                })?
-            }
-            "body" => {
-                key.form = Form::parse(value).ok_or_else(|| {
-                    bad_request(format!("unknown body {value:?}: expected flat or rope"))
-                })?
-            }
-            _ => {
-                return Err(bad_request(format!(
-                    "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte and body=flat|rope"
-                )))
-            }
+    let (mut kind, mut form) = (None, None);
+    query_pairs(query, |name, value| match name {
+        "kind" => {
+            let parsed = Kind::parse(value).ok_or_else(|| {
+                bad_request(format!(
+                    "unknown kind {value:?}: expected ascii, latin1 or twobyte"
+                ))
+            })?;
+            once(&mut kind, name, parsed)
         }
-        Ok(())
+        "body" => {
+            let parsed = Form::parse(value).ok_or_else(|| {
+                bad_request(format!("unknown body {value:?}: expected flat or rope"))
+            })?;
+            once(&mut form, name, parsed)
+        }
+        _ => Err(bad_request(format!(
+            "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte and body=flat|rope"
+        ))),
     })?;
-    Ok(Reply::EndString(key))
+    Ok(Reply::EndString(Key {
+        len,
+        kind: kind.unwrap_or(Kind::Ascii),
+        form: form.unwrap_or(Form::Flat),
+    }))
 }
 
 fn large(app: &App, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
@@ -128,17 +282,36 @@ fn large(app: &App, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
     Ok(Reply::Large(n))
 }
 
-/// `/echo` reads only `format`; any other part of the query is the
-/// client's, echoed back in the JSON target.
+/// `/echo` reads only `format` (decoded, once at most); any other part of
+/// the query is the client's, echoed back in the JSON target unread.
 fn echo(head: &RequestHead<'_>) -> Reply {
-    let format = head
-        .query
-        .unwrap_or("")
-        .rsplit('&')
-        .find_map(|pair| pair.strip_prefix("format="));
-    match format {
-        None | Some("json") => Reply::echo_json(head),
-        Some("raw") => Reply::Echo(Echo::Raw),
-        Some(other) => bad_request(format!("unknown format {other:?}: expected json or raw")),
+    match echo_format(head.query) {
+        Ok(None) => Reply::echo_json(head),
+        Ok(Some(raw)) => raw,
+        Err(e) => e,
+    }
+}
+
+/// The reply `format` asks for: `None` for JSON (the default), or the raw
+/// echo, or an error.
+fn echo_format(query: Option<&str>) -> Result<Option<Reply>, Reply> {
+    let mut format = None;
+    for pair in query.unwrap_or("").split('&') {
+        // Only pairs whose name decodes to `format` are the server's.
+        let named = pair.split_once('=').is_some_and(|(name, _)| {
+            form_urlencoded::parse(name.as_bytes()).any(|(n, _)| n == "format")
+        });
+        if !named {
+            continue;
+        }
+        let (_, value) = decode_pair(pair)?.expect("a pair with a name has =");
+        once(&mut format, "format", value)?;
+    }
+    match format.as_deref() {
+        None | Some("json") => Ok(None),
+        Some("raw") => Ok(Some(Reply::Echo(Echo::Raw))),
+        Some(other) => Err(bad_request(format!(
+            "unknown format {other:?}: expected json or raw"
+        ))),
     }
 }

@@ -54,7 +54,7 @@ impl Server {
             .map(tls::acceptor)
             .transpose()
             .map_err(invalid)?;
-        let listener = listen(config.addr).map_err(|e| {
+        let listener = listen(config.addr, config.reuse_port).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr))
         })?;
         listener.set_nonblocking(true)?;
@@ -90,8 +90,11 @@ impl Server {
             .build()?;
         runtime.block_on(async {
             let listener = TcpListener::from_std(self.listener)?;
+            let app = self.app.clone();
             let accept = tokio::spawn(accept_loop(listener, self.app, self.tls, shutdown, permits));
             stop.await;
+            // /healthz answers 503 from now on, while connections drain.
+            app.begin_draining();
             trigger.trigger();
             accept.await.map_err(io::Error::other)
         })
@@ -103,8 +106,9 @@ impl Server {
 const BACKLOG: i32 = 1024;
 
 /// A listening socket on `addr`, as `TcpListener::bind` makes one but with
-/// a [`BACKLOG`] of its own.
-fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+/// a [`BACKLOG`] of its own; with `reuse_port`, SO_REUSEPORT, so that other
+/// sockets that set it too can bind the same address.
+fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::STREAM,
@@ -112,9 +116,33 @@ fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     )?;
     #[cfg(unix)]
     socket.set_reuse_address(true)?;
+    if reuse_port {
+        set_reuse_port(&socket)?;
+    }
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     Ok(socket.into())
+}
+
+/// Sets SO_REUSEPORT (`--reuse-port`).
+#[cfg(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+))]
+fn set_reuse_port(socket: &socket2::Socket) -> io::Result<()> {
+    socket.set_reuse_port(true)
+}
+
+/// Sets SO_REUSEPORT (`--reuse-port`): not on this system.
+#[cfg(not(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+)))]
+fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "SO_REUSEPORT (--reuse-port) is not available on this system",
+    ))
 }
 
 /// Accepts connections on `listener` until shutdown, serving each on the
@@ -188,6 +216,7 @@ async fn handle(
     app: &App,
     shutdown: &Shutdown,
 ) {
+    let _open = app.metrics.open_connection();
     match tls {
         None => serve(stream, |s| s, peer, app, shutdown).await,
         Some(acceptor) => {
@@ -215,6 +244,7 @@ async fn serve<S: connection::Socket>(
         Ok(()) => {}
         Err(Ended::SendTimeout) => {
             debug!(%peer, "send timeout: resetting the connection");
+            app.metrics.send_timeout();
             let _ = tcp(&stream).set_zero_linger();
         }
         Err(e) => debug!(%peer, "connection ended: {e}"),

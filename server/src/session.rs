@@ -17,13 +17,19 @@
 //! ([`Step::Defer`]), the connection runs it where blocking is allowed and
 //! gives back what it made with [`Session::resume`], and the session goes on
 //! in request order. The session knows nothing of what the job does.
+//!
+//! Every response queued passes one place, `record`: the metrics count it
+//! by route and status, and with `--access-log` it gets its line.
 
 use std::mem::MaybeUninit;
+use std::net::SocketAddr;
+use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
+use crate::access;
 use crate::bodies::Memo;
 use crate::budget::Account;
 use crate::chunked::ChunkLimits;
@@ -31,8 +37,8 @@ use crate::decode::BodyDecoder;
 pub use crate::reply::{Finished, Job};
 use crate::reply::{Reply, To};
 use crate::request::{after_empty_lines, parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
-use crate::response::Exchange;
-use crate::routes::route;
+use crate::response::{Exchange, Written};
+use crate::routes::{route, Route};
 use crate::App;
 
 /// What the connection must do after [`Session::process`].
@@ -90,6 +96,19 @@ struct Pending {
     reply: Reply,
     /// What the request asked of its response.
     exchange: Exchange,
+    /// The route that answers it, for the metrics.
+    route: Route,
+}
+
+/// What the access log needs of the request being answered (a session
+/// answers one at a time); its buffers are kept from one request to the
+/// next.
+#[derive(Debug)]
+struct Logged {
+    method: String,
+    target: String,
+    /// When its head was complete.
+    began: Instant,
 }
 
 /// One connection's protocol state.
@@ -102,6 +121,11 @@ pub struct Session {
     job: Option<Job>,
     /// The connection's share of the server's queued-output budget.
     account: Account,
+    /// The peer's address as the access log writes it (rendered once per
+    /// connection).
+    peer: Option<String>,
+    /// With `--access-log`: the request being answered.
+    logged: Option<Logged>,
 }
 
 impl Session {
@@ -113,7 +137,34 @@ impl Session {
             memo: Memo::default(),
             job: None,
             account: Account::new(app.budget.clone()),
+            peer: None,
+            logged: None,
         }
+    }
+
+    /// With `--access-log`, notes the request about to be answered: its
+    /// method and target (`-` for a request refused before its head was
+    /// read), from now.
+    #[inline]
+    fn log_request(&mut self, app: &App, method: &str, target: &str) {
+        if !app.config.access_log {
+            return;
+        }
+        let logged = self.logged.get_or_insert_with(|| Logged {
+            method: String::new(),
+            target: String::new(),
+            began: Instant::now(),
+        });
+        logged.method.clear();
+        logged.method.push_str(method);
+        logged.target.clear();
+        logged.target.push_str(target);
+        logged.began = Instant::now();
+    }
+
+    /// Names the peer in the access log's lines.
+    pub fn set_peer(&mut self, peer: SocketAddr) {
+        self.peer = Some(peer.to_string());
     }
 
     /// Reports what `queue` holds to the server's budget; the connection
@@ -182,9 +233,13 @@ impl Session {
                         }
                     };
                     match decoder.decode(input, &mut sink) {
-                        Err(reject) => {
-                            self.reject(queue, app, reject, pending.exchange.head_request)
-                        }
+                        Err(reject) => self.reject(
+                            queue,
+                            app,
+                            reject,
+                            pending.exchange.head_request,
+                            pending.route,
+                        ),
                         Ok(d) => {
                             input.advance(d.consumed);
                             let received = received + d.consumed as u64;
@@ -233,7 +288,8 @@ impl Session {
             Parsed::Rejected(reject) => {
                 // No body may follow even a refusal of a HEAD request.
                 let head_request = starts_with_head_method(input);
-                return Some(self.reject(queue, app, reject, head_request));
+                self.log_request(app, "-", "-");
+                return Some(self.reject(queue, app, reject, head_request, Route::Unmatched));
             }
             Parsed::NewerMinor(at) => {
                 // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3),
@@ -248,12 +304,15 @@ impl Session {
             .config
             .max_requests
             .is_some_and(|max| self.served + 1 >= max);
+        let (route, reply) = route(app, &head);
+        self.log_request(app, head.method, head.target);
         let pending = Pending {
-            reply: route(app, &head),
+            reply,
             exchange: Exchange {
                 keep_alive: head.keep_alive && !last_allowed,
                 head_request: head.is_head(),
             },
+            route,
         };
         // The trailer section, if any, shares the head's budget.
         let limits = ChunkLimits {
@@ -269,7 +328,8 @@ impl Session {
             // Refused before it is sent; the unread body makes the
             // connection unusable, so it is closed.
             Err(reject) => {
-                return Some(self.reject(queue, app, reject, pending.exchange.head_request))
+                let head_request = pending.exchange.head_request;
+                return Some(self.reject(queue, app, reject, head_request, pending.route));
             }
         };
         if expect_continue {
@@ -298,11 +358,28 @@ impl Session {
             request_body: body,
             exchange: p.exchange,
         };
-        p.reply.respond(to, queue);
+        let written = p.reply.respond(to, queue);
+        self.record(app, p.route, written);
         if p.exchange.keep_alive {
             State::Head
         } else {
             State::Closed
+        }
+    }
+
+    /// Counts a response in the metrics, and logs it with `--access-log`:
+    /// the one place every response passes once it is queued.
+    fn record(&self, app: &App, route: Route, written: Written) {
+        app.metrics.request(route, written.status);
+        if let Some(logged) = &self.logged {
+            access::log(&access::Entry {
+                peer: self.peer.as_deref().unwrap_or("-"),
+                method: &logged.method,
+                target: &logged.target,
+                status: written.status.code(),
+                bytes: written.body_bytes,
+                duration: logged.began.elapsed(),
+            });
         }
     }
 
@@ -313,6 +390,7 @@ impl Session {
         app: &App,
         reject: Reject,
         head_request: bool,
+        route: Route,
     ) -> State {
         let pending = Pending {
             reply: Reply::error(reject.status, reject.reason),
@@ -320,6 +398,7 @@ impl Session {
                 keep_alive: false,
                 head_request,
             },
+            route,
         };
         self.answer(queue, app, pending, &[])
     }
@@ -327,21 +406,27 @@ impl Session {
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
     /// that did not arrive in time; the connection then closes.
     pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, app: &App) {
-        let (reason, head_request) = match &self.state {
+        let (reason, head_request, about) = match std::mem::replace(&mut self.state, State::Closed)
+        {
             State::Body { pending, .. } => (
                 "request body not received in time",
                 pending.exchange.head_request,
+                pending.route,
             ),
             _ => (
                 "request head not received in time",
                 starts_with_head_method(input),
+                {
+                    self.log_request(app, "-", "-");
+                    Route::Unmatched
+                },
             ),
         };
         let reject = Reject {
             status: Status::REQUEST_TIMEOUT,
             reason,
         };
-        self.state = self.reject(queue, app, reject, head_request);
+        self.state = self.reject(queue, app, reject, head_request, about);
     }
 }
 

@@ -160,4 +160,8 @@ pub async fn handshake(
 
 /// Encrypted connections are served like cleartext ones; the vectored
 /// write is tokio-rustls's, which hands rustls every slice at once.
-impl Socket for TlsStream<TcpStream> {}
+impl Socket for TlsStream<TcpStream> {
+    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.get_ref().0.peer_addr().ok()
+    }
+}

@@ -13,6 +13,7 @@ use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
 use unflat_server::{App, Config, Running, Strategy};
 
+pub mod built;
 pub mod tls;
 
 /// A configuration for tests: 127.0.0.1 port 0, two workers.
@@ -295,10 +296,21 @@ pub fn undated(out: &[u8]) -> Vec<u8> {
 }
 
 /// The server binary: `UNFLAT_SERVER_BIN` when set (`.ci/run` points it at
-/// the release build), else the one `cargo test` builds.
+/// the release build), else the `unflat-server` package's, built here once
+/// per test binary ([`built::cargo_build`]).
 pub fn server_binary() -> String {
-    std::env::var("UNFLAT_SERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_unflat-server").to_string())
+    if let Ok(bin) = std::env::var("UNFLAT_SERVER_BIN") {
+        return bin;
+    }
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let args = ["-p", "unflat-server", "--bin", "unflat-server"];
+            let exe = built::cargo_build(&args, "bin").remove("unflat-server");
+            let exe = exe.expect("cargo built no unflat-server executable");
+            exe.to_string_lossy().into_owned()
+        })
+        .clone()
 }
 
 /// Starts the server binary on port 0 with `args` (logs at warn); returns

@@ -9,6 +9,7 @@ use super::*;
 /// IANA one, the status line is one `'static` piece; where the `http`
 /// crate words it differently (413, 422 and 203 in http 1.x), it is
 /// written in a few.
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl From<http::StatusCode> for Status {
     fn from(code: http::StatusCode) -> Status {
         // http guarantees the range, and its phrases are fixed strings
@@ -18,6 +19,7 @@ impl From<http::StatusCode> for Status {
 }
 
 /// `http::HeaderName` is a token by construction (and lower case).
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
     fn from(name: &'a http::HeaderName) -> HeaderName<'a> {
         HeaderName(name.as_str())
@@ -30,6 +32,7 @@ impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
 /// (RFC 9110 §5.5: a recipient strips it). The conversion leaves that
 /// whitespace out — it reads only the ends of the value and cannot fail —
 /// so what is sent is exactly the value a recipient would have seen.
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a> From<&'a http::HeaderValue> for HeaderValue<'a> {
     fn from(value: &'a http::HeaderValue) -> HeaderValue<'a> {
         HeaderValue(trim_ows(value.as_bytes()))
@@ -47,6 +50,7 @@ fn trim_ows(mut bytes: &[u8]) -> &[u8] {
     bytes
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a, const N: usize> Head<'a, N> {
     /// Adds every field of `map`, in the map's order, in one field slot:
     /// the map is walked when the head is written, so its size is not

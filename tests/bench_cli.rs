@@ -1,0 +1,232 @@
+//! The benchmark harnesses' command lines: a bad option is a usage error —
+//! exit status 2 and one line on stderr naming the option and the value —
+//! before any benchmark starts, never a panic; `--bench`, which `cargo
+//! bench` passes, is accepted; `--help` describes every option.
+//!
+//! The harnesses are built here with the cargo that runs the tests (the
+//! dev profile: what is checked is the parsing, not the speed), once for
+//! all the tests of this file.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+#[path = "common/built.rs"]
+mod built;
+
+/// The custom harnesses (`harness = false` benches with a command line).
+const HARNESSES: [&str; 5] = [
+    "end-string",
+    "large-write",
+    "write-patterns",
+    "copies",
+    "tls-providers",
+];
+
+/// Each harness's executable, by bench name, built on first use.
+fn harnesses() -> &'static HashMap<String, PathBuf> {
+    static BUILT: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let args: Vec<&str> = HARNESSES.iter().flat_map(|h| ["--bench", h]).collect();
+        let built = built::cargo_build(&args, "bench");
+        for h in HARNESSES {
+            assert!(built.contains_key(h), "cargo built no executable for {h}");
+        }
+        built
+    })
+}
+
+/// Runs `harness args…`, which must exit within 20 s (a harness that took
+/// a bad option would start its benchmark instead, and be killed here).
+/// Returns (status code, stdout, stderr).
+fn run(harness: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(&harnesses()[harness])
+        .args(args)
+        // copies turns into a server when this is set.
+        .env_remove("UNFLAT_COPIES_SERVE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {harness}: {e}"));
+    let begun = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if begun.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{harness} {args:?}: still running after 20 s, so it took the options");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `harness args…` (and the same with `--bench` after them, as `cargo
+/// bench` runs it) exits 2 with one line on stderr, `error: …`, containing
+/// each of `names`; nothing on stdout, no panic.
+fn refused(harness: &str, args: &[&str], names: &[&str]) {
+    for with_bench in [false, true] {
+        let mut argv = args.to_vec();
+        if with_bench {
+            argv.push("--bench");
+        }
+        let (code, stdout, stderr) = run(harness, &argv);
+        let what = format!("{harness} {argv:?}");
+        assert_eq!(code, Some(2), "{what}: exit status, stderr: {stderr}");
+        assert!(stdout.is_empty(), "{what}: printed {stdout:?}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: not one line: {stderr}");
+        assert!(stderr.starts_with("error: "), "{what}: {stderr}");
+        for name in names {
+            assert!(
+                stderr.contains(name),
+                "{what}: {name:?} not named in {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn end_string_refuses_bad_options_with_one_line_and_status_2() {
+    for (args, names) in [
+        (
+            &["--variants", "foo"][..],
+            &["--variants", "foo", "flatten"][..],
+        ),
+        (&["--kinds", "utf7"], &["--kinds", "utf7", "twobyte"]),
+        (&["--body", "chunked"], &["--body", "chunked", "rope"]),
+        (&["--lens", "0"], &["--lens", "0"]),
+        (&["--lens", "4,x"], &["--lens", "x"]),
+        (&["--lens", "16777217"], &["--lens", "16777217"]),
+        (&["--runs", "-1"], &["--runs", "-1"]),
+        (&["--runs", "0"], &["--runs"]),
+        (&["--min-runs", "0"], &["--min-runs"]),
+        (&["--accuracy", "nan"], &["--accuracy", "NaN"]),
+        (&["--accuracy", "0"], &["--accuracy"]),
+        (&["--budget", "-1"], &["--budget", "-1"]),
+        (&["--budget", "inf"], &["--budget"]),
+        (&["--duration", "0"], &["--duration"]),
+        (&["--threads", "0"], &["--threads"]),
+        (&["--connections", "0"], &["--connections"]),
+        (&["--workers", "0"], &["--workers"]),
+        (&["--pipeline", "0"], &["--pipeline"]),
+        (&["--syscall-requests", "0"], &["--syscall-requests"]),
+        (&["--nonsense"], &["--nonsense"]),
+        (&["stray"], &["stray"]),
+        // Combinations, checked before anything starts.
+        (
+            &["--threads", "4", "--connections", "2"],
+            &["--connections", "--threads"],
+        ),
+        (
+            &["--tls", "--variants", "direct,ceiling"],
+            &["--tls", "ceiling"],
+        ),
+        (&["--variants", "direct,direct"], &["--variants", "direct"]),
+        (&["--kinds", "ascii,ascii"], &["--kinds", "ascii"]),
+        (&["--lens", "64,64"], &["--lens", "64"]),
+    ] {
+        refused("end-string", args, names);
+    }
+}
+
+#[test]
+fn the_other_harnesses_refuse_bad_options_with_one_line_and_status_2() {
+    for (harness, args, names) in [
+        ("large-write", &["--size-mib", "0"][..], &["--size-mib"][..]),
+        (
+            "large-write",
+            &["--size-mib", "4096"],
+            &["--size-mib", "4096"],
+        ),
+        ("large-write", &["--runs", "many"], &["--runs", "many"]),
+        ("large-write", &["--nonsense"], &["--nonsense"]),
+        ("write-patterns", &["--runs", "0"], &["--runs"]),
+        ("write-patterns", &["--runs", "-3"], &["--runs", "-3"]),
+        ("copies", &["--requests", "0"], &["--requests"]),
+        ("copies", &["--requests", "1e3"], &["--requests", "1e3"]),
+        (
+            "tls-providers",
+            &["--providers", "rsa"],
+            &["--providers", "rsa", "aws-lc-rs"],
+        ),
+        ("tls-providers", &["--handshakes", "0"], &["--handshakes"]),
+        ("tls-providers", &["--bulk-mib", "65537"], &["--bulk-mib"]),
+        ("tls-providers", &["--rounds", "0"], &["--rounds"]),
+        ("tls-providers", &["--quick"], &["--quick"]),
+    ] {
+        refused(harness, args, names);
+    }
+}
+
+/// The options `--help` lists, each with the text that describes it: the
+/// rest of its line, or the lines below it up to the next option.
+fn described_options(help: &str) -> Vec<(String, String)> {
+    let mut options: Vec<(String, String)> = Vec::new();
+    for line in help.lines() {
+        let trimmed = line.trim_start();
+        if let Some(at) = trimmed.find("--").filter(|_| trimmed.starts_with('-')) {
+            let name = trimmed[at..]
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .next()
+                .unwrap_or("");
+            let rest = trimmed[at + name.len()..].trim_start();
+            // `--flag <VALUE>  text`: skip the value's name.
+            let rest = match rest.strip_prefix('<') {
+                Some(r) => r.split_once('>').map_or("", |(_, t)| t),
+                None => rest,
+            };
+            options.push((name.to_string(), rest.trim().to_string()));
+        } else if let Some((_, text)) = options.last_mut() {
+            if !trimmed.is_empty() {
+                text.push(' ');
+                text.push_str(trimmed);
+            }
+        }
+    }
+    options
+}
+
+#[test]
+fn help_describes_every_option_and_bench_is_accepted() {
+    for harness in HARNESSES {
+        // `--bench` first, as if cargo bench had put it anywhere: accepted.
+        let (code, stdout, stderr) = run(harness, &["--bench", "--help"]);
+        assert_eq!(code, Some(0), "{harness} --bench --help: {stderr}");
+        assert!(
+            stdout.contains(&format!("cargo bench --bench {harness} --")),
+            "{harness}: usage line: {stdout}"
+        );
+        let options = described_options(&stdout);
+        assert!(
+            options.iter().any(|(name, _)| name == "--bench"),
+            "{harness}: --bench not listed: {stdout}"
+        );
+        // Options of its own besides --bench and --help.
+        assert!(options.len() > 2, "{harness}: {stdout}");
+        for (name, text) in &options {
+            assert!(
+                text.chars().filter(|c| c.is_alphabetic()).count() >= 4,
+                "{harness}: {name} has no description: {stdout}"
+            );
+        }
+    }
+    // The options .ci/run passes are still there.
+    let (_, help, _) = run("end-string", &["--help"]);
+    let named: Vec<String> = described_options(&help).into_iter().map(|o| o.0).collect();
+    for ci in [
+        "--quick",
+        "--syscalls",
+        "--syscall-requests",
+        "--pipeline",
+        "--tls",
+    ] {
+        assert!(named.iter().any(|n| n == ci), "end-string: {ci} gone");
+    }
+}

@@ -1,0 +1,436 @@
+//! Operating the server: logs (no colour on a pipe, the access log),
+//! sizes with units, percent-decoded queries, `/healthz` (503 while
+//! draining), `/metrics`, and `--reuse-port`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{app, connect, exchange, read_response, serve_in_memory, server_binary, Raw};
+use unflat_server::{Config, Running, Strategy};
+
+/// Parses the one response `out` holds (in-memory sessions).
+fn response(out: &[u8], head_request: bool) -> Raw {
+    read_response(&mut &out[..], &mut Vec::new(), head_request).unwrap()
+}
+
+/// Answers `request` with a new in-memory session of the default app.
+fn ask(request: &str) -> Raw {
+    let (out, _) = serve_in_memory(&app(), &[request.as_bytes()]);
+    response(&out, request.starts_with("HEAD "))
+}
+
+fn get(target: &str) -> Raw {
+    ask(&format!("GET {target} HTTP/1.1\r\nHost: a\r\n\r\n"))
+}
+
+fn text(r: &Raw) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+/// Starts the binary with `args` on port 0, stderr piped, `RUST_LOG` unset;
+/// returns it, its address, and its stderr's lines as they come.
+fn spawn_logging(args: &[&str], env: &[(&str, &str)]) -> (Child, String, mpsc::Receiver<String>) {
+    let mut child = Command::new(server_binary())
+        .args(["--addr", "127.0.0.1:0", "--workers", "1"])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    out.read_line(&mut banner).unwrap();
+    let at = banner.find("http://").expect("a banner") + 7;
+    let addr = banner[at..].trim().to_string();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let (tx, rx) = mpsc::channel();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, addr, rx)
+}
+
+/// Lines from `rx` until one satisfies `want` (or 10 s pass); all of them.
+fn lines_until(rx: &mpsc::Receiver<String>, want: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+        let done = want(&line);
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    seen
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Sends `request` to `addr` on a new connection and reads the response.
+fn request_to(addr: &str, request: &str) -> Raw {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    read_response(&mut s, &mut Vec::new(), request.starts_with("HEAD ")).unwrap()
+}
+
+#[test]
+fn logs_on_a_pipe_have_no_colour_and_the_access_log_has_every_field() {
+    let (child, addr, rx) = spawn_logging(&["--access-log"], &[]);
+    let started = lines_until(&rx, |l| l.contains("listening"));
+    let target = "/end-string/3?kind=%74wobyte";
+    let r = request_to(
+        &addr,
+        &format!("GET {target} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!((r.status, text(&r).as_str()), (200, "€€€"));
+    let access = lines_until(&rx, |l| l.contains(" access peer="));
+    stop(child);
+    let all: Vec<&String> = started.iter().chain(&access).collect();
+    assert!(
+        all.iter().all(|l| !l.contains('\x1b')),
+        "an escape code on a pipe: {all:?}"
+    );
+    let line = access.last().expect("an access-log line");
+    // `2026-12-01T04:07:12.215216Z access peer=127.0.0.1:… method=GET
+    // target=… status=200 bytes=9 duration_us=…`
+    let (time, rest) = line.split_once(" access ").expect("an access line");
+    assert!(
+        time.len() == 27 && time.starts_with("20") && time.ends_with('Z'),
+        "no time first: {line}"
+    );
+    let fields: HashMap<&str, &str> = rest.split(' ').filter_map(|f| f.split_once('=')).collect();
+    assert!(fields["peer"].starts_with("127.0.0.1:"), "{line}");
+    assert_eq!(fields["method"], "GET", "{line}");
+    assert_eq!(fields["target"], target, "{line}");
+    assert_eq!(fields["status"], "200", "{line}");
+    assert_eq!(fields["bytes"], "9", "{line}");
+    assert!(fields["duration_us"].parse::<u64>().is_ok(), "{line}");
+}
+
+#[test]
+fn no_access_log_unless_asked_and_log_level_filters() {
+    // --log-level warn: no start-up line at info; the access log, asked
+    // for, is written whatever the level.
+    let (child, addr, rx) = spawn_logging(&["--log-level", "warn", "--access-log"], &[]);
+    request_to(
+        &addr,
+        "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    );
+    let seen = lines_until(&rx, |l| l.contains(" access peer="));
+    stop(child);
+    assert!(
+        seen.iter().all(|l| !l.contains("listening")),
+        "an info line at warn: {seen:?}"
+    );
+    assert!(seen.last().unwrap().contains("target=/healthz"), "{seen:?}");
+
+    // Without --access-log: the start-up line, then nothing for a request.
+    let (child, addr, rx) = spawn_logging(&[], &[("UNFLAT_LOG_LEVEL", "info")]);
+    lines_until(&rx, |l| l.contains("listening"));
+    request_to(
+        &addr,
+        "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    );
+    let after = rx.recv_timeout(Duration::from_millis(500));
+    stop(child);
+    assert!(
+        after.is_err(),
+        "a line per request without --access-log: {after:?}"
+    );
+}
+
+#[test]
+fn rust_log_replaces_the_log_level() {
+    let (child, _, rx) = spawn_logging(&["--log-level", "error"], &[("RUST_LOG", "info")]);
+    let seen = lines_until(&rx, |l| l.contains("listening"));
+    stop(child);
+    assert!(seen.iter().any(|l| l.contains("listening")), "{seen:?}");
+}
+
+#[test]
+fn sizes_take_units() {
+    let (child, addr, _rx) = spawn_logging(&["--max-body", "1KiB"], &[]);
+    let post = |n: usize| {
+        let body = "x".repeat(n);
+        request_to(
+            &addr,
+            &format!(
+                "POST /echo?format=raw HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: {n}\r\n\r\n{body}"
+            ),
+        )
+    };
+    let (fits, over) = (post(1024), post(1025));
+    stop(child);
+    assert_eq!(fits.status, 200);
+    assert_eq!(over.status, 413);
+}
+
+#[test]
+fn queries_are_percent_decoded() {
+    // An escape, and a value made of escapes only.
+    let twobyte = get("/end-string/2?kind=twobyte");
+    assert_eq!(text(&twobyte), "€€");
+    assert_eq!(get("/end-string/2?kind=%74wobyte").body, twobyte.body);
+    assert_eq!(
+        get("/end-string/2?%6B%69%6E%64=%74%77%6F%62%79%74%65").body,
+        twobyte.body
+    );
+    assert_eq!(text(&get("/echo?format=r%61w")), "");
+    // `+` is a space.
+    let plus = get("/end-string/2?kind=two+byte");
+    assert_eq!(plus.status, 400);
+    assert!(text(&plus).contains("\"two byte\""), "{}", text(&plus));
+    // %2B is a `+`, not a space.
+    assert!(text(&get("/end-string/2?kind=two%2Bbyte")).contains("\"two+byte\""));
+}
+
+#[test]
+fn a_repeated_parameter_is_refused_naming_it() {
+    for target in [
+        "/end-string/2?kind=ascii&kind=latin1",
+        "/end-string/2?kind=ascii&body=flat&kind=ascii",
+        // The same name, once escaped.
+        "/end-string/2?kind=ascii&%6Bind=ascii",
+    ] {
+        let r = get(target);
+        assert_eq!(r.status, 400, "{target}");
+        assert!(
+            text(&r).contains("\"kind\" is given more than once"),
+            "{target}: {}",
+            text(&r)
+        );
+    }
+    let r = get("/echo?format=raw&format=json");
+    assert_eq!(r.status, 400);
+    assert!(text(&r).contains("\"format\""), "{}", text(&r));
+    // /echo reads only `format`: the client's own parameters may repeat.
+    assert_eq!(get("/echo?a=1&a=2&format=raw").status, 200);
+}
+
+#[test]
+fn invalid_escapes_and_invalid_utf8_are_refused() {
+    // Not an escape: the request's checks refuse the target.
+    for target in [
+        "/end-string/2?kind=%zz",
+        "/end-string/2?kind=%4",
+        "/echo?format=%",
+    ] {
+        let r = get(target);
+        assert_eq!(r.status, 400, "{target}");
+        assert!(
+            text(&r).contains("two hex digits"),
+            "{target}: {}",
+            text(&r)
+        );
+    }
+    // Escapes that are not UTF-8 once decoded, in a value and in a name.
+    for (target, names) in [
+        ("/end-string/2?kind=%FF", "\"kind\""),
+        ("/end-string/2?kind=%C3", "\"kind\""),
+        ("/end-string/2?kind=%EF%BF%BD%FF", "\"kind\""),
+        ("/end-string/2?body=%E2%82", "\"body\""),
+        ("/echo?format=%C0%AF", "\"format\""),
+        ("/end-string/2?k%FFnd=ascii", "\"k%FFnd\""),
+    ] {
+        let r = get(target);
+        assert_eq!(r.status, 400, "{target}");
+        let reason = text(&r);
+        assert!(reason.contains("not UTF-8"), "{target}: {reason}");
+        assert!(reason.contains(names), "{target}: {reason}");
+    }
+    // U+FFFD itself is UTF-8: an unknown kind, not a decoding error.
+    let r = get("/end-string/2?kind=%EF%BF%BD");
+    assert_eq!(r.status, 400);
+    assert!(
+        text(&r).contains("unknown kind \"\u{FFFD}\""),
+        "{}",
+        text(&r)
+    );
+}
+
+#[test]
+fn healthz_is_ok_until_shutdown_and_works_like_the_other_routes() {
+    let app = app();
+    let ok = |request: &str| {
+        let (out, _) = serve_in_memory(&app, &[request.as_bytes()]);
+        response(&out, request.starts_with("HEAD "))
+    };
+    let r = ok("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!((r.status, text(&r).as_str()), (200, "ok\n"));
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    let head = ok("HEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-length"), Some("3"));
+    assert!(head.body.is_empty());
+    let options = ok("OPTIONS /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(options.status, 204);
+    assert_eq!(
+        ok("POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n").status,
+        405
+    );
+    assert_eq!(
+        ok("GET /healthz?x=1 HTTP/1.1\r\nHost: a\r\n\r\n").status,
+        400
+    );
+    app.begin_draining();
+    let r = ok("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(r.status, 503, "{}", text(&r));
+}
+
+#[test]
+fn healthz_answers_503_after_sigterm_while_draining() {
+    let (child, addr, _rx) = spawn_logging(&["--grace", "10s"], &[]);
+    // A request begun before the signal, its head finished during the
+    // drain: the connection is not idle, so it is served.
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: a\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    // The drain has begun once the listener is gone.
+    let begun = std::time::Instant::now();
+    while TcpStream::connect(&addr).is_ok() {
+        assert!(begun.elapsed() < Duration::from_secs(10), "still accepting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.write_all(b"\r\n").unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    let mut rest = Vec::new();
+    let closed = s.read_to_end(&mut rest).is_ok() && rest.is_empty();
+    let mut child = child;
+    let exited = child.wait().unwrap();
+    assert_eq!(r.status, 503, "{}", text(&r));
+    assert!(closed, "the connection closes after the response");
+    assert!(exited.success(), "{exited:?}");
+}
+
+#[test]
+fn the_routes_list_names_healthz_and_metrics() {
+    for r in [get("/no-such-path"), get("/")] {
+        let body = text(&r);
+        assert!(
+            body.contains("/healthz") && body.contains("/metrics"),
+            "{body}"
+        );
+    }
+}
+
+/// The samples of an OpenMetrics text: `name{labels}` → value. Every line
+/// is a comment or `name{labels} value`.
+fn samples(text: &str) -> HashMap<String, f64> {
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let mut out = HashMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+        let name_end = series.find('{').unwrap_or(series.len());
+        assert!(
+            series[..name_end]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "{line:?}"
+        );
+        if name_end < series.len() {
+            assert!(series.ends_with('}'), "{line:?}");
+        }
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("{line:?}"));
+        out.insert(series.to_string(), value);
+    }
+    out
+}
+
+fn scrape(server: &Running) -> HashMap<String, f64> {
+    let r = exchange(server, b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    samples(&text(&r))
+}
+
+#[test]
+fn metrics_parse_and_move_with_requests() {
+    let server = common::start(Strategy::Direct);
+    let before = scrape(&server);
+    let at = |m: &HashMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0);
+    let ok = r#"unflat_requests_total{route="/end-string",status="200"}"#;
+    let missing = r#"unflat_requests_total{route="unmatched",status="404"}"#;
+    let bytes = r#"unflat_response_bytes_total{strategy="direct"}"#;
+    let mut s = connect(&server);
+    let mut buf = Vec::new();
+    for _ in 0..3 {
+        s.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap();
+        assert_eq!(read_response(&mut s, &mut buf, false).unwrap().status, 200);
+    }
+    s.write_all(b"GET /nope HTTP/1.1\r\nHost: a\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_response(&mut s, &mut buf, false).unwrap().status, 404);
+    // `s` is still open.
+    let after = scrape(&server);
+    assert_eq!(at(&after, ok) - at(&before, ok), 3.0, "{after:?}");
+    assert_eq!(at(&after, missing) - at(&before, missing), 1.0, "{after:?}");
+    // The first scrape was counted, and its bytes written, by the second.
+    assert_eq!(
+        at(
+            &after,
+            r#"unflat_requests_total{route="/metrics",status="200"}"#
+        ),
+        1.0
+    );
+    assert!(
+        at(&after, bytes) - at(&before, bytes) > 3.0 * 4.0,
+        "{after:?}"
+    );
+    // `s` and the scrape's own connection.
+    assert!(at(&after, "unflat_open_connections") >= 2.0, "{after:?}");
+    for name in ["unflat_queued_bytes", "unflat_send_timeout_resets_total"] {
+        assert!(after.contains_key(name), "{name}: {after:?}");
+    }
+    drop(s);
+    server.stop().unwrap();
+}
+
+#[test]
+fn reuse_port_lets_two_servers_bind_one_port() {
+    let config = |addr: &str, reuse_port: bool| Config {
+        addr: addr.parse().unwrap(),
+        reuse_port,
+        ..common::config(Strategy::Direct)
+    };
+    let first = Running::start(config("127.0.0.1:0", true)).unwrap();
+    let addr = first.addr().to_string();
+    // Without the option on the second, the port is taken.
+    let refused = Running::start(config(&addr, false)).unwrap_err();
+    assert!(refused.to_string().contains("cannot listen"), "{refused}");
+    let second = Running::start(config(&addr, true)).expect("a second server on the port");
+    assert_eq!(second.addr(), first.addr());
+    // Connections reach a server while either is up.
+    first.stop().unwrap();
+    let r = request_to(
+        &addr,
+        "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    second.stop().unwrap();
+}
