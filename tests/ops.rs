@@ -226,18 +226,21 @@ fn a_repeated_parameter_is_refused_naming_it() {
 
 #[test]
 fn invalid_escapes_and_invalid_utf8_are_refused() {
-    // Not an escape: the request's checks refuse the target.
-    for target in [
-        "/end-string/2?kind=%zz",
-        "/end-string/2?kind=%4",
-        "/echo?format=%",
+    // Not an escape: refused, naming the parameter (and, in the path, by
+    // the request's checks).
+    for (target, name) in [
+        ("/end-string/2?kind=%zz", "\"kind\""),
+        ("/end-string/2?kind=%4", "\"kind\""),
+        ("/end-string/2?body=flat&k%g=1", "\"k%g\""),
+        ("/echo?format=%", "\"format\""),
+        ("/end-string/%zz", "request target"),
     ] {
         let r = get(target);
         assert_eq!(r.status, 400, "{target}");
+        let body = text(&r);
         assert!(
-            text(&r).contains("two hex digits"),
-            "{target}: {}",
-            text(&r)
+            body.contains("two hex digits") && body.contains(name),
+            "{target}: {body}"
         );
     }
     // Escapes that are not UTF-8 once decoded, in a value and in a name.

@@ -4,9 +4,11 @@
 //! Queries are `application/x-www-form-urlencoded`: percent-escapes are
 //! decoded and `+` is a space (`form_urlencoded`), so `kind=%74wobyte` is
 //! `kind=twobyte`. A parameter the route reads may be given once: a repeated
-//! one is refused with 400, as is a value that is not UTF-8 once decoded —
-//! either error names the parameter. (A `%` not followed by two hex digits
-//! never gets here: the request's checks refuse the whole target.)
+//! one is refused with 400, as is a `%` not followed by two hex digits and
+//! a value that is not UTF-8 once decoded — each error names the
+//! parameter. (The request's checks leave the query's escapes to the
+//! routes, which know its parameters; a bad escape in the path is refused
+//! there.)
 
 use std::borrow::Cow;
 
@@ -200,6 +202,18 @@ fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Reply> {
 /// `raw_value` are its two sides.
 #[cold]
 fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<Pair<'q>, Reply> {
+    // form_urlencoded keeps a `%` that begins no escape as it is; here it
+    // is an error, in the name or the value.
+    if bad_escape(raw_name) {
+        return Err(bad_request(format!(
+            "query parameter name {raw_name:?}: a % not followed by two hex digits"
+        )));
+    }
+    if bad_escape(raw_value) {
+        return Err(bad_request(format!(
+            "query parameter {raw_name:?}: a % not followed by two hex digits in {raw_value:?}"
+        )));
+    }
     let (name, value) = form_urlencoded::parse(pair.as_bytes())
         .next()
         .expect("a pair with = is one name and one value");
@@ -214,6 +228,13 @@ fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<
         )));
     }
     Ok((name, value))
+}
+
+/// Whether some `%` of `raw` does not begin an escape (two hex digits).
+fn bad_escape(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let hex = |j: usize| b.get(j).is_some_and(u8::is_ascii_hexdigit);
+    (0..b.len()).any(|i| b[i] == b'%' && !(hex(i + 1) && hex(i + 2)))
 }
 
 /// Whether `raw` decoded to UTF-8 without loss. `form_urlencoded` puts
