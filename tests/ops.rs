@@ -295,6 +295,8 @@ fn healthz_is_ok_until_shutdown_and_works_like_the_other_routes() {
     app.begin_draining();
     let r = ok("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(r.status, 503, "{}", text(&r));
+    // Draining, the connection closes after the response, and says so.
+    assert_eq!(r.header("connection"), Some("close"));
 }
 
 #[test]
@@ -323,6 +325,7 @@ fn healthz_answers_503_after_sigterm_while_draining() {
     let mut child = child;
     let exited = child.wait().unwrap();
     assert_eq!(r.status, 503, "{}", text(&r));
+    assert_eq!(r.header("connection"), Some("close"));
     assert!(closed, "the connection closes after the response");
     assert!(exited.success(), "{exited:?}");
 }

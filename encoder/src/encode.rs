@@ -1,9 +1,12 @@
 //! Writing a rope into bytes: the entry points, and path 1.
 //!
-//! Every entry point measures first ([`crate::plan`]), refuses before writing
-//! anything if the destination is too small or (in strict mode) a character
-//! cannot be encoded, then writes along the planned path. The destination is
-//! the only buffer that ever holds the whole encoded text.
+//! Every entry point knows the size before it writes — from the shape alone
+//! where that settles it (path 1 of text copied as it is; paths 2 and 3
+//! into a destination that holds the worst case), else by measuring
+//! ([`crate::plan`]) — and refuses before writing anything if the
+//! destination is too small or (in strict mode) a character cannot be
+//! encoded. The destination is the only buffer that ever holds the whole
+//! encoded text.
 
 use std::ops::ControlFlow;
 
@@ -53,7 +56,9 @@ pub(crate) fn write_shaped<R: Rope + ?Sized>(
     // none of the other paths' code in the caller's frame.
     if encoding == Encoding::Utf8 {
         if let Some(needed) = utf8_as_is(shape) {
-            return Ok(copy_pieces(rope, first(dst, needed)?));
+            let written = copy_pieces(rope, first(dst, needed)?);
+            debug_assert_eq!(written, needed, "path 1 from the shape");
+            return Ok(written);
         }
     }
     write_chosen(rope, shape, encoding, mode, dst)

@@ -35,7 +35,9 @@ pub(crate) fn write<R: Rope + ?Sized>(
     dst: &mut [u8],
 ) -> usize {
     if s.utf8 == 0 && s.len() <= WHOLE_MAX {
-        return write_whole(rope, encoding, dst);
+        if let Some(written) = write_whole(rope, encoding, dst) {
+            return written;
+        }
     }
     let mut run = Run::new(encoding, dst);
     assert!(
@@ -49,8 +51,13 @@ pub(crate) fn write<R: Rope + ?Sized>(
 /// whole on the stack and converted by one kernel call, without the
 /// engine's walk, the [`Joiner`] or the thread's [`Stage`]: for such a rope
 /// their cost is the write's. Four two-byte pieces of one unit into UTF-8
-/// (`body/twobyte/pieces/direct/4` in the encoder bench) took 1202
-/// instructions per write staged, 1314 unstaged.
+/// (`body/twobyte/pieces/direct/4` in the encoder bench, counted by
+/// callgrind inside criterion's timing loop: `valgrind --tool=callgrind
+/// --toggle-collect='criterion::bencher::Bencher*::iter*' BENCH --bench
+/// '^body/twobyte/pieces/direct/4$' --profile-time 1`) took 1202
+/// instructions per write staged, 1314 unstaged, 736 gathered whole. 32
+/// units are 64 bytes of stack, cleared per write; below the 16 units from
+/// which simdutf converts, one kernel call is what a flat string costs.
 const WHOLE_MAX: usize = 32;
 
 /// [`write`] of a rope of one-byte and two-byte pieces, at most
@@ -58,24 +65,31 @@ const WHOLE_MAX: usize = 32;
 /// widened), then converted as the flat text it now is. A pair split
 /// across pieces is whole in the gathered text, and a lone surrogate is
 /// written as the kernels write it anywhere, so the bytes are the
-/// engine's.
-fn write_whole<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u8]) -> usize {
+/// engine's. `None`, having written nothing, when the pieces do not match
+/// the rope's shape (a [`Rope::shape`] that undercounts, or UTF-8 text
+/// where it counted none): the engine then writes the rope as it is.
+fn write_whole<R: Rope + ?Sized>(rope: &R, encoding: Encoding, dst: &mut [u8]) -> Option<usize> {
     let mut units = [0u16; WHOLE_MAX];
     let mut len = 0;
-    let _ = rope.for_each_piece(&mut |p| {
-        let to = &mut units[len..len + p.len()];
+    let fits = rope.for_each_piece(&mut |p| {
+        let Some(to) = units.get_mut(len..len + p.len()) else {
+            return ControlFlow::Break(());
+        };
         match p {
             Piece::TwoByte(u) => kernel::copy_short(u, to),
             Piece::OneByte(b) => widen(b, to),
-            // Only empty ones: the shape counts no UTF-8 bytes.
-            Piece::Utf8(_) => {}
+            Piece::Utf8("") => {}
+            Piece::Utf8(_) => return ControlFlow::Break(()),
         }
         len += p.len();
         ControlFlow::Continue(())
     });
+    if fits.is_break() {
+        return None;
+    }
     let (read, written) = convert_units(encoding, &units[..len], dst);
     assert_eq!(read, len, "destination shorter than the encoded size");
-    written
+    Some(written)
 }
 
 /// One-byte text as UTF-16, unit for unit.
@@ -141,8 +155,11 @@ struct Stage {
     len: usize,
     /// Units the stage takes before it is flushed: at most
     /// [`STAGE_UNITS`], and no more than what is left of the destination
-    /// holds at worst, so that a flush always fits. Set when the first
-    /// piece is staged; one comparison per piece after that.
+    /// holds at worst, so that a flush nearly always fits whole (a high
+    /// surrogate the [`Joiner`] holds back is written first, and may take
+    /// the room of a few bytes; the flush then converts what fits, as any
+    /// piece does, and the walk stops). Set when the first piece is staged;
+    /// one comparison per piece after that.
     cap: usize,
 }
 
@@ -156,8 +173,9 @@ enum Held {
 thread_local! {
     /// The thread's stage. Kept between walks so that no walk clears 6 KiB
     /// of stack for a rope of a few pieces (with a stage on the stack,
-    /// `body/twobyte/pieces/direct/4` took 51 ns at 512 units, 43 ns at
-    /// 64); never allocated (a constant initialiser and no destructor).
+    /// `body/twobyte/pieces/direct/4`, then staged, took 51 ns at 512
+    /// units, 43 ns at 64); never allocated (a constant initialiser and no
+    /// destructor).
     static STAGE: RefCell<Stage> = const {
         RefCell::new(Stage {
             units: [0; STAGE_UNITS],

@@ -309,7 +309,10 @@ impl Session {
         let pending = Pending {
             reply,
             exchange: Exchange {
-                keep_alive: head.keep_alive && !last_allowed,
+                // Draining, the connection closes after this response: say
+                // so (`Connection: close`), so that no client or balancer
+                // sends another request on it.
+                keep_alive: head.keep_alive && !last_allowed && !app.is_draining(),
                 head_request: head.is_head(),
             },
             route,

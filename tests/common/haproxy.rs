@@ -10,14 +10,22 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// True when `haproxy` runs (it is on PATH).
+/// The haproxy to run: `haproxy` on PATH, else Debian's `/usr/sbin/haproxy`
+/// (not on a user's PATH there); `None` when neither runs.
+pub fn binary() -> Option<&'static str> {
+    ["haproxy", "/usr/sbin/haproxy"].into_iter().find(|bin| {
+        Command::new(bin)
+            .arg("-v")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// True when haproxy runs ([`binary`]).
 pub fn installed() -> bool {
-    Command::new("haproxy")
-        .arg("-v")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    binary().is_some()
 }
 
 /// A port on 127.0.0.1 that was free a moment ago: for a configuration
@@ -55,7 +63,7 @@ impl Haproxy {
     pub fn start(frontend: &str, replicas: &[&str], dir: &Path) -> Haproxy {
         let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/haproxy.cfg");
         let socket = dir.join("haproxy.sock");
-        let mut cmd = Command::new("haproxy");
+        let mut cmd = Command::new(binary().expect("haproxy is installed"));
         // -db: in the foreground, so that its pid is the one to stop.
         cmd.arg("-db")
             .arg("-f")

@@ -22,7 +22,7 @@
 //! It runs on one multi-threaded tokio runtime of `--workers` threads, as
 //! unflat-server does, so the two differ only in what they do per request.
 //!
-//! `cargo run --release --bin ceiling -- --addr 127.0.0.1:0 --workers 2`
+//! `cargo run --release -p unflat-peers --bin ceiling -- --addr 127.0.0.1:0 --workers 2`
 //! prints `ceiling at http://ADDR` once it listens.
 
 use std::cell::RefCell;

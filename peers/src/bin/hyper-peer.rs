@@ -18,7 +18,7 @@
 //! bound on the records rustls holds, so that the two servers differ only
 //! in their HTTP layers.
 //!
-//! `cargo run --release --bin hyper-peer -- --addr 127.0.0.1:0 --workers 2`
+//! `cargo run --release -p unflat-peers --bin hyper-peer -- --addr 127.0.0.1:0 --workers 2`
 //! prints `hyper-peer at http://ADDR` (or `https://`) once it listens.
 
 use std::cell::RefCell;

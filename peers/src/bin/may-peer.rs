@@ -19,7 +19,7 @@
 //! and then starts on it (another process could take the port in between;
 //! start-up then fails with an error, never silently).
 //!
-//! `cargo run --release --bin may-peer -- --addr 127.0.0.1:0 --workers 1`
+//! `cargo run --release -p unflat-peers --bin may-peer -- --addr 127.0.0.1:0 --workers 1`
 //! prints `may-peer at http://ADDR` once it listens.
 
 use std::collections::HashMap;
