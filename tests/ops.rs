@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{app, connect, exchange, read_response, serve_in_memory, server_binary, Raw};
+use common::{
+    app, banner_address, connect, exchange, read_response, serve_in_memory, server_binary, Raw,
+};
 use unflat_server::{Config, Running, Strategy};
 
 /// Parses the one response `out` holds (in-memory sessions).
@@ -46,12 +48,7 @@ fn spawn_logging(args: &[&str], env: &[(&str, &str)]) -> (Child, String, mpsc::R
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut banner = String::new();
-    out.read_line(&mut banner).unwrap();
-    let at = banner.find("http://").expect("a banner") + 7;
-    let addr = banner[at..].trim().to_string();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let addr = banner_address(&mut child).expect("a banner");
     let (tx, rx) = mpsc::channel();
     let err = BufReader::new(child.stderr.take().unwrap());
     std::thread::spawn(move || {
@@ -226,6 +223,16 @@ fn a_repeated_parameter_is_refused_naming_it() {
 
 #[test]
 fn invalid_escapes_and_invalid_utf8_are_refused() {
+    // 400, the reason saying `why` and naming `name`.
+    let refused = |target: &str, why: &str, name: &str| {
+        let r = get(target);
+        assert_eq!(r.status, 400, "{target}");
+        let reason = text(&r);
+        assert!(
+            reason.contains(why) && reason.contains(name),
+            "{target}: {reason}"
+        );
+    };
     // Not an escape: refused, naming the parameter (and, in the path, by
     // the request's checks).
     for (target, name) in [
@@ -235,16 +242,10 @@ fn invalid_escapes_and_invalid_utf8_are_refused() {
         ("/echo?format=%", "\"format\""),
         ("/end-string/%zz", "request target"),
     ] {
-        let r = get(target);
-        assert_eq!(r.status, 400, "{target}");
-        let body = text(&r);
-        assert!(
-            body.contains("two hex digits") && body.contains(name),
-            "{target}: {body}"
-        );
+        refused(target, "two hex digits", name);
     }
     // Escapes that are not UTF-8 once decoded, in a value and in a name.
-    for (target, names) in [
+    for (target, name) in [
         ("/end-string/2?kind=%FF", "\"kind\""),
         ("/end-string/2?kind=%C3", "\"kind\""),
         ("/end-string/2?kind=%EF%BF%BD%FF", "\"kind\""),
@@ -252,11 +253,7 @@ fn invalid_escapes_and_invalid_utf8_are_refused() {
         ("/echo?format=%C0%AF", "\"format\""),
         ("/end-string/2?k%FFnd=ascii", "\"k%FFnd\""),
     ] {
-        let r = get(target);
-        assert_eq!(r.status, 400, "{target}");
-        let reason = text(&r);
-        assert!(reason.contains("not UTF-8"), "{target}: {reason}");
-        assert!(reason.contains(names), "{target}: {reason}");
+        refused(target, "not UTF-8", name);
     }
     // U+FFFD itself is UTF-8: an unknown kind, not a decoding error.
     let r = get("/end-string/2?kind=%EF%BF%BD");

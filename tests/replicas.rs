@@ -12,7 +12,7 @@ mod common;
 #[path = "common/haproxy.rs"]
 mod haproxy;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,19 +48,7 @@ impl Replica {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("start unflat-server");
-            let mut out = BufReader::new(child.stdout.take().unwrap());
-            let mut line = String::new();
-            let listening = loop {
-                line.clear();
-                if out.read_line(&mut line).unwrap_or(0) == 0 {
-                    break false;
-                }
-                if line.contains("http://") {
-                    break true;
-                }
-            };
-            if listening {
-                std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+            if common::banner_address(&mut child).is_some() {
                 return Replica { child };
             }
             let status = child.wait().unwrap();

@@ -143,13 +143,12 @@ impl Collector for Collect {
         }
 
         let written = ConstCounter::new(load(&c.written));
-        let family = encoder.encode_descriptor(
+        let mut family = encoder.encode_descriptor(
             "response_bytes",
             "Bytes of responses (heads and bodies) the sockets took, by strategy.",
             None,
             written.metric_type(),
         )?;
-        let mut family = family;
         written.encode(family.encode_family(&[("strategy", c.strategy.name())])?)?;
 
         let gauges = [

@@ -349,8 +349,7 @@ fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
             b if URI_BYTE[usize::from(b)] => {}
             b'%' if query_at.is_some() => {}
             b'%' => {
-                let hex = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_hexdigit);
-                if !(hex(i + 1) && hex(i + 2)) {
+                if !begins_escape(bytes, i) {
                     return bad("a % not followed by two hex digits in the request target");
                 }
                 i += 3;
@@ -365,6 +364,14 @@ fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
 }
 
 const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";
+
+/// Whether the `%` at `at` begins an escape: two hex digits follow it
+/// (RFC 3986 §2.1). The path's escapes are checked here, the query's by the
+/// routes that read it.
+pub(crate) fn begins_escape(bytes: &[u8], at: usize) -> bool {
+    let hex = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_hexdigit);
+    hex(at + 1) && hex(at + 2)
+}
 
 /// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
 /// unreserved, sub-delims, `:`, `@`, `/` and `?`.

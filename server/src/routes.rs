@@ -16,7 +16,7 @@ use unflat::head::Status;
 
 use crate::bodies::{Form, Key, Kind};
 use crate::reply::{Echo, Reply};
-use crate::request::RequestHead;
+use crate::request::{begins_escape, RequestHead};
 use crate::App;
 
 /// The routes, as the metrics count requests by them.
@@ -230,11 +230,10 @@ fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<
     Ok((name, value))
 }
 
-/// Whether some `%` of `raw` does not begin an escape (two hex digits).
+/// Whether some `%` of `raw` does not begin an escape ([`begins_escape`]).
 fn bad_escape(raw: &str) -> bool {
     let b = raw.as_bytes();
-    let hex = |j: usize| b.get(j).is_some_and(u8::is_ascii_hexdigit);
-    (0..b.len()).any(|i| b[i] == b'%' && !(hex(i + 1) && hex(i + 2)))
+    (0..b.len()).any(|i| b[i] == b'%' && !begins_escape(b, i))
 }
 
 /// Whether `raw` decoded to UTF-8 without loss. `form_urlencoded` puts

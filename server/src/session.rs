@@ -416,14 +416,15 @@ impl Session {
                 pending.exchange.head_request,
                 pending.route,
             ),
-            _ => (
-                "request head not received in time",
-                starts_with_head_method(input),
-                {
-                    self.log_request(app, "-", "-");
-                    Route::Unmatched
-                },
-            ),
+            _ => {
+                // No head was read: the access log has no method or target.
+                self.log_request(app, "-", "-");
+                (
+                    "request head not received in time",
+                    starts_with_head_method(input),
+                    Route::Unmatched,
+                )
+            }
         };
         let reject = Reject {
             status: Status::REQUEST_TIMEOUT,

@@ -317,7 +317,6 @@ pub fn server_binary() -> String {
 /// it and its address, read from the banner. The rest of its stdout is
 /// drained, so that the server never writes to a closed pipe.
 pub fn spawn_server(args: &[&str]) -> (std::process::Child, String) {
-    use std::io::BufRead;
     let mut child = std::process::Command::new(server_binary())
         .args(["--addr", "127.0.0.1:0"])
         .args(args)
@@ -325,11 +324,23 @@ pub fn spawn_server(args: &[&str]) -> (std::process::Child, String) {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let addr = banner_address(&mut child).expect("no banner");
+    (child, addr)
+}
+
+/// The address in the banner of a server started with its stdout piped
+/// (`http://ADDR` or `https://ADDR`), the rest of its stdout drained from
+/// then on, so that the server never writes to a closed pipe; `None` when
+/// its stdout ends without a banner (it could not listen).
+pub fn banner_address(child: &mut std::process::Child) -> Option<String> {
+    use std::io::BufRead;
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout piped"));
     let mut line = String::new();
     let addr = loop {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "no banner");
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
         if let Some(at) = line
             .find("http://")
             .map(|at| at + 7)
@@ -339,7 +350,7 @@ pub fn spawn_server(args: &[&str]) -> (std::process::Child, String) {
         }
     };
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (child, addr)
+    Some(addr)
 }
 
 /// A field of /proc/PID/status (`VmRSS:`, `VmHWM:`), in bytes; `self` for
