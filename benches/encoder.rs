@@ -292,6 +292,52 @@ fn kernels(c: &mut Criterion) {
         });
     }
     g.finish();
+    let mut g = c.benchmark_group("kernels/latin1_to_utf16");
+    for len in lens {
+        let (latin1, _) = kernel_texts(len);
+        let mut dst = vec![0u16; len];
+        let mut bytes = vec![0u8; 2 * len];
+        g.throughput(Throughput::Bytes(len as u64));
+        // The loop of `unflat::kernel::convert_latin1_to_utf16le` below its
+        // simdutf threshold (and into a destination not aligned for units).
+        g.bench_with_input(BenchmarkId::new("loop", len), &len, |b, _| {
+            b.iter(|| {
+                for (d, &x) in bytes.chunks_exact_mut(2).zip(black_box(&latin1)) {
+                    d.copy_from_slice(&[x, 0]);
+                }
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("encoding_rs", len), &len, |b, _| {
+            b.iter(|| encoding_rs::mem::convert_latin1_to_utf16(black_box(&latin1), &mut dst))
+        });
+        g.bench_with_input(BenchmarkId::new("simdutf", len), &len, |b, _| {
+            // SAFETY: `dst` holds one unit per byte of `latin1`.
+            b.iter(|| unsafe {
+                let src = black_box(&latin1);
+                simdutf::convert_latin1_to_utf16le(src.as_ptr(), src.len(), dst.as_mut_ptr())
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("kernels/utf8_to_utf16");
+    for len in lens {
+        let (_, utf16) = kernel_texts(len);
+        let text = String::from_utf16(&utf16).expect("no surrogates");
+        let mut dst = vec![0u16; text.len()];
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_with_input(BenchmarkId::new("encoding_rs", len), &len, |b, _| {
+            b.iter(|| encoding_rs::mem::convert_str_to_utf16(black_box(&text), &mut dst))
+        });
+        g.bench_with_input(BenchmarkId::new("simdutf", len), &len, |b, _| {
+            // SAFETY: `text` is valid UTF-8 and `dst` holds one unit per
+            // byte of it.
+            b.iter(|| unsafe {
+                let src = black_box(&text);
+                simdutf::convert_valid_utf8_to_utf16le(src.as_ptr(), src.len(), dst.as_mut_ptr())
+            })
+        });
+    }
+    g.finish();
     let mut g = c.benchmark_group("kernels/count_high_bytes");
     for len in lens {
         let (latin1, _) = kernel_texts(len);

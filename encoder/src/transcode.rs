@@ -121,11 +121,14 @@ pub(crate) struct Run<'d> {
 }
 
 /// Pieces shorter than this many units are gathered in the [`Stage`]. The
-/// `shapes` group of the encoder bench chose it: staging pieces of 256
-/// units too made 256 one-byte pieces of 256 bytes into utf16le slower
-/// (4.0 µs against 3.5 µs) and two-byte ones into UTF-8 no faster
-/// (docs/encoder.md).
-const STAGE_MIN: usize = 256;
+/// `shapes` group of the encoder bench chose it, once simdutf converted
+/// one-byte pieces to utf16le: with 256, pieces of 256 units were converted
+/// one by one, and 256 one-byte pieces of 256 bytes into utf16le ran at
+/// 0.82–0.91× flattening, two-byte ones into UTF-8 at 0.86–0.92×; staged
+/// (512), at 1.06–1.12× and 0.96× (two alternating rounds,
+/// docs/encoder.md). Longer pieces are converted where they lie: one
+/// kernel call on 512 units or more costs little beside the conversion.
+const STAGE_MIN: usize = 512;
 
 /// Units the [`Stage`] holds: a kernel call per 2048 units costs little
 /// beside converting them, and the stage (4 KiB of units or 2 KiB of
@@ -138,9 +141,10 @@ const STAGE_UNITS: usize = 2048;
 /// cost of a call is what a rope of many tiny pieces would otherwise pay per
 /// piece — the case that made Node flatten before converting
 /// (nodejs/node#6103). A bounded flat copy, made once per thread, that
-/// holds either kind of text as it is: two-byte pieces as UTF-16, one-byte
-/// pieces as bytes (converted by the one-byte kernel, as the flat copy of
-/// a one-byte rope would be).
+/// holds one kind of text at a time as it is: two-byte pieces as UTF-16,
+/// one-byte pieces as bytes (converted by the one-byte kernel, as the flat
+/// copy of a one-byte rope would be), UTF-8 pieces as their bytes
+/// (converted as one `&str`).
 ///
 /// Staged units stand one for one for source units, in order, so the
 /// [`Joiner`] sees staged two-byte text as one two-byte piece (and staged
@@ -166,8 +170,13 @@ struct Stage {
 /// The kind of text in the [`Stage`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Held {
+    /// Two-byte pieces, in `units`.
     Units,
+    /// One-byte pieces, in `bytes`.
     Bytes,
+    /// UTF-8 pieces, in `bytes`: whole pieces only, so what is staged is
+    /// UTF-8 too.
+    Utf8,
 }
 
 thread_local! {
@@ -188,14 +197,14 @@ thread_local! {
 }
 
 impl Stage {
-    /// Whether `p` is staged, into `encoding`: short two-byte pieces, and
-    /// short one-byte pieces unless they are copied as they are (latin1).
-    /// UTF-8 pieces are not: their bytes do not stand one for one for units.
+    /// Whether `p` is staged, into `encoding`: short pieces, unless they
+    /// are copied as they are (one-byte pieces into latin1, UTF-8 pieces
+    /// into UTF-8).
     fn takes(p: &Piece<'_>, encoding: Encoding) -> bool {
         match p {
             Piece::TwoByte(u) => u.len() < STAGE_MIN,
             Piece::OneByte(b) => b.len() < STAGE_MIN && encoding.one_byte_limit().is_none(),
-            Piece::Utf8(_) => false,
+            Piece::Utf8(s) => s.len() < STAGE_MIN && encoding != Encoding::Utf8,
         }
     }
 
@@ -207,7 +216,8 @@ impl Stage {
     fn add(&mut self, joiner: &mut Joiner, out: &mut Out<'_>, p: Piece<'_>) -> ControlFlow<()> {
         let held = match p {
             Piece::OneByte(_) => Held::Bytes,
-            _ => Held::Units,
+            Piece::Utf8(_) => Held::Utf8,
+            Piece::TwoByte(_) => Held::Units,
         };
         if self.len > 0 && (held != self.held || self.len + p.len() > self.cap) {
             self.flush(joiner, out)?;
@@ -216,6 +226,7 @@ impl Stage {
             // What one unit of this kind takes at worst in the target.
             let one = match held {
                 Held::Bytes => Shape::of_piece(Piece::OneByte(b"\xff")),
+                Held::Utf8 => Shape::utf8(1, false),
                 Held::Units => Shape::of_piece(Piece::TwoByte(&[0xFFFF])),
             };
             self.held = held;
@@ -243,6 +254,9 @@ impl Stage {
             (Piece::OneByte(b), Held::Bytes) if b.len() < STAGE_MIN => {
                 kernel::copy_short(b, &mut self.bytes[self.len..end]);
             }
+            (Piece::Utf8(s), Held::Utf8) if s.len() < STAGE_MIN => {
+                kernel::copy_short(s.as_bytes(), &mut self.bytes[self.len..end]);
+            }
             _ => return false,
         }
         self.len = end;
@@ -267,6 +281,10 @@ impl Stage {
             Held::Bytes => {
                 joiner.other(len, &mut |j| out.joined(j))?;
                 out.one_byte(&self.bytes[..len])
+            }
+            Held::Utf8 => {
+                joiner.other(len, &mut |j| out.joined(j))?;
+                out.utf8(kernel::staged_str(&self.bytes[..len]))
             }
         }
     }
@@ -515,11 +533,23 @@ mod tests {
                 pieces.push(Piece::OneByte(b));
             }
         }
-        let total: usize = pieces.iter().map(Piece::len).sum();
-        assert!(total > 3 * STAGE_UNITS, "{total} units");
-        for encoding in Encoding::ALL {
-            let (direct, flat) = direct_and_flat(&pieces.as_slice(), encoding);
-            assert_eq!(direct, flat, "{encoding}");
+        // UTF-8 pieces in runs (one- to four-byte characters, several
+        // stagefuls), with a one-byte piece now and then.
+        let texts: Vec<String> = wide.iter().map(|u| String::from_utf16_lossy(u)).collect();
+        let mut utf8: Vec<Piece<'_>> = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            utf8.push(Piece::Utf8(t));
+            if let Some(b) = narrow.get(i).filter(|_| i % 7 == 0) {
+                utf8.push(Piece::OneByte(b));
+            }
+        }
+        for rope in [&pieces, &utf8] {
+            let total: usize = rope.iter().map(Piece::len).sum();
+            assert!(total > 3 * STAGE_UNITS, "{total} units");
+            for encoding in Encoding::ALL {
+                let (direct, flat) = direct_and_flat(&rope.as_slice(), encoding);
+                assert_eq!(direct, flat, "{encoding}");
+            }
         }
     }
 

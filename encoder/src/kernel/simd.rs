@@ -80,3 +80,83 @@ pub(crate) fn utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> usize {
 pub(crate) fn count_high_bytes(src: &[u8]) -> usize {
     simdutf::utf8_length_from_latin1(src) - src.len()
 }
+
+/// `dst` as UTF-16 code units, when its start is aligned for them
+/// (simdutf writes `char16_t`s, which must be); `None` otherwise. An odd
+/// last byte is left out.
+fn as_units(dst: &mut [u8]) -> Option<&mut [u16]> {
+    // SAFETY: every bit pattern of two bytes is a `u16`, so viewing the
+    // aligned middle of `dst` as units reads and writes nothing invalid;
+    // `align_to_mut` takes the alignment into account itself.
+    let (before, units, _) = unsafe { dst.align_to_mut::<u16>() };
+    before.is_empty().then_some(units)
+}
+
+/// Latin-1 to UTF-16LE: all of `src` into `dst`, which must hold two bytes
+/// per byte of `src`. Returns the bytes written, or `None` (nothing
+/// written) when `dst` is not aligned for `u16`.
+///
+/// # Panics
+/// If `dst.len() < 2 * src.len()`.
+pub(crate) fn latin1_to_utf16le(src: &[u8], dst: &mut [u8]) -> Option<usize> {
+    let units = as_units(dst)?;
+    assert!(
+        units.len() >= src.len(),
+        "latin1 to utf16le: room for 1 unit per byte"
+    );
+    // SAFETY: `src` is valid for `src.len()` reads; simdutf writes one unit
+    // per byte, and `units` (aligned, from `as_units`) holds `src.len()`.
+    let n =
+        unsafe { simdutf::convert_latin1_to_utf16le(src.as_ptr(), src.len(), units.as_mut_ptr()) };
+    Some(2 * n)
+}
+
+/// UTF-8 to UTF-16LE: all of `src` into `dst`, which must hold two bytes per
+/// byte of `src`. Returns the bytes written, or `None` (nothing written)
+/// when `dst` is not aligned for `u16`.
+///
+/// # Panics
+/// If `dst.len() < 2 * src.len()`.
+pub(crate) fn utf8_to_utf16le(src: &str, dst: &mut [u8]) -> Option<usize> {
+    let units = as_units(dst)?;
+    Some(2 * utf8_to_utf16(src, units, true))
+}
+
+/// UTF-8 to UTF-16 units in this machine's byte order: all of `src` into
+/// `dst`, which must hold one unit per byte of `src`. Returns the units
+/// written.
+///
+/// # Panics
+/// If `dst.len() < src.len()`.
+pub(crate) fn utf8_to_units(src: &str, dst: &mut [u16]) -> usize {
+    utf8_to_utf16(src, dst, false)
+}
+
+fn utf8_to_utf16(src: &str, dst: &mut [u16], little_endian: bool) -> usize {
+    assert!(
+        dst.len() >= src.len(),
+        "utf8 to utf16: room for 1 unit per byte"
+    );
+    let (from, len, to) = (src.as_ptr(), src.len(), dst.as_mut_ptr());
+    // SAFETY: `src` is a `&str`, valid UTF-8, as the `valid` converters
+    // require, and valid for `len` reads. simdutf writes
+    // `utf16_length_from_utf8(src)` units, at most one per byte (a
+    // character of n bytes takes one unit, or two for n = 4), and `dst`, a
+    // `&mut [u16]` (so aligned), holds `len` units.
+    unsafe {
+        if little_endian {
+            simdutf::convert_valid_utf8_to_utf16le(from, len, to)
+        } else {
+            simdutf::convert_valid_utf8_to_utf16(from, len, to)
+        }
+    }
+}
+
+/// `bytes` as a `&str` when they are UTF-8, checked by simdutf's validator
+/// (several times faster than the standard library's on text that is not
+/// all ASCII); `None` otherwise.
+pub(crate) fn as_str(bytes: &[u8]) -> Option<&str> {
+    // SAFETY: simdutf has just checked that `bytes` are UTF-8, which is all
+    // `from_utf8_unchecked` requires.
+    simdutf::validate_utf8(bytes).then(|| unsafe { std::str::from_utf8_unchecked(bytes) })
+}
