@@ -166,12 +166,24 @@ fn check(pieces: &[Owned], units: &[u16]) -> Result<(), TestCaseError> {
             let ctx = format!("{encoding} {mode:?}");
 
             // Into the worst case (where the two-byte path may skip measuring)
-            // and into exactly the size needed (where it may not).
+            // and into exactly the size needed (where it may not), each at an
+            // even and at an odd address (where no kernel may view the
+            // destination as UTF-16 units).
             let exact_len = expected.as_ref().map_or(bound, Vec::len);
             for room in [bound, exact_len] {
-                let mut dst = vec![0xA5; room];
-                let direct = write(rope, encoding, mode, &mut dst).map(|n| dst[..n].to_vec());
-                prop_assert_eq!(&direct, &expected, "direct into {} bytes, {}", room, ctx);
+                for skew in [0, 1] {
+                    let mut buf = vec![0xA5; room + skew];
+                    let dst = &mut buf[skew..];
+                    let direct = write(rope, encoding, mode, dst).map(|n| dst[..n].to_vec());
+                    prop_assert_eq!(
+                        &direct,
+                        &expected,
+                        "direct into {} bytes at offset {}, {}",
+                        room,
+                        skew,
+                        ctx
+                    );
+                }
             }
 
             let mut dst = vec![0x5A; bound];

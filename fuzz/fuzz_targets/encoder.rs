@@ -1,7 +1,8 @@
 //! The encoder against its flatten reference: ropes of arbitrary pieces, in
 //! every encoding and mode, must encode to the same bytes (or the same
 //! error) both ways, with the exact size `plan` announced, into the worst
-//! case and into exactly that size, and resumed in frames of any size.
+//! case (at an even and an odd address) and into exactly that size, and
+//! resumed in frames of any size.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -62,6 +63,11 @@ fuzz_target!(|data: &[u8]| {
             let direct = write(rope, encoding, mode, &mut a).map(|n| a[..n].to_vec());
             let reference = flatten_then_write(rope, encoding, mode, &mut b).map(|n| b[..n].to_vec());
             assert_eq!(direct, reference, "{encoding} {mode:?}");
+            // At an odd address, where no kernel may view the destination
+            // as UTF-16 units.
+            let mut odd = vec![0u8; bound + 1];
+            let shifted = write(rope, encoding, mode, &mut odd[1..]).map(|n| odd[1..1 + n].to_vec());
+            assert_eq!(shifted, direct, "{encoding} {mode:?} at an odd address");
             if let Ok(bytes) = &direct {
                 let p = plan(rope, encoding, mode).unwrap();
                 assert_eq!(p.size(), bytes.len());

@@ -17,14 +17,18 @@
 //! With the `simdutf` feature, Latin-1 and UTF-16 to UTF-8 run on simdutf
 //! ([`simd`]) in blocks that fit at their worst case, and encoding_rs
 //! converts what is left exactly; the count of bytes ≥ 0x80 that sizes
-//! Latin-1 as UTF-8 is simdutf's from [`COUNT_SIMD_MIN`] bytes. The kept
-//! benchmark (`cargo bench --bench encoder -- kernels`, in
-//! docs/encoder.md) chose each, and the lengths below which encoding_rs or
-//! the loop here stays. The ASCII scans stay encoding_rs's: they look for
-//! the end of one run between non-ASCII characters, mostly short, and
-//! encoding_rs's scan was faster up to 32 bytes. The lossy Latin-1 and the
-//! UTF-16LE outputs have no simdutf conversion with their meaning (simdutf
-//! refuses what Node's latin1 truncates, and writes aligned `u16`s).
+//! Latin-1 as UTF-8 is simdutf's from [`COUNT_SIMD_MIN`] bytes. Latin-1 and
+//! UTF-8 into utf16le run on simdutf straight into the destination when it
+//! is aligned for `u16` (simdutf writes `char16_t`s), as a buffer from the
+//! allocator is and stays (every unit written is two bytes); at an odd
+//! address the Latin-1 loop, or UTF-8 through UTF-16 on the stack, write
+//! the bytes. UTF-8 into Node's latin1 goes through UTF-16 on the stack
+//! too: simdutf's own UTF-8 to Latin-1 refuses what Node's latin1
+//! truncates. The kept benchmark (`cargo bench --bench encoder --
+//! kernels`, in docs/encoder.md) chose each, and the lengths below which
+//! encoding_rs or the loops here stay. The ASCII scans stay encoding_rs's:
+//! they look for the end of one run between non-ASCII characters, mostly
+//! short, and encoding_rs's scan was faster up to 32 bytes.
 
 #[cfg(feature = "simdutf")]
 pub(crate) mod simd;
@@ -221,16 +225,18 @@ fn convert_str_to_units(src: &str, dst: &mut [u16]) -> usize {
 }
 
 /// UTF-8 blocks shorter than this go to encoding_rs even with simdutf:
-/// in `kernels/utf8_to_utf16` of the encoder bench the two took the same
-/// time at 16 units of text (10.5 ns), simdutf 15.3 ns against 16.6 ns at
-/// 32 and half encoding_rs's time from 64.
+/// in `kernels/utf8_to_utf16` of the encoder bench (text of 16, 32 and 64
+/// UTF-16 units, about 19, 38 and 76 bytes) encoding_rs was 1 ns faster at
+/// 16 units, the two within 1 ns of each other at 32 (15.3 against 16.6
+/// ns in one run, 17.5 against 16.7 in another), and simdutf took less
+/// than half encoding_rs's time from 64.
 #[cfg(feature = "simdutf")]
 const UTF8_SIMD_MIN: usize = 32;
 
 /// Latin-1 blocks shorter than this are widened to UTF-16LE by the loop of
 /// [`convert_latin1_to_utf16le`] even with simdutf: in
-/// `kernels/latin1_to_utf16` the loop took 1.8 ns at 64 bytes (simdutf
-/// 2.5–2.7 ns) and 6.2–6.5 ns at 256 (simdutf 3.7–4.3 ns).
+/// `kernels/latin1_to_utf16` the loop took 1.6–1.8 ns at 64 bytes (simdutf
+/// 2.4–2.7 ns) and 5.7–6.5 ns at 256 (simdutf 3.7–4.8 ns).
 #[cfg(feature = "simdutf")]
 const LATIN1_UTF16_SIMD_MIN: usize = 128;
 

@@ -1,13 +1,17 @@
 //! The calls into simdutf (feature `simdutf`): the crate's only `unsafe`.
 //!
-//! simdutf's converters take raw pointers and write as many bytes as the
-//! converted text needs, with no bound given to them: the caller promises
-//! the room. Each function here is safe because it checks that promise
-//! first, against the worst case of simdutf's own length function for the
-//! conversion (`utf8_length_from_latin1(src) ≤ 2 × src.len()`,
-//! `utf8_length_from_utf16(src) ≤ 3 × src.len()`), and panics rather than
-//! calls when the room is short. The functions that assume valid input are
-//! only called on text the validating call has just proved valid.
+//! simdutf's converters take raw pointers and write as many bytes (or
+//! units) as the converted text needs, with no bound given to them: the
+//! caller promises the room. Each function here is safe because it checks
+//! that promise first, against the worst case of simdutf's own length
+//! function for the conversion (`utf8_length_from_latin1(src) ≤ 2 ×
+//! src.len()`, `utf8_length_from_utf16(src) ≤ 3 × src.len()`,
+//! `utf16_length_from_utf8(src) ≤ src.len()`, one unit per Latin-1 byte),
+//! and panics rather than calls when the room is short. Units are written
+//! only through a `&mut [u16]`, so aligned: a byte destination is viewed as
+//! units only when its start is aligned for them ([`as_units`]). The
+//! functions that assume valid input are only called on text the
+//! validating call has just proved valid, or on a `&str`.
 #![allow(unsafe_code)]
 
 /// UTF-8 of U+FFFD, which replaces an unpaired surrogate.
