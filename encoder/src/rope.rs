@@ -223,6 +223,12 @@ pub trait Rope {
         start: usize,
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        // From the start, the walk itself: no visitor wrapped around the
+        // caller's, whose call per piece a rope of thousands of short
+        // pieces would pay.
+        if start == 0 {
+            return self.for_each_piece(visit);
+        }
         let mut skip = start;
         self.for_each_piece(&mut |p| {
             if skip == 0 {
@@ -550,6 +556,10 @@ impl<R: Rope> Rope for [R] {
         start: usize,
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        // From the start, the plain walk: no position to check per part.
+        if start == 0 {
+            return self.for_each_piece(visit);
+        }
         let mut skip = start;
         for part in self {
             if skip == 0 {

@@ -350,7 +350,7 @@ impl<'d> Run<'d> {
         // One short piece alone (a flat string, the last piece) is converted
         // as it is; staging starts with the second short piece in a row.
         let mut after_short = false;
-        let mut each = |p: Piece<'_>| {
+        let walked = rope.for_each_piece_from(from, &mut |p| {
             // The common case of a rope of many short pieces, kept small
             // enough to need no registers saved: one more piece of the kind
             // staged. Everything else is [`visit`]'s, out of line.
@@ -360,15 +360,7 @@ impl<'d> Run<'d> {
                 }
             }
             visit(stage.as_deref_mut(), joiner, out, &mut after_short, p)
-        };
-        // From the start, the rope's own walk: `for_each_piece_from`'s
-        // default wraps the visitor in one more call per piece, which
-        // 10 000 two-byte pieces of 16 units paid against flattening.
-        let walked = if from == 0 {
-            rope.for_each_piece(&mut each)
-        } else {
-            rope.for_each_piece_from(from, &mut each)
-        };
+        });
         walked.is_continue()
             && stage
                 .map_or(ControlFlow::Continue(()), |st| st.flush(joiner, out))

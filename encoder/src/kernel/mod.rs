@@ -159,23 +159,21 @@ pub(crate) fn convert_latin1_to_utf16le(src: &[u8], dst: &mut [u8]) -> (usize, u
 /// BMP), into a destination of any alignment.
 pub(crate) fn convert_str_to_utf16le(src: &str, dst: &mut [u8]) -> (usize, usize) {
     let (mut read, mut written) = (0, 0);
-    let mut rest = src;
-    while !rest.is_empty() {
-        let room = dst.len() - written;
-        // Straight into the destination when it is aligned for units, in
-        // one block of as many bytes as units fit.
-        #[cfg(feature = "simdutf")]
-        {
-            let n = floor_char_boundary(rest, room / 2);
-            if n >= UTF8_SIMD_MIN {
-                if let Some(w) = simd::utf8_to_utf16le(&rest[..n], &mut dst[written..]) {
-                    written += w;
-                    read += n;
-                    rest = &rest[n..];
-                    continue;
-                }
+    // Straight into the destination when it is aligned for units, in one
+    // block of as many bytes as units fit; what is left (the room ran
+    // short) goes on below.
+    #[cfg(feature = "simdutf")]
+    {
+        let n = floor_char_boundary(src, dst.len() / 2);
+        if n >= UTF8_SIMD_MIN {
+            if let Some(w) = simd::utf8_to_utf16le(&src[..n], dst) {
+                (read, written) = (n, w);
             }
         }
+    }
+    let mut rest = &src[read..];
+    while !rest.is_empty() {
+        let room = dst.len() - written;
         // Never more bytes than units fit: a chunk's UTF-16 takes at most
         // one unit per byte.
         let n = floor_char_boundary(rest, STAGE.min(room / 2));
@@ -193,25 +191,32 @@ pub(crate) fn convert_str_to_utf16le(src: &str, dst: &mut [u8]) -> (usize, usize
             rest = &rest[c.len_utf8()..];
             continue;
         }
-        // A short chunk gets a short stage: clearing 1 KiB of stack for a
-        // piece of a few bytes cost more than converting it.
-        written += if n <= 64 {
-            str_to_utf16le_staged::<64>(&rest[..n], &mut dst[written..])
-        } else {
-            str_to_utf16le_staged::<STAGE>(&rest[..n], &mut dst[written..])
-        };
+        written += through_stage(&rest[..n], &mut dst[written..], put_utf16le);
         read += n;
         rest = &rest[n..];
     }
     (read, written)
 }
 
-/// UTF-8 of at most `N` bytes to UTF-16LE, through a stage of `N` units on
-/// the stack. Returns the bytes written.
-fn str_to_utf16le_staged<const N: usize>(src: &str, dst: &mut [u8]) -> usize {
-    let mut stage = [0u16; N];
-    let units = convert_str_to_units(src, &mut stage);
-    put_utf16le(&stage[..units], dst)
+/// UTF-8 of at most [`STAGE`] bytes converted to UTF-16 units on the stack,
+/// then handed to `put`, which writes them at the start of `dst` and
+/// returns the bytes written. A short chunk gets a short stage: clearing
+/// 1 KiB of stack for a piece of a few bytes cost more than converting it.
+fn through_stage(src: &str, dst: &mut [u8], put: fn(&[u16], &mut [u8]) -> usize) -> usize {
+    fn staged<const N: usize>(
+        src: &str,
+        dst: &mut [u8],
+        put: fn(&[u16], &mut [u8]) -> usize,
+    ) -> usize {
+        let mut stage = [0u16; N];
+        let units = convert_str_to_units(src, &mut stage);
+        put(&stage[..units], dst)
+    }
+    if src.len() <= 64 {
+        staged::<64>(src, dst, put)
+    } else {
+        staged::<STAGE>(src, dst, put)
+    }
 }
 
 /// UTF-8 to UTF-16 units in this machine's byte order, into `dst`, which
@@ -261,7 +266,8 @@ pub(crate) fn staged_str(bytes: &[u8]) -> &str {
 /// per unit (two for a character outside the BMP).
 ///
 /// With simdutf, text from [`UTF8_SIMD_MIN`] bytes goes in blocks through
-/// UTF-16 on the stack, each block as many bytes as fit (a character takes
+/// UTF-16 on the stack ([`through_stage`], each unit then narrowed by
+/// [`put_low_bytes`]), each block as many bytes as fit (a character takes
 /// at most as many units as it has bytes). What is left, and all of it
 /// without simdutf, goes by [`str_to_latin1_by_char`].
 pub(crate) fn convert_str_to_latin1_lossy(src: &str, dst: &mut [u8]) -> (usize, usize) {
@@ -275,32 +281,13 @@ pub(crate) fn convert_str_to_latin1_lossy(src: &str, dst: &mut [u8]) -> (usize, 
             if n < UTF8_SIMD_MIN {
                 break;
             }
-            let block = &src[read..read + n];
-            written += if n <= 64 {
-                str_to_latin1_staged::<64>(block, &mut dst[written..])
-            } else {
-                str_to_latin1_staged::<STAGE>(block, &mut dst[written..])
-            };
+            written += through_stage(&src[read..read + n], &mut dst[written..], put_low_bytes);
             read += n;
         }
         let (r, w) = str_to_latin1_by_char(&src[read..], &mut dst[written..]);
         return (read + r, written + w);
     }
     str_to_latin1_by_char(src, dst)
-}
-
-/// UTF-8 of at most `N` bytes to Node's latin1, through a stage of `N`
-/// UTF-16 units on the stack: the units converted by simdutf, then each
-/// narrowed to its low byte (a loop that vectorises). `dst` holds at least
-/// one byte per byte of `src`. Returns the bytes written.
-#[cfg(feature = "simdutf")]
-fn str_to_latin1_staged<const N: usize>(src: &str, dst: &mut [u8]) -> usize {
-    let mut stage = [0u16; N];
-    let units = simd::utf8_to_units(src, &mut stage);
-    for (d, &u) in dst[..units].iter_mut().zip(&stage[..units]) {
-        *d = u as u8;
-    }
-    units
 }
 
 /// [`convert_str_to_latin1_lossy`] one character at a time: ASCII runs are
@@ -390,10 +377,7 @@ pub(crate) fn convert_utf16_to_utf16le(src: &[u16], dst: &mut [u8]) -> (usize, u
 /// unspecified; the loop vectorises.
 pub(crate) fn convert_utf16_to_latin1_lossy(src: &[u16], dst: &mut [u8]) -> (usize, usize) {
     let n = keep_pairs(src, dst.len());
-    for (d, &u) in dst[..n].iter_mut().zip(&src[..n]) {
-        *d = u as u8;
-    }
-    (n, n)
+    (n, put_low_bytes(&src[..n], dst))
 }
 
 /// How many of `units` to take when `max` fit: `max` or all, one fewer when
@@ -425,6 +409,17 @@ fn floor_char_boundary(s: &str, max: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+/// Writes the low byte of each of `units` (Node's latin1) at the start of
+/// `dst`, which needs `units.len()` bytes; the loop vectorises. Returns the
+/// bytes written.
+fn put_low_bytes(units: &[u16], dst: &mut [u8]) -> usize {
+    let dst = &mut dst[..units.len()];
+    for (d, &u) in dst.iter_mut().zip(units) {
+        *d = u as u8;
+    }
+    dst.len()
 }
 
 /// Writes `units` as UTF-16LE at the start of `dst`, which needs
