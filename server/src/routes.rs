@@ -137,14 +137,30 @@ fn bad_request(reason: String) -> Reply {
     Reply::error(Status::BAD_REQUEST, reason)
 }
 
+/// `s` as a decimal count: digits only (refused naming `what` otherwise),
+/// and within `usize` (refused as out of range). One pass: digits are
+/// checked and summed together (the count is in every end-string request).
 fn parse_count(what: &str, s: &str) -> Result<usize, Reply> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad_request(format!(
-            "{what} must be a decimal number, got {s:?}"
-        )));
+    let mut n: Option<usize> = Some(0);
+    for b in s.bytes() {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err(not_a_count(what, s));
+        }
+        // An overflow is reported only once every byte is known to be a
+        // digit: "not a number" comes first, as it did with `str::parse`.
+        n = n.and_then(|n| n.checked_mul(10)?.checked_add(usize::from(digit)));
     }
-    s.parse()
-        .map_err(|_| bad_request(format!("{what} {s} is out of range")))
+    match n {
+        _ if s.is_empty() => Err(not_a_count(what, s)),
+        Some(n) => Ok(n),
+        None => Err(bad_request(format!("{what} {s} is out of range"))),
+    }
+}
+
+#[cold]
+fn not_a_count(what: &str, s: &str) -> Reply {
+    bad_request(format!("{what} must be a decimal number, got {s:?}"))
 }
 
 /// Passes every `name=value` pair of `query`, decoded, to `set`; a pair
@@ -382,5 +398,34 @@ mod tests {
             }
         }
         assert_eq!(query_parts(None).count(), 0);
+    }
+
+    /// A count is read as `str::parse` reads it, digits only; a byte that
+    /// is not a digit is named before an overflow, wherever it is.
+    #[test]
+    fn counts_parse_as_the_standard_library_parses_them() {
+        let reason = |s: &str| match parse_count("len", s) {
+            Ok(n) => Ok(n),
+            Err(Reply::Error { reason, .. }) => Err(reason.into_owned()),
+            Err(other) => panic!("{s:?}: not an error reply: {other:?}"),
+        };
+        for s in ["0", "4", "007", "102400", &usize::MAX.to_string()] {
+            assert_eq!(reason(s), Ok(s.parse::<usize>().unwrap()), "{s:?}");
+        }
+        let not_a_number = |s: &str| Err(format!("len must be a decimal number, got {s:?}"));
+        for s in [
+            "",
+            "+4",
+            "-4",
+            " 4",
+            "4 ",
+            "4a",
+            "0x10",
+            "99999999999999999999999x",
+        ] {
+            assert_eq!(reason(s), not_a_number(s), "{s:?}");
+        }
+        let over = format!("{}0", usize::MAX);
+        assert_eq!(reason(&over), Err(format!("len {over} is out of range")));
     }
 }

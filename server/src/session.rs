@@ -210,17 +210,28 @@ impl Session {
                     return Step::Flush;
                 }
             }
+            if let State::Head = self.state {
+                // Between requests, what nearly every turn is: handled in
+                // place, and a keep-alive answer leaves the state as it is.
+                // (Moving the whole state out and back, and dropping the
+                // one replaced, cost about 60 instructions per pipelined
+                // request.)
+                if input.is_empty() {
+                    return Step::Read(Waiting::Idle);
+                }
+                match self.head(input, queue, app) {
+                    Some(State::Head) => {}
+                    Some(next) => self.state = next,
+                    None => return Step::Read(Waiting::Head),
+                }
+                if let Some(job) = self.job.take() {
+                    return Step::Defer(job);
+                }
+                continue;
+            }
             let state = std::mem::replace(&mut self.state, State::Head);
             self.state = match state {
-                State::Head => {
-                    if input.is_empty() {
-                        return Step::Read(Waiting::Idle);
-                    }
-                    match self.head(input, queue, app) {
-                        Some(next) => next,
-                        None => return Step::Read(Waiting::Head),
-                    }
-                }
+                State::Head => unreachable!("handled in place above"),
                 State::Body {
                     mut decoder,
                     pending,

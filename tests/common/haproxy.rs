@@ -30,11 +30,26 @@ pub fn installed() -> bool {
 
 /// A port on 127.0.0.1 that was free a moment ago: for a configuration
 /// file, which needs the port before anything listens on it.
+///
+/// Chosen below the kernel's ephemeral range (32768 and up by default),
+/// not by binding port 0: a replica restarted on its port must find it
+/// free, and haproxy's own connections to the other replica take their
+/// source ports from the ephemeral range, one of which could be a stopped
+/// replica's port for as long as that connection lives.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    // Apart per process (test binaries may run side by side) and per call.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::process::id().wrapping_mul(7919);
+    (0..SPAN)
+        .map(|_| {
+            let step = NEXT.fetch_add(1, Ordering::Relaxed);
+            (FIRST + base.wrapping_add(step) % SPAN) as u16
+        })
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }
 
 /// A running haproxy, killed (by its pid) when dropped.
