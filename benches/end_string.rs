@@ -27,7 +27,9 @@
 //! Comparisons: Node's compare.R tables (Welch's t-test on the two sets of
 //! runs), then the same comparisons paired by round — the log ratio of the
 //! two variants' runs of each round, which are seconds apart — so that a
-//! shift of the whole machine between rounds cancels out.
+//! shift of the whole machine between rounds cancels out; the paired tables
+//! also compare direct with the ceiling. `--from-runs FILE` prints the
+//! summary and the tables again from a runs file, running nothing.
 //!
 //! With `--pipeline N` each connection sends N requests per write, the
 //! TechEmpower plaintext shape (`wrk_scripts/pipeline.lua`), and may-peer
@@ -146,7 +148,9 @@ const PAIRS: [(Variant, Variant); 4] = [
     (Variant::May, Variant::Direct),
     (Variant::Ceiling, Variant::Direct),
 ];
-/// The comparisons printed as Node's tables; the ceiling has its own column.
+/// The comparisons in Node's (Welch) tables: the ceiling has its own
+/// column there. The paired tables take all of [`PAIRS`], so that the
+/// ratios to the ceiling get an accuracy too.
 const TABLE_PAIRS: usize = 3;
 /// The longest body: the servers' default `--max-len` (the ceiling's
 /// limit too).
@@ -229,6 +233,10 @@ struct Opts {
     /// Requests per variant and length for --syscalls (1 to 10000000).
     #[arg(long, default_value_t = 2000, value_parser = cli::count(1..=10_000_000))]
     syscall_requests: usize,
+    /// Print the summary and the comparison tables of a runs file this
+    /// harness wrote (`target/unflat-bench/*-runs.csv`), running nothing.
+    #[arg(long, value_name = "CSV")]
+    from_runs: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long)]
     bench: bool,
@@ -351,6 +359,13 @@ fn main() {
     let mut o: Opts = cli::parse();
     if o.quick {
         (o.runs, o.min_runs, o.duration) = (1, 1, 1);
+    }
+    if let Some(path) = o.from_runs.clone() {
+        let runs = read_runs(&path)
+            .unwrap_or_else(|e| cli::usage_error(&format!("{}: {e}", path.display())));
+        ran_in(&mut o, &runs);
+        report(&o, &runs, &BTreeMap::new());
+        return;
     }
     let p = plan(&mut o).unwrap_or_else(|e| cli::usage_error(&e));
     if !installed("wrk") {
@@ -487,13 +502,7 @@ fn main() {
     } else {
         BTreeMap::new()
     };
-    let by = group(&runs);
-    summary(&by, &counts);
-    for test in [Test::Welch, Test::Paired] {
-        for metric in [Metric::ReqPerS, Metric::CpuPerReq] {
-            compare_table(&o, &by, metric, test);
-        }
-    }
+    report(&o, &runs, &counts);
     let files = write_csvs(&o, &p.stem, &runs);
     let svg = out_dir().join(format!("{}.svg", p.stem));
     chart(&svg, &o, &runs);
@@ -507,6 +516,17 @@ fn main() {
     if runs.iter().any(|r| r.errors > 0) {
         eprintln!("some runs had socket errors or non-2xx responses");
         std::process::exit(1);
+    }
+}
+
+/// The summary table, then the comparisons: Welch's, then paired by round.
+fn report(o: &Opts, runs: &[Run], instructions: &BTreeMap<(String, usize, String), f64>) {
+    let by = group(runs);
+    summary(&by, instructions);
+    for test in [Test::Welch, Test::Paired] {
+        for metric in [Metric::ReqPerS, Metric::CpuPerReq] {
+            compare_table(o, &by, metric, test);
+        }
     }
 }
 
@@ -1003,7 +1023,11 @@ fn compare_table(o: &Opts, by: &Groups, metric: Metric, test: Test) {
     };
     let mut rows = Vec::new();
     let mut ps = Vec::new();
-    for (old, new) in ran(o, &PAIRS[..TABLE_PAIRS]) {
+    let pairs = match test {
+        Test::Welch => &PAIRS[..TABLE_PAIRS],
+        Test::Paired => &PAIRS[..],
+    };
+    for (old, new) in ran(o, pairs) {
         for kind in o.kinds.iter().map(|k| k.name()) {
             for &len in &o.lens {
                 let label = format!("end-string {old} → {new} kind={kind} len={len}");
@@ -1158,13 +1182,11 @@ fn inspect(s: &str) -> String {
 
 /// Every figure of every run, one line each.
 fn runs_csv(runs: &[Run]) -> String {
-    let mut s = String::from(
-        "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors\n",
-    );
+    let mut s = format!("{RUNS_HEADER}\n");
     for r in runs {
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.2},{:.3},{:.3},{},{}",
+            "{},{},{},{},{:.2},{:.4},{:.4},{},{}",
             r.variant,
             r.kind,
             r.len,
@@ -1177,6 +1199,101 @@ fn runs_csv(runs: &[Run]) -> String {
         );
     }
     s
+}
+
+/// The first line of a runs file.
+const RUNS_HEADER: &str =
+    "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors";
+
+/// The runs of a file [`runs_csv`] wrote. An error names the line and the
+/// field that could not be read.
+fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut lines = text.lines().enumerate();
+    if lines.next().map(|(_, h)| h) != Some(RUNS_HEADER) {
+        return Err(format!("line 1 is not the header `{RUNS_HEADER}`"));
+    }
+    let runs = lines
+        .filter(|(_, line)| !line.is_empty())
+        .map(|(i, line)| {
+            let f: Vec<&str> = line.split(',').collect();
+            let at = |what: String| format!("line {}: {what}", i + 1);
+            if f.len() != 9 {
+                return Err(at(format!("{} fields, not 9", f.len())));
+            }
+            Variant::from_str(f[0], false)
+                .map_err(|_| at(format!("unknown variant `{}`", f[0])))?;
+            Kind::from_str(f[1], false).map_err(|_| at(format!("unknown kind `{}`", f[1])))?;
+            let run: usize = field(&f, 3).map_err(at)?;
+            Ok(Run {
+                variant: f[0].to_string(),
+                kind: f[1].to_string(),
+                len: field(&f, 2).map_err(at)?,
+                run: run
+                    .checked_sub(1)
+                    .ok_or_else(|| at("run 0: runs count from 1".into()))?,
+                req_per_s: figure(&f, 4).map_err(at)?,
+                // Not in the runs file; only the compare.js files use it,
+                // and --from-runs writes none.
+                duration_s: f64::NAN,
+                cpu_us_per_req: figure(&f, 5).map_err(at)?,
+                wrk_cpu_us_per_req: figure(&f, 6).map_err(at)?,
+                p99_us: figure(&f, 7).map_err(at)?,
+                errors: field(&f, 8).map_err(at)?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if runs.is_empty() {
+        return Err("no runs after the header".into());
+    }
+    Ok(runs)
+}
+
+/// Field `k` of a runs file's line, parsed; an error names the column.
+fn field<T: std::str::FromStr>(f: &[&str], k: usize) -> Result<T, String> {
+    f[k].parse()
+        .map_err(|_| format!("{} `{}` is not a whole number", column(k), f[k]))
+}
+
+/// Field `k` of a runs file's line: a measured figure, finite and not
+/// negative.
+fn figure(f: &[&str], k: usize) -> Result<f64, String> {
+    f[k].parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| {
+            format!(
+                "{} `{}` is not a figure (a number, 0 or more)",
+                column(k),
+                f[k]
+            )
+        })
+}
+
+/// The name of a runs file's column `k`.
+fn column(k: usize) -> &'static str {
+    RUNS_HEADER.split(',').nth(k).unwrap_or("?")
+}
+
+/// Sets the variants, kinds and lengths of `o` to those `runs` hold, in
+/// the harness's own order, for tables of a runs file.
+fn ran_in(o: &mut Opts, runs: &[Run]) {
+    o.variants = Variant::value_variants()
+        .iter()
+        .copied()
+        .filter(|v| runs.iter().any(|r| r.variant == v.name()))
+        .collect();
+    o.kinds = Kind::value_variants()
+        .iter()
+        .copied()
+        .filter(|k| runs.iter().any(|r| r.kind == k.name()))
+        .collect();
+    o.lens = runs
+        .iter()
+        .map(|r| r.len)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
 }
 
 /// req/s and server CPU µs per request against length, one series per

@@ -136,6 +136,98 @@ fn end_string_refuses_bad_options_with_one_line_and_status_2() {
     }
 }
 
+/// A runs file in `dir` (end-string's `*-runs.csv` layout) holding `rows`.
+fn runs_file(dir: &std::path::Path, name: &str, rows: &[&str]) -> String {
+    let path = dir.join(name);
+    let header =
+        "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors";
+    std::fs::write(
+        &path,
+        [header]
+            .iter()
+            .chain(rows)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
+    let dir = std::env::temp_dir().join(format!("unflat-from-runs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two rounds: the machine twice as busy in the second, direct 10 %
+    // above the ceiling's CPU and 5 % below its req/s in both.
+    let good = runs_file(
+        &dir,
+        "good.csv",
+        &[
+            "direct,ascii,64,1,95000,1.1,1.0,500,0",
+            "ceiling,ascii,64,1,100000,1.0,1.0,500,0",
+            "direct,ascii,64,2,47500,2.2,2.0,900,0",
+            "ceiling,ascii,64,2,50000,2.0,2.0,900,0",
+        ],
+    );
+    let (code, stdout, stderr) = run("end-string", &["--from-runs", &good]);
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    let paired_cpu = stdout
+        .split("CPU µs/req: old → new (− is less CPU), paired by round")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no paired CPU table: {stdout}"));
+    let row = paired_cpu
+        .lines()
+        .find(|l| l.contains("end-string ceiling → direct kind=ascii len=64"))
+        .unwrap_or_else(|| panic!("no ceiling → direct row: {paired_cpu}"));
+    // The same ratio in both rounds: exactly +10 %, with no spread.
+    assert!(row.contains("10.00 %"), "{row}");
+    assert!(stdout.contains("req/s (mean ± sd)"), "{stdout}");
+    // Welch's table leaves the ceiling to its column.
+    let welch = stdout.split("paired by round").next().unwrap();
+    assert!(!welch.contains("ceiling → direct"), "{welch}");
+
+    for (rows, names) in [
+        (
+            &["direct,ascii,64,one,1,1,1,1,0"][..],
+            &["line 2", "run", "`one`"][..],
+        ),
+        (
+            &["direct,ascii,64,1,1,1,1,1"],
+            &["line 2", "8 fields, not 9"],
+        ),
+        (
+            &["nginx,ascii,64,1,1,1,1,1,0"],
+            &["line 2", "unknown variant `nginx`"],
+        ),
+        (&["direct,ascii,64,0,1,1,1,1,0"], &["line 2", "run 0"]),
+        (
+            &["direct,ascii,64,1,1,-1,1,1,0"],
+            &["line 2", "server_cpu_us_per_req", "`-1`"],
+        ),
+        (
+            &["direct,ascii,64,1,NaN,1,1,1,0"],
+            &["line 2", "req_per_s", "`NaN`"],
+        ),
+        (&[], &["no runs"]),
+    ] {
+        let broken = runs_file(&dir, "broken.csv", rows);
+        refused("end-string", &["--from-runs", &broken], names);
+    }
+    let headless = dir.join("headless.csv");
+    std::fs::write(&headless, "direct,ascii,64,1,1,1,1,1,0\n").unwrap();
+    refused(
+        "end-string",
+        &["--from-runs", headless.to_str().unwrap()],
+        &["line 1", "header"],
+    );
+    refused(
+        "end-string",
+        &["--from-runs", dir.join("absent.csv").to_str().unwrap()],
+        &["absent.csv"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_other_harnesses_refuse_bad_options_with_one_line_and_status_2() {
     for (harness, args, names) in [
@@ -226,6 +318,7 @@ fn help_describes_every_option_and_bench_is_accepted() {
         "--syscall-requests",
         "--pipeline",
         "--tls",
+        "--from-runs",
     ] {
         assert!(named.iter().any(|n| n == ci), "end-string: {ci} gone");
     }
