@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A/B comparison of server variants under wrk, alternating run by run.
 
-    python3 benches/ab.py LEN ROUNDS SECONDS NAME=COMMAND... [--kind K] [--body flat|rope]
+    python3 benches/ab.py LEN ROUNDS SECONDS NAME=COMMAND... [--kind K] [--body flat|rope] [--pipeline DEPTH]
 
 Each COMMAND starts a server; the word PORT in it is replaced by a free
 port (4201, 4202, ...). Every round runs `wrk -t1 -c50 -d{SECONDS}s -s
-wrk_scripts/end-string.lua` against each server in turn, reading the
+wrk_scripts/end-string.lua` (with `--pipeline DEPTH`,
+`wrk_scripts/pipeline.lua`: DEPTH requests per write, TechEmpower's
+plaintext shape) against each server in turn, reading the
 server's user and system CPU time from /proc/PID/stat around the run.
 Prints, per variant, the median req/s and CPU µs per request (user + sys),
 each as a ratio to the first variant. Used for the measurements in
@@ -15,6 +17,9 @@ docs/design.md and docs/results.md that are not the end-string suite's:
     python3 benches/ab.py 16384 6 3 \\
         share="$B/unflat-server --addr 127.0.0.1:PORT --workers 2 --copy-below 0" \\
         copy="$B/unflat-server --addr 127.0.0.1:PORT --workers 2 --copy-below 1000000000"
+
+Pinned, as the end-string suite runs: `taskset -c 1 python3 benches/ab.py
+…` (wrk inherits core 1) with each COMMAND under `taskset -c 0`.
 """
 import os
 import re
@@ -33,7 +38,7 @@ def cpu(pid):
 
 
 def main(argv):
-    opts = {"--kind": "ascii", "--body": "flat"}
+    opts = {"--kind": "ascii", "--body": "flat", "--pipeline": None}
     pos = []
     it = iter(argv)
     for a in it:
@@ -53,13 +58,15 @@ def main(argv):
             servers.append((name, p, port))
         time.sleep(1.5)
         results = {name: [] for name, _, _ in servers}
-        script = os.path.join(ROOT, "wrk_scripts", "end-string.lua")
+        depth = opts["--pipeline"]
+        script = os.path.join(ROOT, "wrk_scripts", "pipeline.lua" if depth else "end-string.lua")
+        script_args = ([depth] if depth else []) + [length, opts["--kind"], opts["--body"]]
         for _ in range(rounds):
             for name, p, port in servers:
                 before = cpu(p.pid)
                 out = subprocess.run(
                     ["wrk", "-t1", "-c50", f"-d{secs}s", "-s", script,
-                     f"http://127.0.0.1:{port}", "--", length, opts["--kind"], opts["--body"]],
+                     f"http://127.0.0.1:{port}", "--", *script_args],
                     capture_output=True, text=True, check=True).stdout
                 after = cpu(p.pid)
                 requests = int(re.search(r"(\d+) requests in", out).group(1))
