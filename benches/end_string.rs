@@ -227,7 +227,7 @@ struct Opts {
     syscalls: bool,
     /// Also count each server's user-space instructions per request
     /// (callgrind, benches/instructions.py: needs valgrind and python3;
-    /// one request at a time, also with --pipeline).
+    /// one request at a time, or --pipeline's depth per write).
     #[arg(long)]
     instructions: bool,
     /// Requests per variant and length for --syscalls (1 to 10000000).
@@ -497,7 +497,10 @@ fn main() {
     }
     println!();
     let counts = if o.instructions {
-        println!("instructions per request (callgrind; one request at a time)…");
+        match o.pipeline {
+            Some(d) => println!("instructions per request (callgrind; {d} pipelined per write)…"),
+            None => println!("instructions per request (callgrind; one request at a time)…"),
+        }
         instructions(&o, &p, &bin)
     } else {
         BTreeMap::new()
@@ -596,7 +599,8 @@ fn command(o: &Opts, p: &Plan, variant: &str, addr: &str) -> (&'static str, Vec<
 
 /// User-space instructions per request of each variant at each length,
 /// by (kind, len, variant): `benches/instructions.py` (callgrind, one
-/// request at a time on one connection), run on the servers' cores, one
+/// connection, one request at a time or `--pipeline`'s depth per write),
+/// run on the servers' cores, one
 /// variant at a time (each with its own `body` parameter).
 fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, String), f64> {
     let mut counts = BTreeMap::new();
@@ -622,6 +626,9 @@ fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, Stri
                 ]);
                 if let Some(tls) = &p.tls {
                     cmd.args(["--tls", &tls.server_args[1]]);
+                }
+                if let Some(depth) = o.pipeline {
+                    cmd.args(["--pipeline", &depth.to_string()]);
                 }
                 let (exe, args) = command(o, p, v, "127.0.0.1:PORT");
                 let line = std::iter::once(bin.join(exe).display().to_string())

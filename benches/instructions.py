@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """User-space instructions per request, counted by valgrind's callgrind.
 
-    python3 benches/instructions.py [--len N] [--kind ascii|latin1|twobyte] [--body flat|rope] [--tls CA_PEM] [--top K] NAME=COMMAND...
+    python3 benches/instructions.py [--len N] [--kind ascii|latin1|twobyte] [--body flat|rope] [--tls CA_PEM] [--pipeline DEPTH] [--top K] NAME=COMMAND...
 
 Each COMMAND starts a server; the word PORT in it is replaced by a free
 port. Every server runs twice under `valgrind --tool=callgrind`, answering
 1000 and then 3000 sequential keep-alive `GET /end-string/{N}?kind=K`
 (`ascii` unless `--kind` says otherwise)
-requests (`&body=rope` added with `--body rope`) from one connection; the difference between the two runs, divided
+requests (`&body=rope` added with `--body rope`) from one connection
+(with `--pipeline DEPTH`, DEPTH requests in each write, TechEmpower's
+plaintext shape; every answer of a write read before the next); the difference between the two runs, divided
 by 2000, is what one request costs in user space — start-up and shutdown
 cancel out. Unlike CPU time under wrk, the count does not depend on what
 else the machine is doing, so small differences between variants show.
@@ -73,39 +75,49 @@ def connect(port, proc, ca):
     sys.exit("server did not accept within 30 s")
 
 
-def drive(sock, n, path):
-    """Sends n requests one at a time, reading each whole response."""
+def drive(sock, n, path, depth):
+    """Sends n requests, `depth` in each write (1: one at a time), reading
+    every response of a write whole before the next."""
     request = f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
     buf = b""
-    for _ in range(n):
-        sock.sendall(request)
-        while True:
-            end = buf.find(b"\r\n\r\n")
-            if end >= 0:
-                head = buf[:end].decode("latin-1").lower()
-                m = re.search(r"\r\ncontent-length:\s*(\d+)", head)
-                if not m:
-                    sys.exit(f"response without Content-Length: {head!r}")
-                total = end + 4 + int(m.group(1))
-                if len(buf) >= total:
-                    if not head.startswith("http/1.1 200"):
-                        sys.exit(f"unexpected response: {head!r}")
-                    buf = buf[total:]
-                    break
-            data = sock.recv(1 << 20)
-            if not data:
-                sys.exit("server closed the connection")
-            buf += data
+    sent = 0
+    while sent < n:
+        batch = min(depth, n - sent)
+        sock.sendall(request * batch)
+        sent += batch
+        for _ in range(batch):
+            buf = read_response(sock, buf)
 
 
-def count(command, n, path, out, ca):
+def read_response(sock, buf):
+    """Reads one whole 200 response with a Content-Length from `buf` and the
+    socket; returns what follows it."""
+    while True:
+        end = buf.find(b"\r\n\r\n")
+        if end >= 0:
+            head = buf[:end].decode("latin-1").lower()
+            m = re.search(r"\r\ncontent-length:\s*(\d+)", head)
+            if not m:
+                sys.exit(f"response without Content-Length: {head!r}")
+            total = end + 4 + int(m.group(1))
+            if len(buf) >= total:
+                if not head.startswith("http/1.1 200"):
+                    sys.exit(f"unexpected response: {head!r}")
+                return buf[total:]
+        data = sock.recv(1 << 20)
+        if not data:
+            sys.exit("server closed the connection")
+        buf += data
+
+
+def count(command, n, path, out, ca, depth):
     port = free_port()
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
     argv += [a.replace("PORT", str(port)) for a in shlex.split(command)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         with connect(port, proc, ca) as sock:
-            drive(sock, n, path)
+            drive(sock, n, path, depth)
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
@@ -135,7 +147,7 @@ def inclusive(out):
 
 
 def main(argv):
-    length, kind, body, top, ca, variants = 4, "ascii", "flat", 0, None, []
+    length, kind, body, top, ca, depth, variants = 4, "ascii", "flat", 0, None, 1, []
     it = iter(argv)
     for a in it:
         if a == "--len":
@@ -150,6 +162,10 @@ def main(argv):
                 sys.exit(f"--body: flat or rope, not {body!r}")
         elif a == "--tls":
             ca = next(it)
+        elif a == "--pipeline":
+            depth = int(next(it))
+            if depth < 1:
+                sys.exit(f"--pipeline: a depth of 1 or more, not {depth}")
         elif a == "--top":
             top = int(next(it))
         elif "=" in a:
@@ -163,7 +179,7 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
             outs = [os.path.join(tmp, f"{name}.{n}.out") for n in RUNS]
-            totals = [count(command, n, path, out, ca) for n, out in zip(RUNS, outs)]
+            totals = [count(command, n, path, out, ca, depth) for n, out in zip(RUNS, outs)]
             per = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
             results.append((name, per))
             if top:
@@ -174,6 +190,7 @@ def main(argv):
                     print(f"  {v:8.0f}  {k[:160]}")
     first = results[0][1]
     over = ", over TLS" if ca else ""
+    over += f", {depth} pipelined per write" if depth > 1 else ""
     print(f"len {length}, kind={kind}, body={body}{over}: user-space instructions per request (callgrind)")
     for name, per in results:
         print(f"  {name:>10} {per:10.0f}  {per / first:5.2f}× {results[0][0]}")
