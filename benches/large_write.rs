@@ -27,16 +27,15 @@ use clap::Parser;
 use sha2::{Digest, Sha256};
 use support::{build_release, cli, connect, machine, median, out_dir, rss_of, Proc, Tls};
 
-/// The largest payload, in MiB: the server's default `--large-bytes`
-/// (2 GiB), which bounds the `--max-large` the harness passes.
+/// The largest payload, in MiB (the harness gives the server a memory limit
+/// that holds it twice: cached, and the flatten strategy's copy).
 const MAX_SIZE_MIB: u64 = 2048;
 
 /// The large-write benchmark.
 #[derive(Parser, Debug)]
 #[command(name = "large-write", bin_name = "cargo bench --bench large-write --")]
 struct Opts {
-    /// Payload size in MiB (1 to 2048, the server's default
-    /// --large-bytes).
+    /// Payload size in MiB (1 to 2048).
     #[arg(long, default_value_t = 512, value_parser = cli::count(1..=MAX_SIZE_MIB))]
     size_mib: usize,
     /// Runs per strategy (1 to 1000).
@@ -189,7 +188,13 @@ fn main() {
             "--strategy",
             strategy,
             "--max-large",
-            &(size.max(1 << 30)).to_string(),
+            &size.to_string(),
+            // Room for the payload cached, the flatten strategy's copy of
+            // it, and the connection.
+            "--memory-limit",
+            &(2 * size + (256 << 20)).to_string(),
+            "--cache-bytes",
+            &size.to_string(),
         ]
         .map(String::from)
         .to_vec();

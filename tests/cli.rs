@@ -77,6 +77,24 @@ fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
         (&["--max-head", "10"], &[], "64 bytes to 1 MiB"),
         (&["--frame", "2"], &[], "--frame"),
         (&["--body-min-rate", "x"], &[], "not a whole number"),
+        // Every timeout has a floor of 1 s: below it a server listens but
+        // cannot serve.
+        (
+            &["--handshake-timeout", "1ms"],
+            &[],
+            "under 1s, the shortest timeout accepted",
+        ),
+        (&["--head-timeout", "1ns"], &[], "under 1s"),
+        (&["--send-timeout", "1ns"], &[], "under 1s"),
+        (&[], &[("UNFLAT_BODY_TIMEOUT", "0.5")], "under 1s"),
+        (&["--idle-timeout", "999ms"], &[], "under 1s"),
+        // Parts of the memory limit cannot be larger than it.
+        (
+            &["--connection-memory", "2GiB"],
+            &[],
+            "--connection-memory 2147483648 is more than --memory-limit",
+        ),
+        (&["--memory-limit", "1KiB"], &[], "1 MiB to 1 TiB"),
     ] {
         let (code, _, stderr) = run(args, env);
         assert_eq!(code, Some(2), "{args:?} {env:?}: {stderr}");
@@ -108,12 +126,22 @@ fn a_tls_certificate_or_key_that_cannot_be_used_is_one_line_naming_the_file_and_
     std::fs::write(path("cert.pem"), one.cert.pem()).unwrap();
     std::fs::write(path("other-key.pem"), other.signing_key.serialize_pem()).unwrap();
     std::fs::write(path("empty.pem"), "not PEM at all\n").unwrap();
+    std::fs::write(path("huge.pem"), vec![b'#'; (1 << 20) + 1]).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(path("fifo.pem"))
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let fixture = |name: &str| format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     let (cert, other_key, empty, missing) = (
         path("cert.pem"),
         path("other-key.pem"),
         path("empty.pem"),
         path("missing.pem"),
     );
+    let (fifo, huge, dir_path) = (path("fifo.pem"), path("huge.pem"), path(""));
+    let dir_path = dir_path.trim_end_matches('/').to_string();
+    let (rsa_1024, secp256k1) = (fixture("rsa-1024-key.pem"), fixture("secp256k1-key.pem"));
     for (args, names) in [
         (
             vec!["--tls-cert", &missing, "--tls-key", &other_key],
@@ -149,6 +177,34 @@ fn a_tls_certificate_or_key_that_cannot_be_used_is_one_line_naming_the_file_and_
         (
             vec!["--handshake-timeout", "0"],
             "--handshake-timeout".to_string(),
+        ),
+        // Regular files only, of 1 MiB at most, never read when they are
+        // not: a device used to be read until a 1 GiB allocation aborted,
+        // and a FIFO to hang the start-up.
+        (
+            vec!["--tls-cert", "/dev/zero", "--tls-key", &other_key],
+            "--tls-cert /dev/zero: not a regular file (a character device)".to_string(),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &fifo],
+            format!("--tls-key {fifo}: not a regular file (a FIFO)"),
+        ),
+        (
+            vec!["--tls-cert", &dir_path, "--tls-key", &other_key],
+            format!("--tls-cert {dir_path}: not a regular file (a directory)"),
+        ),
+        (
+            vec!["--tls-cert", &huge, "--tls-key", &other_key],
+            format!("--tls-cert {huge}: 1048577 bytes; a PEM file of more than 1 MiB is refused"),
+        ),
+        // A key of a type or size rustls does not take, named as such.
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &rsa_1024],
+            format!("--tls-key {rsa_1024}: an RSA key of 1024 bits, a size not supported"),
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &secp256k1],
+            format!("--tls-key {secp256k1}: an ECDSA key on secp256k1, a curve not supported"),
         ),
     ] {
         let mut args = args;
@@ -246,7 +302,7 @@ fn help_shows_size_defaults_with_units_and_the_logging_options() {
     let (code, stdout, _) = run(&["--help"], &[]);
     assert_eq!(code, Some(0));
     for shown in [
-        "[default: 256MiB]",
+        "[default: 1GiB]",
         "[default: 1MiB]",
         "[default: 16KiB]",
         "[default: 64KiB]",
@@ -275,7 +331,7 @@ fn sizes_with_units_start_the_server() {
             "--frame",
             "16384",
         ])
-        .args(["--max-large", "1MB", "--large-bytes", "0.5GiB"])
+        .args(["--max-large", "1MB", "--memory-limit", "1.5GiB"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -167,15 +167,74 @@ fn trickled_bodies_and_trailers_are_answered_408_at_the_body_deadline() {
         assert!(sent < rest.len(), "{what}: the whole body went in");
     }
     // A body that keeps to the rate is read: 600 bytes at once earn 1.2 s
-    // beyond the 2 s, so the last byte, at 2.6 s, is in time.
+    // beyond the 2 s, so the last byte, at 3 s, is in time — and no
+    // silence was longer than the 2 s of --body-timeout.
     let mut s = connect(&server);
-    s.write_all(b"POST /echo?format=raw HTTP/1.1\r\nHost: t\r\nContent-Length: 601\r\n\r\n")
+    s.write_all(b"POST /echo?format=raw HTTP/1.1\r\nHost: t\r\nContent-Length: 602\r\n\r\n")
         .unwrap();
     s.write_all(&[b'y'; 600]).unwrap();
-    std::thread::sleep(Duration::from_millis(2600));
+    std::thread::sleep(Duration::from_millis(1500));
+    s.write_all(b"z").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
     s.write_all(b"z").unwrap();
     let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
-    assert_eq!((r.status, r.body.len()), (200, 601));
+    assert_eq!((r.status, r.body.len()), (200, 602));
+}
+
+/// Time earned by a body cannot be spent in silence, and framing earns
+/// none: a body sent fast, or framing alone, buys no more than
+/// --body-timeout without payload.
+#[test]
+fn deadline_credit_cannot_be_bought() {
+    let server = Running::start(Config {
+        body_timeout: Duration::from_secs(2),
+        body_min_rate: 500,
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    let extension = format!("1;{}\r\n", "e".repeat(16 * 1024 - 1));
+    for (what, sent) in [
+        // 200 000 bytes of payload earn 400 s at 500 bytes a second; then
+        // the client is silent.
+        (
+            "a Content-Length body sent fast, then silence",
+            [
+                &b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 200001\r\n\r\n"[..],
+                &[b'x'; 200_000],
+            ]
+            .concat(),
+        ),
+        // 16 KiB of chunk extension, the cap: framing, which used to earn
+        // 32 s.
+        (
+            "a chunk extension, then silence",
+            [
+                &b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+                extension.as_bytes(),
+            ]
+            .concat(),
+        ),
+    ] {
+        let mut s = connect(&server);
+        s.write_all(&sent).unwrap();
+        let begun = Instant::now();
+        let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+        let took = begun.elapsed();
+        assert_eq!(r.status, 408, "{what}");
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(4),
+            "{what}: answered after {took:?}"
+        );
+    }
+    // A chunk size of leading zeros is bounded like a line: 4 KiB of them
+    // are refused at once (the 65th).
+    let mut s = connect(&server);
+    s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .unwrap();
+    s.write_all(&[b'0'; 4096]).unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(r.body, b"chunk size too long\n");
 }
 
 #[test]

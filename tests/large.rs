@@ -7,8 +7,19 @@ mod common;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{config, connect, start};
+use common::{config, connect};
+use unflat_server::memory::Part;
 use unflat_server::{Config, Running, Strategy};
+
+/// Room for a gigabyte payload.
+fn gigabyte(workers: u16) -> Config {
+    Config {
+        workers: Some(workers),
+        max_large: Some(1 << 30),
+        memory_limit: 2 << 30,
+        ..config(Strategy::Direct)
+    }
+}
 
 fn served(server: &Running) -> bool {
     let r = common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -19,19 +30,15 @@ fn served(server: &Running) -> bool {
 fn a_large_payload_is_built_off_the_event_loop() {
     // One worker: were the payload built on it, the small request would
     // wait for the whole build.
-    let server = Running::start(Config {
-        workers: Some(1),
-        ..config(Strategy::Direct)
-    })
-    .unwrap();
+    let server = Running::start(gigabyte(1)).unwrap();
     assert!(served(&server));
     let size = 1 << 30;
     let mut big = connect(&server);
     big.write_all(format!("GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
         .unwrap();
-    let large = &server.app().large;
+    let memory = &server.app().memory;
     let begun = Instant::now();
-    while large.building() == 0 {
+    while memory.used(Part::Building) == 0 {
         assert!(
             begun.elapsed() < Duration::from_secs(10),
             "the build never began"
@@ -41,7 +48,7 @@ fn a_large_payload_is_built_off_the_event_loop() {
     // Answered while the gigabyte is still being built.
     assert!(served(&server));
     assert!(
-        large.building() > 0,
+        memory.used(Part::Building) > 0,
         "the build ended before a small request was answered"
     );
     let mut buf = Vec::new();
@@ -64,7 +71,7 @@ fn a_large_payload_is_built_off_the_event_loop() {
 
 #[test]
 fn head_of_a_large_payload_is_answered_from_its_size_alone() {
-    let server = start(Strategy::Direct);
+    let server = Running::start(gigabyte(2)).unwrap();
     let size = 1 << 30;
     let r = common::exchange(
         &server,
@@ -73,8 +80,10 @@ fn head_of_a_large_payload_is_answered_from_its_size_alone() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-length"), Some("1073741824"));
     assert!(r.body.is_empty());
-    assert!(
-        server.app().large.cached(size).is_none(),
+    let memory = &server.app().memory;
+    assert_eq!(
+        (memory.used(Part::Bodies), memory.used(Part::Building)),
+        (0, 0),
         "nothing was built"
     );
 }

@@ -407,7 +407,21 @@ fn metrics_parse_and_move_with_requests() {
     );
     // `s` and the scrape's own connection.
     assert!(at(&after, "unflat_open_connections") >= 2.0, "{after:?}");
-    for name in ["unflat_queued_bytes", "unflat_send_timeout_resets_total"] {
+    // The body was built once and then served from the cache; the two
+    // open connections' buffers are counted.
+    let builds = r#"unflat_body_builds_total{shared="false"}"#;
+    assert_eq!(at(&after, builds) - at(&before, builds), 1.0, "{after:?}");
+    let cached = r#"unflat_memory_bytes{part="bodies_cached"}"#;
+    assert!(at(&after, cached) >= 4.0, "{after:?}");
+    let bases = r#"unflat_memory_bytes{part="connection_bases"}"#;
+    assert!(at(&after, bases) >= 2.0 * 16384.0, "{after:?}");
+    for name in [
+        "unflat_memory_bytes{part=\"connections\"}",
+        "unflat_memory_limit_bytes{part=\"total\"}",
+        "unflat_memory_refusals_total",
+        "unflat_body_builds_total{shared=\"false\"}",
+        "unflat_send_timeout_resets_total",
+    ] {
         assert!(after.contains_key(name), "{name}: {after:?}");
     }
     drop(s);

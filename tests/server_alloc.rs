@@ -2,19 +2,55 @@
 //! allocate nothing at any of the benchmark's lengths, and the rope form
 //! (`?body=rope`) at most once per request: counted by a global allocator
 //! over the whole process (server threads included), with a client that
-//! allocates nothing per request.
+//! allocates nothing per request. And what a connection holds on the heap
+//! beyond what the server's memory account counts for it is its fixed
+//! cost: a few kilobytes (docs/robustness.md's formula).
 
 mod common;
 
 use std::io::{Read, Write};
 
 use common::{connect, read_response, start};
+use unflat_server::memory::Part;
 use unflat_server::{Running, Strategy};
 
 #[path = "../encoder/tests/common/alloc.rs"]
 mod alloc;
 
-use alloc::process_allocations;
+use alloc::{live_bytes, process_allocations};
+
+/// The heap a connection may hold beyond its lease (the part the account
+/// counts): its task, its socket's registration, its session and queue
+/// before any buffer. docs/robustness.md's fixed cost per connection is
+/// this and the lease's base.
+const FIXED_HEAP: usize = 4096;
+
+/// Heap bytes per open connection beyond what its lease counts, with
+/// `connections` keep-alive connections each served one response of
+/// `target` and left open.
+fn heap_beyond_the_lease(server: &Running, target: &str, connections: usize) -> f64 {
+    let memory = &server.app().memory;
+    let counted = || memory.used(Part::Bases) + memory.used(Part::Connections);
+    let request = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes();
+    let mut kept = Vec::with_capacity(connections);
+    let (live, leased) = (live_bytes(), counted());
+    for _ in 0..connections {
+        let mut s = connect(server);
+        s.write_all(&request).unwrap();
+        assert_eq!(
+            read_response(&mut s, &mut Vec::new(), false)
+                .unwrap()
+                .status,
+            200
+        );
+        kept.push(s);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let heap = live_bytes() as f64 - live as f64;
+    let lease = counted() as f64 - leased as f64;
+    drop(kept);
+    (heap - lease) / connections as f64
+}
 
 /// Heap allocations per request over 2 000 keep-alive requests for
 /// `target`, after warm-up.
@@ -64,6 +100,15 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
         assert!(
             per_request <= 1.0,
             "{per_request} heap allocations per request at len {len}, body=rope"
+        );
+    }
+    // The bodies are cached by now: what the connections hold is theirs.
+    for target in ["/end-string/4", "/end-string/102400?kind=twobyte"] {
+        let beyond = heap_beyond_the_lease(&server, target, 200);
+        eprintln!("{target}: {beyond:.0} bytes of heap per connection beyond its lease");
+        assert!(
+            beyond <= FIXED_HEAP as f64,
+            "{target}: {beyond:.0} bytes per connection beyond its lease"
         );
     }
 }

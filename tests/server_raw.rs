@@ -243,3 +243,90 @@ fn raw_echo_answers_the_body_exactly_as_received() {
     let bad = common::exchange(&server, b"GET /echo?format=xml HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(bad.status, 400);
 }
+
+/// No body the server generates is sniffed into another type: every
+/// response that can carry one says its `Content-Type` and
+/// `X-Content-Type-Options: nosniff` — errors echoing a decoded query
+/// value included — and so does the `HEAD` answer, as `GET`'s would; a 204
+/// says neither.
+#[test]
+fn every_generated_body_says_its_type_and_nosniff() {
+    let server = start(Strategy::Direct);
+    for (request, status, content_type) in [
+        (
+            "GET / HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "HEAD /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "GET /large/5 HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "application/octet-stream",
+        ),
+        (
+            "HEAD /large/5 HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "application/octet-stream",
+        ),
+        (
+            "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n",
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+        (
+            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
+            200,
+            "application/json",
+        ),
+        (
+            "POST /echo?format=raw HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
+            200,
+            "application/octet-stream",
+        ),
+        (
+            "GET /end-string/3?kind=%3Cscript%3E HTTP/1.1\r\nHost: t\r\n\r\n",
+            400,
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+            404,
+            "text/plain; charset=utf-8",
+        ),
+        (
+            "DELETE /healthz HTTP/1.1\r\nHost: t\r\n\r\n",
+            405,
+            "text/plain; charset=utf-8",
+        ),
+        ("GET / HTTP/1.1\r\n\r\n", 400, "text/plain; charset=utf-8"),
+    ] {
+        let r = common::exchange(&server, request.as_bytes());
+        let first = request.lines().next().unwrap();
+        assert_eq!(r.status, status, "{first}");
+        assert_eq!(r.header("content-type"), Some(content_type), "{first}");
+        assert_eq!(
+            r.header("x-content-type-options"),
+            Some("nosniff"),
+            "{first}"
+        );
+    }
+    let r = common::exchange(&server, b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("x-content-type-options"), None);
+    assert_eq!(r.header("content-type"), None);
+}

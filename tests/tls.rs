@@ -69,7 +69,8 @@ fn every_body_form_arrives_whole_over_https() {
 fn a_stalled_handshake_or_a_cleartext_client_is_closed_and_others_are_served() {
     let cert = Cert::new("stall");
     let config = Config {
-        handshake_timeout: Duration::from_millis(300),
+        // The shortest accepted.
+        handshake_timeout: Duration::from_secs(1),
         ..cert.config(Strategy::Direct)
     };
     let server = Running::start(config).unwrap();
@@ -109,16 +110,71 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
     );
     let path = help
         .lines()
-        .find_map(|l| l.strip_prefix("Self-signed certificate for localhost: "))
+        .find_map(|l| {
+            l.strip_prefix(
+                "Self-signed certificate for localhost (removed when the server stops): ",
+            )
+        })
         .unwrap_or_else(|| panic!("no certificate path in {help}"));
-    let pem = std::fs::read(path).unwrap();
+    let path = std::path::PathBuf::from(path);
+    // In a directory of its own that only this user can enter, readable by
+    // this user alone.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap();
+    assert_ne!(dir, std::env::temp_dir(), "a directory of its own");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(dir), mode(&path)), (0o700, 0o600));
+    let pem = std::fs::read(&path).unwrap();
     let der = rustls::pki_types::pem::PemObject::from_pem_slice(&pem).unwrap();
     let mut tls = client(&server, &der);
     tls.write_all(b"GET /end-string/64?kind=twobyte HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
     let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
     assert_eq!(r.body, common::end_string_body(64, "twobyte"));
-    std::fs::remove_file(path).unwrap();
+    drop(tls);
+    server.stop().unwrap();
+    assert!(
+        !path.exists() && !dir.exists(),
+        "removed when the server stops"
+    );
+}
+
+/// The binary's self-signed certificate: named by the banner, in a private
+/// directory, and removed when SIGTERM stops the server.
+#[test]
+fn the_self_signed_certificate_is_removed_when_the_server_stops() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(common::server_binary())
+        .args(["--addr", "127.0.0.1:0", "--tls-self-signed"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let prefix = "Self-signed certificate for localhost (removed when the server stops): ";
+    let mut line = String::new();
+    let path = loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "no certificate in the banner"
+        );
+        if let Some(path) = line.trim_end().strip_prefix(prefix) {
+            break std::path::PathBuf::from(path);
+        }
+    };
+    assert!(path.exists());
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    assert!(child.wait().unwrap().success(), "exits 0 on SIGTERM");
+    assert!(
+        !path.exists() && !path.parent().unwrap().exists(),
+        "{} left behind",
+        path.display()
+    );
 }
 
 #[test]

@@ -18,7 +18,7 @@ fn app() -> &'static App {
         let config = Config {
             // Small limits, so the fuzzer reaches them.
             max_len: 4096,
-            max_large: 65536,
+            max_large: Some(65536),
             max_body: 1024,
             max_head: 2048,
             max_request_line: 512,
@@ -91,7 +91,7 @@ fuzz_target!(|data: &[u8]| {
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,
-                Step::Defer(job) => session.resume(job.run()),
+                Step::Defer(job) => session.resume(job.wait()),
                 Step::Close => break 'feed,
                 Step::Read(_) => break,
             }

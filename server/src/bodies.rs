@@ -1,4 +1,5 @@
-//! The bodies the benchmark routes send, built once and shared.
+//! The bodies the routes send: built once off the async workers, shared,
+//! cached, and counted in the memory account.
 //!
 //! An `/end-string` body is kept in the form that suits sending it, chosen
 //! by its kind and the `body` query parameter:
@@ -11,23 +12,38 @@
 //!
 //! The flat ascii body is what Node's body string is once V8 has flattened
 //! it, and what hyper sends; a rope costs the write queue a walk over its
-//! chunks (see `unflat::queue`). A `/large` payload is one [`Bytes`]; only the
-//! most recent size is kept.
+//! chunks (see `unflat::queue`). A `/large` payload is one [`Bytes`].
 //!
-//! **No lock on the request path.** The cache is shared by every worker
-//! behind a mutex, but a connection asks it only when its own [`Memo`] does
-//! not hold the body: a keep-alive client asking for the same body again
-//! (every benchmark client) costs a comparison and a reference count, never
-//! the lock. An eviction bumps the cache's generation, which makes every
-//! memo ask again, so a memo never keeps an evicted body alive for long.
+//! **Counted once, kept alive by who uses it.** Each [`Body`] carries the
+//! [`Charge`] of its memory: the cache and every response that references
+//! it hold the same `Arc`, and the charge is given back when the last of
+//! them lets go. The cache keeps at most `--cache-bytes` of them (oldest
+//! out first); an evicted body lives on, still counted, only while
+//! responses in flight reference it.
+//!
+//! **Built off the async workers, bounded and shared.** A body not in the
+//! cache is charged before anything is allocated for it (refused with
+//! [`Unavailable::Memory`] when the account is full), then built on
+//! tokio's blocking pool, `--max-builds` at a time; whoever asks for the
+//! same body meanwhile waits for that one build (a [`Flight`]) instead of
+//! starting another. Waiting takes no thread: the waiters are futures.
+//!
+//! **No lock on the request path.** A connection remembers its last
+//! `/end-string` body in a [`Memo`] by a weak reference: asking for it again
+//! (every benchmark client) costs a comparison and a reference-count
+//! increment, never the cache's lock, and the memo keeps nothing alive —
+//! once the cache and the responses let go of a body, it is freed.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
+use tokio::sync::{Notify, Semaphore};
 use unflat::queue::SharedRope;
 use unflat::{Latin1, Measured, Rope, Utf16};
+
+use crate::memory::{Charge, Full, Memory, Part};
 
 /// The character kinds of `/end-string`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,7 +110,98 @@ pub struct Key {
     pub form: Form,
 }
 
-/// An `/end-string` body in the form it is sent from.
+/// Which body: an `/end-string` text, or a `/large` payload of so many
+/// bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BodyKey {
+    /// `/end-string/{len}?kind=…&body=…`.
+    Text(Key),
+    /// `/large/{bytes}`.
+    Large(usize),
+}
+
+/// Characters a rope is built from per append: a little less than one of
+/// ropey's leaves, so that the builder never holds more than a leaf's text
+/// besides the rope.
+const ROPE_PIECE_CHARS: usize = 960;
+
+impl BodyKey {
+    /// The body's length on the wire, known without building it (a `HEAD`
+    /// is answered from it).
+    pub fn len(self) -> usize {
+        match self {
+            BodyKey::Text(k) => k.len * k.kind.char().len_utf8(),
+            BodyKey::Large(n) => n,
+        }
+    }
+
+    /// An upper bound of the memory building the body takes at its peak,
+    /// and of what the body then occupies: charged before the build.
+    pub fn footprint(self) -> usize {
+        // Allocation headers, the Arc, a rope's measured shape.
+        const SMALL: usize = 256;
+        SMALL
+            + match self {
+                BodyKey::Text(Key {
+                    len,
+                    kind,
+                    form: Form::Flat,
+                }) => match kind {
+                    Kind::Ascii | Kind::Latin1 => len,
+                    Kind::TwoByte => len.saturating_mul(2),
+                },
+                // Ropey's nodes are 1 KiB allocations, a leaf holding up to
+                // 984 bytes of text, and the builder fills them: text plus
+                // a sixteenth covers the leaves' slack and the inner nodes
+                // (a test checks it against what a build allocates).
+                BodyKey::Text(
+                    k @ Key {
+                        form: Form::Rope, ..
+                    },
+                ) => {
+                    let text = BodyKey::Text(k).len();
+                    text + text / 16 + 2 * ROPE_PIECE_CHARS * 4 + 4096
+                }
+                BodyKey::Large(n) => n,
+            }
+    }
+
+    /// Builds the body (blocking: run it off the async workers).
+    pub fn build(self) -> Text {
+        match self {
+            BodyKey::Text(key) => {
+                let c = key.kind.char();
+                match (key.form, key.kind) {
+                    (Form::Rope, _) => Text::Rope(Measured::new(rope_of(c, key.len))),
+                    (Form::Flat, Kind::Ascii) => Text::Ascii(Bytes::from(vec![c as u8; key.len])),
+                    (Form::Flat, Kind::Latin1) => {
+                        Text::Transcoded(Arc::new(Latin1(vec![c as u8; key.len])))
+                    }
+                    (Form::Flat, Kind::TwoByte) => {
+                        Text::Transcoded(Arc::new(Utf16(vec![c as u16; key.len])))
+                    }
+                }
+            }
+            BodyKey::Large(n) => Text::Payload(large_payload(n)),
+        }
+    }
+}
+
+/// A ropey rope of `len` times `c`, appended a piece at a time (never the
+/// whole text twice in memory).
+fn rope_of(c: char, len: usize) -> ropey::Rope {
+    let piece = c.to_string().repeat(ROPE_PIECE_CHARS.min(len));
+    let mut builder = ropey::RopeBuilder::new();
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(ROPE_PIECE_CHARS);
+        builder.append(&piece[..n * c.len_utf8()]);
+        left -= n;
+    }
+    builder.finish()
+}
+
+/// A body in the form it is sent from.
 #[derive(Clone)]
 pub enum Text {
     /// ASCII as one contiguous buffer, already its UTF-8 encoding.
@@ -104,6 +211,8 @@ pub enum Text {
     /// One-byte (Latin-1) or two-byte (UTF-16) text, encoded to UTF-8 as it
     /// is sent.
     Transcoded(SharedRope),
+    /// A `/large` payload: bytes, not text.
+    Payload(Bytes),
 }
 
 impl std::fmt::Debug for Text {
@@ -112,136 +221,244 @@ impl std::fmt::Debug for Text {
             Text::Ascii(b) => write!(f, "Ascii({} bytes)", b.len()),
             Text::Rope(r) => write!(f, "Rope({} bytes)", r.get().len_bytes()),
             Text::Transcoded(r) => write!(f, "Transcoded({:?})", r.shape()),
+            Text::Payload(b) => write!(f, "Payload({} bytes)", b.len()),
         }
     }
 }
 
-/// A cached body and its UTF-8 length (the `Content-Length`), so that no
-/// request pays for measuring it.
-#[derive(Clone, Debug)]
-pub struct EndString {
-    /// The text.
-    pub text: Text,
-    /// Its length in UTF-8 bytes.
-    pub utf8_len: usize,
-}
-
-impl EndString {
-    /// Builds the body for `key`.
-    pub fn build(key: Key) -> EndString {
-        let c = key.kind.char();
-        let utf8_len = key.len * c.len_utf8();
-        let text = match (key.form, key.kind) {
-            (Form::Rope, _) => {
-                let s = c.to_string().repeat(key.len);
-                Text::Rope(Measured::new(ropey::Rope::from_str(&s)))
-            }
-            (Form::Flat, Kind::Ascii) => Text::Ascii(Bytes::from(vec![c as u8; key.len])),
-            (Form::Flat, Kind::Latin1) => {
-                Text::Transcoded(Arc::new(Latin1(vec![c as u8; key.len])))
-            }
-            (Form::Flat, Kind::TwoByte) => {
-                Text::Transcoded(Arc::new(Utf16(vec![c as u16; key.len])))
-            }
-        };
-        EndString { text, utf8_len }
-    }
-
-    /// Bytes the text occupies in memory.
-    fn footprint(&self) -> usize {
-        match &self.text {
-            Text::Ascii(b) => b.len(),
-            Text::Rope(r) => r.get().len_bytes(),
-            Text::Transcoded(r) => {
-                let s = r.shape();
-                s.one_byte + s.utf8 + 2 * s.two_byte
-            }
-        }
-    }
-}
-
-/// The `/end-string` bodies, bounded by the bytes they hold; the oldest go
-/// first.
+/// A body, its length on the wire (the `Content-Length`, so that no request
+/// pays for measuring it), and the charge of its memory.
 #[derive(Debug)]
-pub struct EndStrings {
-    inner: Mutex<Entries>,
-    /// Bumped on every eviction: a [`Memo`] from an older generation may
-    /// hold an evicted body and asks again.
-    generation: AtomicU64,
-    max_bytes: usize,
+pub struct Body {
+    /// The text or payload.
+    pub text: Text,
+    /// Its length on the wire.
+    pub len: usize,
+    /// Given back when the last holder drops the body.
+    charge: Charge,
+}
+
+impl Body {
+    /// Bytes charged for it.
+    pub fn charged(&self) -> usize {
+        self.charge.bytes()
+    }
+}
+
+/// Why a body cannot be had now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Building it would pass a memory limit.
+    Memory(Full),
+    /// Its build failed (it panicked).
+    Failed,
+}
+
+/// One build in flight, and its result for everyone waiting on it.
+#[derive(Debug, Default)]
+struct Flight {
+    done: OnceLock<Result<Arc<Body>, Unavailable>>,
+    finished: Notify,
+}
+
+impl Flight {
+    /// Waits for the build's result (without holding a thread).
+    async fn wait(&self) -> Result<Arc<Body>, Unavailable> {
+        loop {
+            let finished = self.finished.notified();
+            tokio::pin!(finished);
+            // Registered before looking, so that a result set between the
+            // look and the wait still wakes this waiter.
+            finished.as_mut().enable();
+            if let Some(result) = self.done.get() {
+                return result.clone();
+            }
+            finished.await;
+        }
+    }
+
+    fn finish(&self, result: Result<Arc<Body>, Unavailable>) {
+        let _ = self.done.set(result);
+        self.finished.notify_waiters();
+    }
+}
+
+/// The bodies: the cache, the builds in flight, the build slots.
+#[derive(Debug)]
+pub struct Bodies {
+    state: Mutex<State>,
+    memory: Arc<Memory>,
+    cache_bytes: usize,
+    /// One permit per build allowed at once (`--max-builds`).
+    builders: Arc<Semaphore>,
+    /// Bytes the cache holds (a copy of `State::bytes`, read by `/metrics`
+    /// without the lock).
+    cached: AtomicUsize,
+    builds: AtomicU64,
+    shared: AtomicU64,
 }
 
 #[derive(Debug, Default)]
-struct Entries {
-    map: HashMap<Key, EndString>,
-    order: VecDeque<Key>,
+struct State {
+    cache: HashMap<BodyKey, Arc<Body>>,
+    order: VecDeque<BodyKey>,
     bytes: usize,
+    flights: HashMap<BodyKey, Arc<Flight>>,
 }
 
-/// One connection's last `/end-string` body, so that asking for it again
-/// takes no lock.
+/// One connection's last `/end-string` body, by a weak reference: asking
+/// for it again takes no lock, and the memo keeps nothing alive.
 #[derive(Debug, Default)]
 pub struct Memo {
-    last: Option<(Key, u64, EndString)>,
+    last: Option<(Key, Weak<Body>)>,
 }
 
-impl EndStrings {
-    /// An empty cache holding at most `max_bytes` of text (a single larger
-    /// body is still served, and kept alone).
-    pub fn new(max_bytes: usize) -> EndStrings {
-        EndStrings {
-            inner: Mutex::new(Entries::default()),
-            generation: AtomicU64::new(0),
-            max_bytes,
+impl Bodies {
+    /// No bodies yet; at most `cache_bytes` of them kept for reuse, at most
+    /// `builders` built at once, all charged to `memory`.
+    pub fn new(memory: Arc<Memory>, cache_bytes: usize, builders: usize) -> Bodies {
+        Bodies {
+            state: Mutex::new(State::default()),
+            memory,
+            cache_bytes,
+            builders: Arc::new(Semaphore::new(builders)),
+            cached: AtomicUsize::new(0),
+            builds: AtomicU64::new(0),
+            shared: AtomicU64::new(0),
         }
     }
 
-    /// The body for `key`: from `memo` when it holds it and nothing was
-    /// evicted since, else from the shared cache (built on first use), which
-    /// `memo` then remembers.
-    pub fn get<'m>(&self, key: Key, memo: &'m mut Memo) -> &'m EndString {
-        // Acquire pairs with the Release of an eviction: a memo stamped with
-        // the current generation was filled after the last eviction.
-        let generation = self.generation.load(Ordering::Acquire);
-        let fresh = matches!(&memo.last, Some((k, g, _)) if *k == key && *g == generation);
-        if !fresh {
-            memo.last = Some((key, generation, self.get_shared(key)));
-        }
-        let (_, _, body) = memo.last.as_ref().expect("filled above");
-        body
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // Every update under the lock is a single insert or remove of
+        // entries that are whole before they go in: a poisoned lock is
+        // consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The body for `key` from the shared cache, built on first use. Cloning
-    /// it costs a reference-count increment.
-    fn get_shared(&self, key: Key) -> EndString {
-        if let Some(hit) = self.lock().map.get(&key) {
-            return hit.clone();
-        }
-        // Built outside the lock: a large body takes a while.
-        let body = EndString::build(key);
-        let mut e = self.lock();
-        if let Some(raced) = e.map.get(&key) {
-            return raced.clone();
-        }
-        while e.bytes + body.footprint() > self.max_bytes {
-            let Some(old) = e.order.pop_front() else {
-                break;
-            };
-            if let Some(gone) = e.map.remove(&old) {
-                e.bytes -= gone.footprint();
-                self.generation.fetch_add(1, Ordering::Release);
+    /// The `/end-string` body for `key` if it is at hand: from `memo` when
+    /// it still points at it, else from the cache (which `memo` then
+    /// remembers).
+    pub fn text(&self, key: Key, memo: &mut Memo) -> Option<Arc<Body>> {
+        if let Some((k, body)) = &memo.last {
+            if *k == key {
+                if let Some(body) = body.upgrade() {
+                    return Some(body);
+                }
             }
         }
-        e.bytes += body.footprint();
-        e.order.push_back(key);
-        e.map.insert(key, body.clone());
-        body
+        let body = self.cached(BodyKey::Text(key))?;
+        memo.last = Some((key, Arc::downgrade(&body)));
+        Some(body)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        // A panic while holding the lock leaves the map consistent (every
-        // update is a single insert or remove), so a poisoned lock is usable.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// The body for `key` if the cache holds it.
+    pub fn cached(&self, key: BodyKey) -> Option<Arc<Body>> {
+        self.lock().cache.get(&key).cloned()
+    }
+
+    /// Bytes of bodies the cache holds.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached.load(Ordering::Relaxed)
+    }
+
+    /// The most the cache keeps (`--cache-bytes`).
+    pub fn cache_limit(&self) -> usize {
+        self.cache_bytes
+    }
+
+    /// Builds begun, and requests that waited for a build another request
+    /// had begun.
+    pub fn builds(&self) -> (u64, u64) {
+        (
+            self.builds.load(Ordering::Relaxed),
+            self.shared.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The body for `key`: from the cache, or built — once for everyone
+    /// who asks while it is being built. Charged before the build begins;
+    /// refused when the account is full.
+    pub async fn get(self: Arc<Self>, key: BodyKey) -> Result<Arc<Body>, Unavailable> {
+        let flight = {
+            let mut state = self.lock();
+            if let Some(hit) = state.cache.get(&key) {
+                return Ok(hit.clone());
+            }
+            match state.flights.get(&key) {
+                Some(flight) => {
+                    self.shared.fetch_add(1, Ordering::Relaxed);
+                    flight.clone()
+                }
+                None => {
+                    let charge = self
+                        .memory
+                        .charge(Part::Building, key.footprint())
+                        .inspect_err(|_| self.memory.refused())
+                        .map_err(Unavailable::Memory)?;
+                    let flight = Arc::new(Flight::default());
+                    state.flights.insert(key, flight.clone());
+                    self.builds.fetch_add(1, Ordering::Relaxed);
+                    // A task of its own: the build finishes, and is cached,
+                    // whether or not the connection that asked is still
+                    // there.
+                    tokio::spawn(self.clone().build(key, charge, flight.clone()));
+                    flight
+                }
+            }
+        };
+        flight.wait().await
+    }
+
+    /// Builds `key`'s body on the blocking pool once a build slot is free,
+    /// caches it, and hands it to the flight's waiters.
+    async fn build(self: Arc<Self>, key: BodyKey, mut charge: Charge, flight: Arc<Flight>) {
+        let slot = self.builders.clone().acquire_owned().await;
+        let built = tokio::task::spawn_blocking(move || {
+            let text = key.build();
+            drop(slot);
+            text
+        })
+        .await;
+        let result = match built {
+            Ok(text) => {
+                charge.settle(Part::Bodies, key.footprint());
+                Ok(Arc::new(Body {
+                    text,
+                    len: key.len(),
+                    charge,
+                }))
+            }
+            Err(_) => Err(Unavailable::Failed),
+        };
+        {
+            let mut state = self.lock();
+            state.flights.remove(&key);
+            if let Ok(body) = &result {
+                self.keep(&mut state, key, body);
+            }
+        }
+        flight.finish(result);
+    }
+
+    /// Caches `body`, evicting the oldest to stay within `--cache-bytes`;
+    /// a body larger than that is not kept.
+    fn keep(&self, state: &mut State, key: BodyKey, body: &Arc<Body>) {
+        let size = body.charged();
+        if size > self.cache_bytes {
+            return;
+        }
+        while state.bytes + size > self.cache_bytes {
+            let Some(old) = state.order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = state.cache.remove(&old) {
+                state.bytes -= gone.charged();
+            }
+        }
+        state.bytes += size;
+        state.order.push_back(key);
+        state.cache.insert(key, body.clone());
+        self.cached.store(state.bytes, Ordering::Relaxed);
     }
 }
 
@@ -258,96 +475,23 @@ pub fn large_payload(size: usize) -> Bytes {
     Bytes::from(v)
 }
 
-/// The `/large` payloads: the most recent one is kept, and at most
-/// `max_bytes` are held at once, counting the cached payload and those being
-/// built. A payload is built off the async workers (the connection calls
-/// [`Large::build`] on tokio's blocking pool) and no request waits on a lock
-/// while one is built.
-///
-/// The bound covers what this cache holds; a payload that responses still
-/// reference lives until they are written, as any queued body does.
-#[derive(Debug)]
-pub struct Large {
-    inner: Mutex<LargeState>,
-    max_bytes: usize,
-}
-
-#[derive(Debug, Default)]
-struct LargeState {
-    last: Option<Bytes>,
-    building: usize,
-}
-
-/// A payload could not be held within the memory bound (`--large-bytes`)
-/// because others are being built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Busy;
-
-impl Large {
-    /// A cache holding at most `max_bytes` of payloads.
-    pub fn new(max_bytes: usize) -> Large {
-        Large {
-            inner: Mutex::new(LargeState::default()),
-            max_bytes,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, LargeState> {
-        // Every update is a single assignment: a poisoned lock is consistent.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Bytes of payloads being built now.
-    pub fn building(&self) -> usize {
-        self.lock().building
-    }
-
-    /// The payload of `size` bytes if it is the cached one.
-    pub fn cached(&self, size: usize) -> Option<Bytes> {
-        self.lock()
-            .last
-            .as_ref()
-            .filter(|b| b.len() == size)
-            .cloned()
-    }
-
-    /// The payload of `size` bytes: the cached one, or built now (blocking;
-    /// call it off the async workers) and cached. Fails with [`Busy`] when
-    /// the payloads being built leave no room for it.
-    pub fn build(&self, size: usize) -> Result<Bytes, Busy> {
-        {
-            let mut state = self.lock();
-            if let Some(hit) = state.last.as_ref().filter(|b| b.len() == size) {
-                return Ok(hit.clone());
-            }
-            let cached = state.last.as_ref().map_or(0, Bytes::len);
-            if state.building + cached + size > self.max_bytes {
-                // Make room: the cached payload goes first.
-                state.last = None;
-            }
-            if state.building + size > self.max_bytes {
-                return Err(Busy);
-            }
-            state.building += size;
-        }
-        let payload = large_payload(size);
-        let mut state = self.lock();
-        state.building -= size;
-        state.last = Some(payload.clone());
-        Ok(payload)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn key(len: usize, kind: Kind) -> Key {
-        Key {
+    fn text(len: usize, kind: Kind) -> BodyKey {
+        BodyKey::Text(Key {
             len,
             kind,
             form: Form::Flat,
-        }
+        })
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     #[test]
@@ -359,54 +503,117 @@ mod tests {
     }
 
     #[test]
-    fn large_payloads_stay_within_their_bound() {
-        let large = Large::new(100);
-        assert_eq!(large.build(60).unwrap().len(), 60);
-        assert_eq!(large.cached(60).unwrap().len(), 60);
-        assert!(large.cached(59).is_none());
-        // Replacing the cached payload is always possible.
-        assert_eq!(large.build(90).unwrap().len(), 90);
-        assert!(large.cached(60).is_none());
-        assert_eq!(large.build(101), Err(Busy));
-        // While one is being built, another must fit beside it.
-        large.lock().building = 70;
-        assert_eq!(large.build(40), Err(Busy));
-        assert!(
-            large.cached(90).is_none(),
-            "the cached one was dropped to make room"
-        );
-        assert_eq!(large.build(30).unwrap().len(), 30);
+    fn bodies_are_evicted_oldest_first_and_freed_when_nobody_holds_them() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        // Each body is charged its text and 256 bytes.
+        let bodies = Arc::new(Bodies::new(memory.clone(), 2000, 1));
+        let rt = runtime();
+        let get = |k| rt.block_on(bodies.clone().get(k)).unwrap();
+        let held = get(text(600, Kind::Ascii));
+        get(text(100, Kind::Latin1));
+        get(text(400, Kind::TwoByte)); // evicts the ascii one
+        assert!(bodies.cached(text(600, Kind::Ascii)).is_none());
+        assert!(bodies.cached(text(100, Kind::Latin1)).is_some());
+        let all = memory.used(Part::Bodies);
+        assert_eq!(all, held.charged() + bodies.cached_bytes());
+        drop(held);
+        assert_eq!(memory.used(Part::Bodies), bodies.cached_bytes());
+        // Larger than the cache: served, not kept.
+        let big = get(BodyKey::Large(5000));
+        assert_eq!(big.len, 5000);
+        assert!(bodies.cached(BodyKey::Large(5000)).is_none());
+        drop(big);
+        assert_eq!(memory.used(Part::Bodies), bodies.cached_bytes());
     }
 
     #[test]
-    fn end_strings_are_evicted_oldest_first() {
-        let cache = EndStrings::new(100);
-        let mut memo = Memo::default();
-        cache.get(key(60, Kind::Ascii), &mut memo);
-        cache.get(key(30, Kind::Latin1), &mut memo);
-        cache.get(key(20, Kind::TwoByte), &mut memo); // 40 bytes: evicts the ascii one
-        let e = cache.lock();
-        assert!(!e.map.contains_key(&key(60, Kind::Ascii)));
-        assert_eq!(e.bytes, 70);
-    }
-
-    #[test]
-    fn a_memo_keeps_its_body_until_an_eviction() {
-        let cache = EndStrings::new(100);
-        let mut memo = Memo::default();
-        let ptr = |body: &EndString| match &body.text {
-            Text::Ascii(b) => b.as_ptr(),
-            _ => panic!("ascii bodies are flat"),
+    fn a_memo_keeps_nothing_alive() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        let bodies = Arc::new(Bodies::new(memory.clone(), 1000, 1));
+        let rt = runtime();
+        let key = Key {
+            len: 600,
+            kind: Kind::Ascii,
+            form: Form::Flat,
         };
-        let first = ptr(cache.get(key(10, Kind::Ascii), &mut memo));
-        assert_eq!(ptr(cache.get(key(10, Kind::Ascii), &mut memo)), first);
-        // Another connection's body evicts it: the memo asks again and gets
-        // a body built anew (the old one is still alive while it is built,
-        // so the buffer cannot be the same).
-        cache.get(key(95, Kind::Ascii), &mut Memo::default());
-        assert!(!cache.lock().map.contains_key(&key(10, Kind::Ascii)));
-        let renewed = ptr(cache.get(key(10, Kind::Ascii), &mut memo));
-        assert_ne!(renewed, first);
-        assert!(cache.lock().map.contains_key(&key(10, Kind::Ascii)));
+        let mut memo = Memo::default();
+        rt.block_on(bodies.clone().get(BodyKey::Text(key))).unwrap();
+        let first = bodies.text(key, &mut memo).unwrap();
+        assert!(Arc::ptr_eq(&first, &bodies.text(key, &mut memo).unwrap()));
+        drop(first);
+        // Another body evicts it: the memo does not keep it.
+        rt.block_on(bodies.clone().get(text(700, Kind::Ascii)))
+            .unwrap();
+        assert!(bodies.text(key, &mut memo).is_none());
+        assert_eq!(memory.used(Part::Bodies), bodies.cached_bytes());
+    }
+
+    #[test]
+    fn a_build_that_would_pass_the_limit_is_refused_before_it_begins() {
+        let memory = Arc::new(Memory::new(1 << 20, 1 << 20));
+        let bodies = Arc::new(Bodies::new(memory.clone(), 1 << 20, 1));
+        let refused = runtime().block_on(bodies.clone().get(BodyKey::Large(2 << 20)));
+        assert_eq!(
+            refused.unwrap_err(),
+            Unavailable::Memory(Full {
+                limit: "--memory-limit"
+            })
+        );
+        assert_eq!((memory.total(), bodies.builds().0), (0, 0));
+    }
+
+    #[test]
+    fn identical_builds_in_flight_are_one_build() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        let bodies = Arc::new(Bodies::new(memory.clone(), 0, 1));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let got: Vec<Arc<Body>> = rt.block_on(async {
+            // The one build slot taken: the build waits until all 20 ask.
+            let slot = bodies.builders.clone().try_acquire_owned().unwrap();
+            let waiters: Vec<_> = (0..20)
+                .map(|_| tokio::spawn(bodies.clone().get(BodyKey::Large(8 << 20))))
+                .collect();
+            while bodies.builds() != (1, 19) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            drop(slot);
+            let mut got = Vec::new();
+            for w in waiters {
+                got.push(w.await.unwrap().unwrap());
+            }
+            got
+        });
+        assert!(got.iter().all(|b| Arc::ptr_eq(b, &got[0])));
+        // Not cached (the cache holds nothing): counted once while held.
+        assert_eq!(memory.used(Part::Bodies), got[0].charged());
+        assert_eq!(memory.used(Part::Building), 0);
+        drop(got);
+        assert_eq!(memory.total(), 0);
+    }
+
+    #[test]
+    fn wire_lengths_are_known_without_building() {
+        for key in [
+            text(7, Kind::Ascii),
+            text(7, Kind::Latin1),
+            text(7, Kind::TwoByte),
+            BodyKey::Text(Key {
+                len: 2000,
+                kind: Kind::TwoByte,
+                form: Form::Rope,
+            }),
+            BodyKey::Large(12345),
+        ] {
+            let len = match key.build() {
+                Text::Ascii(b) | Text::Payload(b) => b.len(),
+                Text::Rope(r) => r.get().len_bytes(),
+                Text::Transcoded(t) => unflat::size(&*t, unflat::Encoding::Utf8),
+            };
+            assert_eq!(len, key.len(), "{key:?}");
+        }
     }
 }

@@ -38,6 +38,12 @@ use crate::request::{reject, Reject};
 /// this server reads, and hyper caps them alike (16 KiB).
 pub const MAX_EXTENSION_BYTES: usize = 16 * 1024;
 
+/// Most hex digits in one chunk size, leading zeros included: 16 hold any
+/// size a `u64` can, and the grammar allows leading zeros (`1*HEXDIG`), so
+/// a few dozen are accepted; an unbounded run of them would be a line
+/// without an end.
+pub const MAX_SIZE_DIGITS: usize = 64;
+
 /// The limits a chunked body is decoded within.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkLimits {
@@ -104,6 +110,8 @@ pub struct Chunked {
     state: State,
     /// The chunk size being read, then the data bytes left in the chunk.
     size: u64,
+    /// Digits of the chunk size read so far.
+    size_digits: usize,
     limits: ChunkLimits,
     data: u64,
     extension_bytes: usize,
@@ -129,6 +137,7 @@ impl Chunked {
         Chunked {
             state: State::SizeStart,
             size: 0,
+            size_digits: 0,
             limits,
             data: 0,
             extension_bytes: 0,
@@ -210,6 +219,10 @@ impl Chunked {
                 b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
                     if self.size > u64::MAX >> 4 {
                         return Err(bad("chunk size too large"));
+                    }
+                    self.size_digits += 1;
+                    if self.size_digits > MAX_SIZE_DIGITS {
+                        return Err(bad("chunk size too long"));
                     }
                     // `to_digit` cannot fail: b is a hex digit.
                     self.size = self.size << 4 | u64::from((b as char).to_digit(16).unwrap_or(0));
@@ -298,6 +311,7 @@ impl Chunked {
             S::DataLf => match b {
                 b'\n' => {
                     self.size = 0;
+                    self.size_digits = 0;
                     S::SizeStart
                 }
                 _ => return Err(bad("chunk data not followed by CRLF")),
@@ -405,6 +419,11 @@ mod tests {
             (&b"3\r\nabc\r\n0\r\n\r\n"[..], &b"abc"[..]),
             (b"A\r\n0123456789\r\n0\r\n\r\n", b"0123456789"),
             (b"0000000000000000000003\r\nabc\r\n000\r\n\r\n", b"abc"),
+            (
+                b"0000000000000000000000000000000000000000000000000000000000000003\r\nabc\r\n\
+                  0000000000000000000000000000000000000000000000000000000000000000\r\n\r\n",
+                b"abc",
+            ),
             (b"3;a\r\nabc\r\n0\r\n\r\n", b"abc"),
             (
                 b"3 ;a=b ; c = \"q\\\"t d\"\t;e\r\nabc\r\n0;x=y\r\n\r\n",
@@ -437,6 +456,8 @@ mod tests {
             (b"-3\r\n", "chunk size missing"),
             (b"0x3\r\n", "invalid chunk size"),
             (b"1ffffffffffffffff\r\n", "chunk size too large"),
+            (&[b'0'; MAX_SIZE_DIGITS + 1], "chunk size too long"),
+            (b"3\r\nabc\r\n00000000000000000000000000000000000000000000000000000000000000000\r\n", "chunk size too long"),
             (b"3\nabc\r\n", "chunk-size line not ended by CRLF"),
             (b"3\rabc", "chunk-size line not ended by CRLF"),
             (b"3 \r\n", "invalid chunk extension"),

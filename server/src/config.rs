@@ -69,6 +69,26 @@ impl LogLevel {
 /// mistake (a typo in the unit), and tokio's timers cannot go past ~2 years.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The shortest timeout accepted (`--handshake-timeout`, `--head-timeout`,
+/// `--idle-timeout`, `--send-timeout`, `--body-timeout`): less gives a server
+/// that listens but cannot serve — a TLS handshake, a request head or a
+/// write to a client across a continent takes tens to hundreds of
+/// milliseconds, and the idle timeout is advertised in whole seconds.
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A timeout from the command line: a duration ([`parse_duration`]) of at
+/// least [`MIN_TIMEOUT`].
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_TIMEOUT {
+        return Err(format!(
+            "{:?} is under 1s, the shortest timeout accepted",
+            s.trim()
+        ));
+    }
+    Ok(d)
+}
+
 /// A duration from the command line: humantime (`30s`, `500ms`, `2m`,
 /// `1h 30m`) or plain seconds (`10`, `0.25`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -166,8 +186,12 @@ pub mod bounds {
     pub const MAX_LEN: Bounds = n("--max-len", 0, GIB);
     /// `--max-large`.
     pub const MAX_LARGE: Bounds = b("--max-large", 0, 64 * GIB);
-    /// `--large-bytes`.
-    pub const LARGE_BYTES: Bounds = b("--large-bytes", 0, TIB);
+    /// `--memory-limit`: room for a connection's first buffers, and more.
+    pub const MEMORY_LIMIT: Bounds = b("--memory-limit", MIB, TIB);
+    /// `--connection-memory`.
+    pub const CONNECTION_MEMORY: Bounds = b("--connection-memory", MIB, TIB);
+    /// `--max-builds`.
+    pub const MAX_BUILDS: Bounds = n("--max-builds", 1, 1024);
     /// `--max-body`: a body /echo holds in memory.
     pub const MAX_BODY: Bounds = b("--max-body", 0, GIB);
     /// `--max-head`: no request line fits in less than 64 bytes.
@@ -184,8 +208,6 @@ pub mod bounds {
     pub const MAX_QUEUED_BYTES: Bounds = b("--max-queued-bytes", 0, GIB);
     /// `--max-queued-responses`.
     pub const MAX_QUEUED_RESPONSES: Bounds = n("--max-queued-responses", 1, 65536);
-    /// `--max-queued-total`.
-    pub const MAX_QUEUED_TOTAL: Bounds = b("--max-queued-total", MIB, TIB);
     /// `--copy-below`.
     pub const COPY_BELOW: Bounds = b("--copy-below", 0, GIB);
     /// `--frame`: at least what always makes progress.
@@ -203,11 +225,15 @@ type ValueOf = fn(&Config) -> Option<u64>;
 /// Every numeric option: its bounds, and its value in a [`Config`]. The one
 /// list both the help text (each option's range) and [`Config::validate`]
 /// go through.
-const NUMERIC: [(Bounds, ValueOf); 17] = [
+const NUMERIC: [(Bounds, ValueOf); 18] = [
     (bounds::WORKERS, |c| c.workers.map(u64::from)),
     (bounds::MAX_LEN, |c| Some(c.max_len as u64)),
-    (bounds::MAX_LARGE, |c| Some(c.max_large as u64)),
-    (bounds::LARGE_BYTES, |c| Some(c.large_bytes as u64)),
+    (bounds::MAX_LARGE, |c| c.max_large.map(|v| v as u64)),
+    (bounds::MEMORY_LIMIT, |c| Some(c.memory_limit as u64)),
+    (bounds::CONNECTION_MEMORY, |c| {
+        c.connection_memory.map(|v| v as u64)
+    }),
+    (bounds::MAX_BUILDS, |c| c.max_builds.map(u64::from)),
     (bounds::MAX_BODY, |c| Some(c.max_body as u64)),
     (bounds::MAX_HEAD, |c| Some(c.max_head as u64)),
     (bounds::MAX_REQUEST_LINE, |c| {
@@ -222,12 +248,9 @@ const NUMERIC: [(Bounds, ValueOf); 17] = [
     (bounds::MAX_QUEUED_RESPONSES, |c| {
         Some(c.max_queued_responses as u64)
     }),
-    (bounds::MAX_QUEUED_TOTAL, |c| {
-        Some(c.max_queued_total as u64)
-    }),
     (bounds::COPY_BELOW, |c| Some(c.copy_below as u64)),
     (bounds::FRAME, |c| Some(c.frame as u64)),
-    (bounds::CACHE_BYTES, |c| Some(c.cache_bytes as u64)),
+    (bounds::CACHE_BYTES, |c| c.cache_bytes.map(|v| v as u64)),
     (bounds::BODY_MIN_RATE, |c| Some(c.body_min_rate)),
 ];
 
@@ -316,12 +339,13 @@ pub struct Config {
     pub tls_key: Option<PathBuf>,
 
     /// Serve HTTPS with a certificate for localhost made at start-up; its
-    /// PEM is written to a file the banner names (`curl --cacert FILE`).
+    /// PEM is written to a private directory the banner names (`curl
+    /// --cacert FILE`), removed when the server stops.
     #[arg(long, env = "UNFLAT_TLS_SELF_SIGNED", conflicts_with = "tls_cert")]
     pub tls_self_signed: bool,
 
     /// Time a client has to complete the TLS handshake.
-    #[arg(long, env = "UNFLAT_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "UNFLAT_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_timeout)]
     pub handshake_timeout: Duration,
 
     /// Worker threads (default: one per core).
@@ -339,16 +363,34 @@ pub struct Config {
           value_parser = bounds::MAX_LEN.parser::<usize>())]
     pub max_len: usize,
 
-    /// Largest size accepted by /large/{bytes}.
-    #[arg(long, env = "UNFLAT_MAX_LARGE", default_value = "1GiB",
-          value_parser = bounds::MAX_LARGE.parser::<usize>())]
-    pub max_large: usize,
+    /// Largest size accepted by /large/{bytes} (default: a quarter of
+    /// --memory-limit; at most all of it).
+    #[arg(long, env = "UNFLAT_MAX_LARGE", value_parser = bounds::MAX_LARGE.parser::<usize>())]
+    pub max_large: Option<usize>,
 
-    /// Bytes of `/large` payloads held at once, cached or being built (a
-    /// payload larger than this is refused with 503).
-    #[arg(long, env = "UNFLAT_LARGE_BYTES", default_value = "2GiB",
-          value_parser = bounds::LARGE_BYTES.parser::<usize>())]
-    pub large_bytes: usize,
+    /// Memory a client can make the server hold, all together: bodies
+    /// cached, being built or referenced by responses in flight, and every
+    /// connection's buffers (read buffer, queued output and frames, request
+    /// bodies kept for /echo, TLS records). A request that would pass it is
+    /// answered 503 with Retry-After, and its connection closed.
+    #[arg(long, env = "UNFLAT_MEMORY_LIMIT", default_value = "1GiB",
+          value_parser = bounds::MEMORY_LIMIT.parser::<usize>())]
+    pub memory_limit: usize,
+
+    /// Of --memory-limit, what all connections' own buffers may hold
+    /// together: read buffers, queued output and frames, request bodies
+    /// kept for /echo, TLS records (default: half of --memory-limit). Past
+    /// it, new connections are refused (503) and a connection whose queue
+    /// is not empty waits for it to drain before it answers more.
+    #[arg(long, env = "UNFLAT_CONNECTION_MEMORY", alias = "max-queued-total",
+          value_parser = bounds::CONNECTION_MEMORY.parser::<usize>())]
+    pub connection_memory: Option<usize>,
+
+    /// Bodies built at once, on the blocking pool (default: half the
+    /// cores, at least 1). More wait their turn; a connection builds one at
+    /// a time, and identical builds in flight are shared.
+    #[arg(long, env = "UNFLAT_MAX_BUILDS", value_parser = bounds::MAX_BUILDS.parser::<u16>())]
+    pub max_builds: Option<u16>,
 
     /// Largest request body, in bytes, on any route (larger: 413). /echo
     /// keeps it; other routes read and drop it.
@@ -376,23 +418,23 @@ pub struct Config {
 
     /// Time to receive a whole request head, from its first byte (then:
     /// 408 and close). Seconds, or with a unit: 10s, 500ms.
-    #[arg(long, env = "UNFLAT_HEAD_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "UNFLAT_HEAD_TIMEOUT", default_value = "10s", value_parser = parse_timeout)]
     pub head_timeout: Duration,
 
     /// Time an idle keep-alive connection is kept open (advertised in
     /// `Keep-Alive: timeout=N`, in whole seconds).
-    #[arg(long, env = "UNFLAT_IDLE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "UNFLAT_IDLE_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
     pub idle_timeout: Duration,
 
     /// Time a write may make no progress before the connection is reset.
-    #[arg(long, env = "UNFLAT_SEND_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "UNFLAT_SEND_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
     pub send_timeout: Duration,
 
     /// Time to receive a whole request body, trailers included, from the
     /// end of its head, plus a second for every --body-min-rate bytes
     /// received (then: 408 and close). A body trickled slower than that
     /// rate is cut off however often its bytes come.
-    #[arg(long, env = "UNFLAT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "UNFLAT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
     pub body_timeout: Duration,
 
     /// Bytes per second a request body must average beyond --body-timeout
@@ -425,14 +467,6 @@ pub struct Config {
           value_parser = bounds::MAX_QUEUED_RESPONSES.parser::<usize>())]
     pub max_queued_responses: usize,
 
-    /// Bytes of copied or encoded output, frames included, all connections
-    /// together may hold queued. Past it, a connection
-    /// queues one response at a time: it reads no further pipelined request
-    /// until its queue drains.
-    #[arg(long, env = "UNFLAT_MAX_QUEUED_TOTAL", default_value = "256MiB",
-          value_parser = bounds::MAX_QUEUED_TOTAL.parser::<usize>())]
-    pub max_queued_total: usize,
-
     /// Bodies, and chunks of rope bodies, shorter than this many bytes are
     /// copied behind the head rather than sent as iovecs at their own memory.
     #[arg(long, env = "UNFLAT_COPY_BELOW", default_value = "8KiB",
@@ -451,10 +485,11 @@ pub struct Config {
     #[arg(long, env = "UNFLAT_GRACE", default_value = "30s", value_parser = parse_duration)]
     pub grace: Duration,
 
-    /// End-string bodies kept in the cache, in bytes of their text.
-    #[arg(long, env = "UNFLAT_CACHE_BYTES", default_value = "256MiB",
-          value_parser = bounds::CACHE_BYTES.parser::<usize>())]
-    pub cache_bytes: usize,
+    /// Bodies (/end-string and /large) kept in the cache for reuse, in
+    /// bytes, within --memory-limit (default: a quarter of it); a larger
+    /// body is served and not kept.
+    #[arg(long, env = "UNFLAT_CACHE_BYTES", value_parser = bounds::CACHE_BYTES.parser::<usize>())]
+    pub cache_bytes: Option<usize>,
 
     /// The least severe log messages written to stderr. RUST_LOG, when set,
     /// replaces it with its own directives (`warn,unflat_server=debug`).
@@ -508,30 +543,54 @@ impl Config {
         )
     }
 
-    /// How long after the end of its head a body of which `received` bytes
-    /// have arrived may still take (see `--body-timeout`).
-    pub fn body_deadline(&self, received: u64) -> Duration {
+    /// How long after the end of its head a body of which `payload` bytes
+    /// have arrived may take in all (see `--body-timeout`): only payload
+    /// earns time, never framing (chunk sizes, extensions, trailers).
+    pub fn body_deadline(&self, payload: u64) -> Duration {
         // At most a day more, so that the deadline stays within tokio's
         // timers however many bytes arrive.
         let earned = match self.body_min_rate {
             0 => Duration::ZERO,
-            rate => Duration::from_millis(received.saturating_mul(1000) / rate).min(MAX_DURATION),
+            rate => Duration::from_millis(payload.saturating_mul(1000) / rate).min(MAX_DURATION),
         };
         self.body_timeout + earned
     }
 
-    /// Where the TLS certificate comes from; `None` for cleartext HTTP. For
-    /// `--tls-self-signed`, each call names a new file
-    /// ([`crate::tls::self_signed_path`]): call it once per server.
+    /// The largest `/large` payload: `--max-large`, or a quarter of
+    /// `--memory-limit`.
+    pub fn max_large(&self) -> usize {
+        self.max_large.unwrap_or(self.memory_limit / 4)
+    }
+
+    /// What connections' buffers may hold together: `--connection-memory`,
+    /// or half of `--memory-limit`.
+    pub fn connection_memory(&self) -> usize {
+        self.connection_memory.unwrap_or(self.memory_limit / 2)
+    }
+
+    /// What the cache keeps: `--cache-bytes`, or a quarter of
+    /// `--memory-limit`.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes.unwrap_or(self.memory_limit / 4)
+    }
+
+    /// Builds run at once: `--max-builds`, or half the cores (at least 1),
+    /// so that the async workers keep a core to answer on.
+    pub fn build_threads(&self) -> usize {
+        self.max_builds.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)),
+            usize::from,
+        )
+    }
+
+    /// Where the TLS certificate comes from; `None` for cleartext HTTP.
     pub fn tls(&self) -> Option<crate::tls::Source> {
         match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(crate::tls::Source::Files {
                 cert: cert.clone(),
                 key: key.clone(),
             }),
-            _ if self.tls_self_signed => Some(crate::tls::Source::SelfSigned {
-                cert: crate::tls::self_signed_path(),
-            }),
+            _ if self.tls_self_signed => Some(crate::tls::Source::SelfSigned),
             _ => None,
         }
     }
@@ -555,20 +614,14 @@ impl Config {
             ("--send-timeout", self.send_timeout),
             ("--body-timeout", self.body_timeout),
         ] {
-            if d.is_zero() {
+            if d < MIN_TIMEOUT {
                 return Err(format!(
-                    "{flag} 0 would close every connection at once; give a positive time"
+                    "{flag} {d:?} is under 1s, the shortest timeout accepted"
                 ));
             }
             if d > MAX_DURATION {
                 return Err(format!("{flag} {d:?} is longer than the maximum of 24h"));
             }
-        }
-        if self.idle_timeout < Duration::from_secs(1) {
-            return Err(format!(
-                "--idle-timeout {:?} is under a second; it is advertised in whole seconds (Keep-Alive: timeout=N)",
-                self.idle_timeout
-            ));
         }
         if self.grace > MAX_DURATION {
             return Err(format!(
@@ -583,11 +636,18 @@ impl Config {
                     .map_err(|rule| format!("{} {v}: {rule}", bounds.flag))?;
             }
         }
-        if self.max_large > self.large_bytes {
-            return Err(format!(
-                "--max-large {} is more than --large-bytes {}: the largest payload could never be held",
-                self.max_large, self.large_bytes
-            ));
+        for (flag, v) in [
+            ("--max-large", self.max_large),
+            ("--cache-bytes", self.cache_bytes),
+            ("--connection-memory", self.connection_memory),
+        ] {
+            let Some(v) = v else { continue };
+            if v > self.memory_limit {
+                return Err(format!(
+                    "{flag} {v} is more than --memory-limit {}, which it is a part of",
+                    self.memory_limit
+                ));
+            }
         }
         Ok(())
     }
@@ -623,6 +683,9 @@ mod tests {
             (&["--send-timeout", "1e30"][..], "1e30"),
             (&["--head-timeout", "0"], "--head-timeout"),
             (&["--idle-timeout", "300ms"], "--idle-timeout"),
+            (&["--handshake-timeout", "1ms"], "--handshake-timeout"),
+            (&["--head-timeout", "1ns"], "--head-timeout"),
+            (&["--send-timeout", "999ms"], "--send-timeout"),
             (&["--max-queued-responses", "0"], "max-queued-responses"),
             (&["--max-connections", "0"], "max-connections"),
             (&["--workers", "0"], "workers"),
@@ -632,9 +695,11 @@ mod tests {
             (&["--max-head", "10"], "max-head"),
             (&["--frame", "2"], "--frame"),
             (
-                &["--max-large", "3000000000", "--large-bytes", "1000"],
+                &["--max-large", "3000000000", "--memory-limit", "2GiB"],
                 "--max-large",
             ),
+            (&["--cache-bytes", "2GiB"], "--cache-bytes"),
+            (&["--max-builds", "0"], "max-builds"),
             (&["--grace", "2d"], "2d"),
         ] {
             let err = parse(args).expect_err(&format!("{args:?} accepted"));
@@ -688,7 +753,9 @@ mod tests {
             (d.head_timeout, d.body_timeout),
             (Duration::from_secs(10), Duration::from_secs(30))
         );
-        assert_eq!((d.body_min_rate, d.max_queued_total), (500, 256 << 20));
+        assert_eq!((d.body_min_rate, d.connection_memory()), (500, 512 << 20));
+        assert_eq!((d.memory_limit, d.cache_bytes()), (1 << 30, 256 << 20));
+        assert_eq!(d.max_large(), 256 << 20);
         assert_eq!((d.max_connections, d.max_requests), (10_000, None));
         assert_eq!(
             (d.copy_below, d.frame),

@@ -8,6 +8,12 @@
 //! takes goes out in one system call. A partial write leaves the rest in the
 //! queue, by reference, and the next call resumes at the cursor.
 //!
+//! Memory: the read buffer grows only once the session's lease covers it
+//! (a connection that cannot grow it is answered 503 and closed), and the
+//! lease covers what a TLS socket may hold of each write
+//! ([`Socket::send_memory`]) before the write begins; see
+//! [`crate::memory`].
+//!
 //! Timeouts cost little per request: the connection has **one** timer,
 //! moved to each new deadline (tokio moves a timer to a later deadline
 //! without touching its wheel), and a write arms it only when the socket
@@ -34,12 +40,13 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use unflat::queue::{WriteQueue, IOV_MAX};
 
+use crate::memory::Lease;
 use crate::session::{Session, Step, Waiting};
 use crate::shutdown::Shutdown;
 use crate::App;
 
-/// Bytes the input buffer grows by when full.
-const READ_CHUNK: usize = 16 * 1024;
+/// Bytes the input buffer is allocated with, and grows by when full.
+pub const READ_CHUNK: usize = 16 * 1024;
 
 /// iovecs tried first per `write_vectored`.
 const FEW_IOVECS: usize = 64;
@@ -86,6 +93,24 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     fn peer_addr(&self) -> Option<SocketAddr> {
         None
     }
+
+    /// Bytes the socket's own buffers may hold beyond what a write adds
+    /// ([`Socket::send_memory`]): for TLS, records being read and one
+    /// record being written. Counted against the connection's lease from
+    /// its start.
+    fn fixed_memory(&self) -> usize {
+        0
+    }
+
+    /// Bytes the socket may hold of a write of `pending` bytes, beyond its
+    /// fixed memory (TLS: the encrypted records the peer has not taken).
+    fn send_memory(&self, _pending: usize) -> usize {
+        0
+    }
+
+    /// Bounds what the socket holds of the next write to `bytes` beyond its
+    /// fixed memory: what the lease covers.
+    fn limit_send_memory(&mut self, _bytes: usize) {}
 }
 
 impl Socket for TcpStream {
@@ -113,13 +138,29 @@ impl Socket for TcpStream {
     }
 }
 
+/// The lease of a connection, its base covering what it needs before it
+/// reads a byte: its read buffer, the socket's `socket` bytes of own
+/// buffers, a write buffer for a small response.
+pub fn lease(app: &App, socket: usize) -> Lease {
+    Lease::open(&app.memory, Session::base_memory(app, READ_CHUNK, socket))
+}
+
 /// Serves one connection until the peer closes it, a response closes it, a
-/// timeout expires, or the server shuts down.
-pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Result<(), Ended> {
+/// timeout expires, or the server shuts down; its memory on `lease`
+/// ([`lease`]).
+pub async fn serve<S: Socket>(
+    io: &mut S,
+    app: &App,
+    shutdown: &Shutdown,
+    lease: Lease,
+) -> Result<(), Ended> {
     let config = &app.config;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut queue = WriteQueue::with_policy(config.policy());
-    let mut session = Session::new(app);
+    let mut session = Session::open(app, lease, input.capacity(), io.fixed_memory());
+    // The read buffer's whole allocation: `input.capacity()` shrinks as
+    // requests are consumed from its front.
+    let mut read_buffer = input.capacity();
     if config.access_log {
         if let Some(peer) = io.peer_addr() {
             session.set_peer(peer);
@@ -132,21 +173,14 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     let mut deadlines = Deadlines::default();
     loop {
         let step = session.process(&mut input, &mut queue, app);
-        let queued = queue.remaining();
-        let flushed = flush(io, &mut queue, config.send_timeout, timer.as_mut()).await;
-        app.metrics.written(queued - queue.remaining());
-        flushed?;
-        session.settle(&queue);
+        write(io, &mut queue, &mut session, app, timer.as_mut()).await?;
         let waiting = match step {
             Step::Flush => continue,
             Step::Close => break,
             Step::Defer(job) => {
-                // On tokio's blocking pool: a job may take long (a gigabyte
-                // to build), and no other connection waits for it.
-                let finished = tokio::task::spawn_blocking(move || job.run())
-                    .await
-                    .map_err(io::Error::other)?;
-                session.resume(finished);
+                // The body it waits for is built on the blocking pool; this
+                // task waits without holding a worker.
+                session.resume(job.run().await);
                 continue;
             }
             Step::Read(w) => w,
@@ -159,7 +193,19 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
         let deadline = deadlines.next(waiting, session.served(), config);
         timer.as_mut().reset(deadline);
         if input.capacity() - input.len() < READ_CHUNK / 4 {
+            // BytesMut reuses its allocation when what is unread fits it,
+            // else allocates the larger of the need and twice the old.
+            let bound = (input.len() + READ_CHUNK).max(2 * read_buffer);
+            if let Err(full) = session.grow_read_buffer(&queue, bound) {
+                session.no_room_to_read(&input, &mut queue, app, full);
+                write(io, &mut queue, &mut session, app, timer.as_mut()).await?;
+                break;
+            }
             input.reserve(READ_CHUNK);
+            read_buffer = read_buffer.max(input.capacity());
+            session
+                .grow_read_buffer(&queue, read_buffer)
+                .expect("within the bound just covered");
         }
         let read = tokio::select! {
             biased;
@@ -176,10 +222,7 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
                 // 408; an idle connection is closed without a word.
                 if waiting != Waiting::Idle {
                     session.timed_out(&input, &mut queue, app);
-                    let queued = queue.remaining();
-                    let flushed = flush(io, &mut queue, config.send_timeout, timer.as_mut()).await;
-                    app.metrics.written(queued - queue.remaining());
-                    flushed?;
+                    write(io, &mut queue, &mut session, app, timer.as_mut()).await?;
                 }
                 break;
             }
@@ -190,13 +233,44 @@ pub async fn serve<S: Socket>(io: &mut S, app: &App, shutdown: &Shutdown) -> Res
     Ok(())
 }
 
+/// Writes the queue whole ([`flush`]), the socket's memory for it covered
+/// first; counts the bytes the socket took, and settles the session's
+/// lease after.
+async fn write<S: Socket>(
+    io: &mut S,
+    queue: &mut WriteQueue,
+    session: &mut Session,
+    app: &App,
+    timer: Pin<&mut Sleep>,
+) -> Result<(), Ended> {
+    let queued = queue.remaining();
+    if queued > 0 {
+        let want = io.send_memory(queued);
+        // Not covered: the socket holds no more than its fixed memory (one
+        // record), and the write goes out in smaller pieces.
+        let granted = match want {
+            0 => 0,
+            _ => session.cover_sending(queue, want).map_or(0, |()| want),
+        };
+        io.limit_send_memory(granted);
+    }
+    let flushed = flush(io, queue, app.config.send_timeout, timer).await;
+    app.metrics.written(queued - queue.remaining());
+    flushed?;
+    session.settle(queue);
+    Ok(())
+}
+
 /// When the head and the body being read began to arrive, each with the
 /// count of requests answered then: a head or a body that follows another
-/// answered request is a new one, with a deadline of its own.
+/// answered request is a new one, with a deadline of its own. For the
+/// body, also when its payload last grew.
 #[derive(Debug, Default)]
 struct Deadlines {
     head: Option<(u64, Instant)>,
     body: Option<(u64, Instant)>,
+    /// Payload bytes of the body as last seen, and when they last grew.
+    progress: (u64, Option<Instant>),
 }
 
 impl Deadlines {
@@ -205,10 +279,13 @@ impl Deadlines {
     /// - idle: `--idle-timeout` from now;
     /// - a head: `--head-timeout` from its first byte;
     /// - a body (trailers included): `--body-timeout` from the end of its
-    ///   head, plus a second for every `--body-min-rate` bytes received
-    ///   (Apache's `mod_reqtimeout` `body=…,MinRate=…`). A timer restarted
-    ///   on every read, as nginx's `client_body_timeout` is, would let one
-    ///   byte per timeout hold a connection forever.
+    ///   head, plus a second for every `--body-min-rate` bytes of payload
+    ///   received (Apache's `mod_reqtimeout` `body=…,MinRate=…`) — and
+    ///   never more than `--body-timeout` after the payload last grew. A
+    ///   timer restarted on every read, as nginx's `client_body_timeout`
+    ///   is, would let one byte per timeout hold a connection forever;
+    ///   credit alone would let a client that sent a large body fast buy
+    ///   as long a silence. Framing earns nothing.
     fn next(&mut self, waiting: Waiting, served: u64, config: &crate::Config) -> Instant {
         let now = Instant::now();
         let began = |slot: &mut Option<(u64, Instant)>| match *slot {
@@ -218,7 +295,17 @@ impl Deadlines {
         match waiting {
             Waiting::Idle => now + config.idle_timeout,
             Waiting::Head => began(&mut self.head) + config.head_timeout,
-            Waiting::Body { received } => began(&mut self.body) + config.body_deadline(received),
+            Waiting::Body { payload } => {
+                let start = began(&mut self.body);
+                let grew = match self.progress {
+                    (seen, Some(at)) if start <= at && seen == payload => at,
+                    _ => {
+                        self.progress = (payload, Some(now));
+                        now
+                    }
+                };
+                (start + config.body_deadline(payload)).min(grew + config.body_timeout)
+            }
         }
     }
 }

@@ -9,27 +9,29 @@
 //! The data flow, one module each:
 //! `request` (parse and check a head) → `decode` (the body's framing,
 //! chunked bodies by `chunked`) → `routes` (choose the reply) → `reply`
-//! (each reply writes itself) → `bodies` (the cached bodies) → `response`
-//! (head rope and body into the write queue, by strategy) → [`session`] (one
-//! connection's protocol state, no IO; [`budget`] bounds what all sessions
-//! queue) → [`connection`] (reads, `write_vectored`, timeouts) → `server`
-//! (accept loop, connection limit, graceful shutdown). [`metrics`] counts
-//! what passes (`GET /metrics`).
+//! (each reply writes itself) → `bodies` (built off the async workers,
+//! cached, shared) → `response` (head rope and body into the write queue,
+//! by strategy) → [`session`] (one connection's protocol state, no IO) →
+//! [`connection`] (reads, `write_vectored`, timeouts) → `server` (accept
+//! loop, connection limit, graceful shutdown). [`memory`] counts everything
+//! a client can make the server hold against one limit; [`metrics`] counts
+//! what passes (`GET /metrics`); [`tls`] loads the certificate and runs
+//! handshakes.
 //!
 //! Public are the pieces tests, the fuzzer and the binary drive: the
 //! sans-IO [`session`], the [`connection`] over any socket, the
-//! [`shutdown`] signal, the [`budget`], the [`cli`], and [`Server`] /
-//! [`Running`] with their [`Config`].
+//! [`shutdown`] signal, the [`memory`] account, the [`cli`], [`tls`], and
+//! [`Server`] / [`Running`] with their [`Config`].
 #![forbid(unsafe_code)]
 
 mod access;
 mod bodies;
-pub mod budget;
 mod chunked;
 pub mod cli;
 mod config;
 pub mod connection;
 mod decode;
+pub mod memory;
 pub mod metrics;
 mod reply;
 mod request;
@@ -48,23 +50,21 @@ pub use config::{bounds, Bounds, Config, LogLevel, Strategy};
 pub use server::{Running, Server};
 
 /// What every connection shares: the configuration, the response writer,
-/// and the body caches.
+/// the memory account and the bodies.
 #[derive(Debug)]
 pub struct App {
     /// The configuration.
     pub config: Config,
     /// Writes responses, by the configured strategy.
     pub writer: response::Writer,
-    /// `/end-string` bodies.
-    pub end_strings: bodies::EndStrings,
-    /// `/large` payloads (shared with the blocking pool that builds them).
-    pub large: Arc<bodies::Large>,
+    /// Everything clients make the server hold, against `--memory-limit`.
+    pub memory: Arc<memory::Memory>,
+    /// `/end-string` and `/large` bodies: cached, and built once.
+    pub bodies: Arc<bodies::Bodies>,
     /// The `GET /` text.
     pub help: String,
     /// The field lines the routes send.
     pub fields: reply::Fields,
-    /// What all connections' queues hold, against `--max-queued-total`.
-    pub budget: Arc<budget::Budget>,
     /// The counters `GET /metrics` shows.
     pub metrics: metrics::Metrics,
     /// Set once shutdown has begun: `/healthz` answers 503.
@@ -72,18 +72,30 @@ pub struct App {
 }
 
 impl App {
-    /// The shared state for a server listening on `addr`, over TLS from
-    /// `tls` when there is one.
-    pub fn new(config: Config, addr: SocketAddr, tls: Option<&tls::Source>) -> App {
-        let budget = Arc::new(budget::Budget::new(config.max_queued_total));
+    /// The shared state for a server listening on `addr`, over `tls` when
+    /// there is one.
+    pub fn new(config: Config, addr: SocketAddr, tls: Option<&tls::Tls>) -> App {
+        let memory = Arc::new(memory::Memory::new(
+            config.memory_limit,
+            config.connection_memory(),
+        ));
+        let bodies = Arc::new(bodies::Bodies::new(
+            memory.clone(),
+            config.cache_bytes(),
+            config.build_threads(),
+        ));
+        let trust = tls.and_then(tls::Tls::self_signed_pem);
         App {
-            writer: response::Writer::new(config.strategy, config.idle_timeout.as_secs()),
-            end_strings: bodies::EndStrings::new(config.cache_bytes),
-            large: Arc::new(bodies::Large::new(config.large_bytes)),
-            help: reply::help_text(addr, config.strategy, tls),
+            writer: response::Writer::new(
+                config.strategy,
+                config.idle_timeout.as_secs(),
+                memory.clone(),
+            ),
+            help: reply::help_text(addr, config.strategy, tls.is_some(), trust),
             fields: reply::Fields::new(),
-            metrics: metrics::Metrics::new(config.strategy, budget.clone()),
-            budget,
+            metrics: metrics::Metrics::new(config.strategy, memory.clone(), bodies.clone()),
+            memory,
+            bodies,
             draining: AtomicBool::new(false),
             config,
         }

@@ -1,5 +1,6 @@
 //! The server's counters, and `GET /metrics`: requests by route and
-//! status, response bytes written, open connections, queued bytes, send
+//! status, response bytes written, open connections, the memory account by
+//! part and its limits, refusals for want of memory, body builds, send
 //! timeouts.
 //!
 //! The request path only adds to atomics (relaxed: each counter is
@@ -20,8 +21,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use unflat::head::Status;
 
-use crate::budget::Budget;
+use crate::bodies::Bodies;
 use crate::config::Strategy;
+use crate::memory::{Memory, Part};
 use crate::routes::Route;
 
 /// The status codes counted: 100 to 999, what a [`Status`] can be.
@@ -45,13 +47,14 @@ struct Counters {
     /// Connections reset because the peer stopped reading.
     send_timeouts: AtomicU64,
     strategy: Strategy,
-    budget: Arc<Budget>,
+    memory: Arc<Memory>,
+    bodies: Arc<Bodies>,
 }
 
 impl Metrics {
-    /// Counters at zero, for a server writing by `strategy` whose queued
-    /// bytes `budget` sums.
-    pub fn new(strategy: Strategy, budget: Arc<Budget>) -> Metrics {
+    /// Counters at zero, for a server writing by `strategy`, whose memory
+    /// `memory` counts and whose bodies are `bodies`.
+    pub fn new(strategy: Strategy, memory: Arc<Memory>, bodies: Arc<Bodies>) -> Metrics {
         let counters = Arc::new(Counters {
             requests: Route::ALL
                 .iter()
@@ -61,7 +64,8 @@ impl Metrics {
             open: AtomicU64::new(0),
             send_timeouts: AtomicU64::new(0),
             strategy,
-            budget,
+            memory,
+            bodies,
         });
         let mut registry = Registry::with_prefix("unflat");
         registry.register_collector(Box::new(Collect(counters.clone())));
@@ -151,21 +155,64 @@ impl Collector for Collect {
         )?;
         written.encode(family.encode_family(&[("strategy", c.strategy.name())])?)?;
 
-        let gauges = [
-            (
-                "open_connections",
-                "Connections accepted and not yet closed.",
-                load(&c.open),
-            ),
-            (
-                "queued_bytes",
-                "Bytes of copied or encoded output all connections hold queued (reported in 16 KiB granules).",
-                c.budget.held() as u64,
-            ),
-        ];
-        for (name, help, value) in gauges {
-            let gauge = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
-            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+        let gauge = |v: usize| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
+        let open = gauge(load(&c.open) as usize);
+        open.encode(encoder.encode_descriptor(
+            "open_connections",
+            "Connections accepted and not yet closed.",
+            None,
+            open.metric_type(),
+        )?)?;
+
+        // The account's parts, the bodies split into those the cache holds
+        // and those only responses in flight keep alive.
+        let memory = &c.memory;
+        let bodies = memory.used(Part::Bodies);
+        let cached = c.bodies.cached_bytes().min(bodies);
+        let mut family = encoder.encode_descriptor(
+            "memory_bytes",
+            "Bytes charged to the memory account, by part: bodies cached, bodies referenced only by responses in flight, bodies being built, connections' buffers beyond their bases (grown read buffers, queued output and frames, request bodies, TLS records of a write) — together within --memory-limit — and open connections' bases, counted beside it.",
+            None,
+            open.metric_type(),
+        )?;
+        for (part, value) in [
+            ("bodies_cached", cached),
+            ("bodies_referenced", bodies - cached),
+            (Part::Building.label(), memory.used(Part::Building)),
+            (Part::Connections.label(), memory.used(Part::Connections)),
+            (Part::Bases.label(), memory.used(Part::Bases)),
+        ] {
+            gauge(value).encode(family.encode_family(&[("part", part)])?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "memory_limit_bytes",
+            "The memory account's limits: the whole (--memory-limit), connections' buffers (--connection-memory), the cache (--cache-bytes).",
+            None,
+            open.metric_type(),
+        )?;
+        for (part, value) in [
+            ("total", memory.limit()),
+            (Part::Connections.label(), memory.connections_limit()),
+            ("cache", c.bodies.cache_limit()),
+        ] {
+            gauge(value).encode(family.encode_family(&[("part", part)])?)?;
+        }
+        let refusals = ConstCounter::new(memory.refusals());
+        refusals.encode(encoder.encode_descriptor(
+            "memory_refusals",
+            "Requests answered 503 and connections refused because the memory account was at a limit.",
+            None,
+            refusals.metric_type(),
+        )?)?;
+        let (builds, shared) = c.bodies.builds();
+        let mut family = encoder.encode_descriptor(
+            "body_builds",
+            "Bodies built (shared=false), and requests that waited for a build already in flight instead (shared=true).",
+            None,
+            refusals.metric_type(),
+        )?;
+        for (label, n) in [("false", builds), ("true", shared)] {
+            ConstCounter::new(n).encode(family.encode_family(&[("shared", label)])?)?;
         }
 
         let resets = ConstCounter::new(load(&c.send_timeouts));

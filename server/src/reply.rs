@@ -4,24 +4,28 @@
 //! calls [`Reply::respond`] once the request body has been read, and the
 //! reply turns itself into a [`Response`] for the server's
 //! [`Writer`](crate::response::Writer): the help text, an `/end-string`
-//! body from the cache, a `/large` payload, the echo (JSON or raw), the
-//! health check, the metrics, or an error with its reason. Nothing else in the server knows what a reply's
-//! response looks like.
+//! body or a `/large` payload (from the cache, or built first by a [`Job`]),
+//! the echo (JSON or raw), the health check, the metrics, or an error with
+//! its reason. Nothing else in the server knows what a reply's response
+//! looks like.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use base64::Engine as _;
-use bytes::Bytes;
 use unflat::head::{Line, Status};
 use unflat::queue::WriteQueue;
 
-use crate::bodies::{Busy, Key, Memo, Text};
+use crate::bodies::{Body as Built, BodyKey, Memo, Text, Unavailable};
 use crate::config::Strategy;
+use crate::memory::{Full, Lease};
 use crate::request::RequestHead;
 use crate::response::{Body, Exchange, Response, Written};
-use crate::tls::Source;
 use crate::App;
 
 /// The routes, for the help text and 404s.
@@ -35,28 +39,32 @@ GET|HEAD /
 OPTIONS  * and every path above (204 with Allow)
 ";
 
-/// The text of `GET /` and of the start-up banner.
-pub fn help_text(addr: SocketAddr, strategy: Strategy, tls: Option<&Source>) -> String {
-    let (scheme, trust) = match tls {
-        None => ("http", String::new()),
-        Some(Source::Files { .. }) => ("https", String::new()),
-        Some(Source::SelfSigned { cert }) => (
-            "https",
-            format!(
-                "\nSelf-signed certificate for localhost: {}\n  curl --cacert {} https://localhost:{}/\n",
-                cert.display(),
-                cert.display(),
-                addr.port()
-            ),
-        ),
-    };
+/// The text of `GET /` and of the start-up banner: over HTTPS when
+/// `https`, naming the self-signed certificate's PEM (`trust`) if there is
+/// one.
+pub fn help_text(
+    addr: SocketAddr,
+    strategy: Strategy,
+    https: bool,
+    trust: Option<&Path>,
+) -> String {
+    let scheme = if https { "https" } else { "http" };
+    let trust = trust.map_or(String::new(), |pem| {
+        format!(
+            "\nSelf-signed certificate for localhost (removed when the server stops): {}\n  curl --cacert {} https://localhost:{}/\n",
+            pem.display(),
+            pem.display(),
+            addr.port()
+        )
+    });
     format!(
         "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n\
          Routes:\n{ROUTES}\n\
          /end-string bodies: body=flat (the default) keeps the text as one flat\n\
          string, sent as one iovec (ascii) or encoded behind the head (latin1,\n\
-         twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, sent as\n\
-         an iovec per chunk, or copied where chunks are short.\n\n\
+         twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, copied\n\
+         behind the head (a frame at a time when longer than one): chunks that\n\
+         short cost the kernel more as iovecs than as a copy.\n\n\
          Benchmark it:\n  wrk -s wrk_scripts/end-string.lua {scheme}://{addr} -- 1024\n",
         strategy = strategy.name()
     )
@@ -67,13 +75,12 @@ pub fn help_text(addr: SocketAddr, strategy: Strategy, tls: Option<&Source>) -> 
 pub enum Reply {
     /// `GET /`: the help text.
     Help,
-    /// `/end-string/{len}?kind=…&body=…`.
-    EndString(Key),
-    /// `/large/{bytes}`: answered from its size alone for `HEAD`; a `GET`
-    /// needs the payload, from the cache or built by a [`Job`].
-    Large(usize),
-    /// A payload at hand (a `/large` one, cached or built).
-    Payload(Bytes),
+    /// `/end-string/{len}?kind=…&body=…` or `/large/{bytes}`: answered from
+    /// the key alone for `HEAD`; a `GET` needs the body, from the cache or
+    /// built by a [`Job`].
+    Body(BodyKey),
+    /// A body at hand, cached or built.
+    Ready(Arc<Built>),
     /// `/healthz`: 200 `ok`, or 503 once shutdown has begun, so that a load
     /// balancer stops sending while the server drains.
     Health,
@@ -93,9 +100,18 @@ pub enum Reply {
         status: Status,
         /// Why.
         reason: Cow<'static, str>,
-        /// Whether to send `Allow: GET, HEAD, OPTIONS` (for 405).
-        allow: bool,
+        /// A field line besides `Content-Type`, if any.
+        field: Option<ErrorField>,
     },
+}
+
+/// The field line an error sends besides its `Content-Type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorField {
+    /// `Allow: GET, HEAD, OPTIONS` (405).
+    Allow,
+    /// `Retry-After: 1` (503: the server is at a limit now).
+    RetryAfter,
 }
 
 /// How `/echo` answers.
@@ -115,8 +131,25 @@ impl Reply {
         Reply::Error {
             status,
             reason: reason.into(),
-            allow: false,
+            field: None,
         }
+    }
+
+    /// 503 with `Retry-After`: the server cannot take this request now.
+    pub fn unavailable(reason: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error {
+            status: Status::SERVICE_UNAVAILABLE,
+            reason: reason.into(),
+            field: Some(ErrorField::RetryAfter),
+        }
+    }
+
+    /// 503 for want of memory, naming the limit.
+    pub fn out_of_memory(full: Full) -> Reply {
+        Reply::unavailable(format!(
+            "the server's memory is at its limit ({}); try again later",
+            full.limit
+        ))
     }
 
     /// 404, with the routes there are.
@@ -134,7 +167,7 @@ impl Reply {
             reason: Cow::Owned(format!(
                 "{method} is not allowed on {path}; use GET, HEAD or OPTIONS"
             )),
-            allow: true,
+            field: Some(ErrorField::Allow),
         }
     }
 
@@ -148,34 +181,50 @@ impl Reply {
         matches!(self, Reply::Echo(_))
     }
 
-    /// Makes the reply ready to write, or gives the job that makes it, to
-    /// run off the async workers: a `GET /large/{n}` whose payload is not
-    /// cached (it may be a gigabyte to build).
-    pub fn prepare(&mut self, app: &App, exchange: Exchange) -> Option<Job> {
-        let Reply::Large(size) = *self else {
+    /// Makes the reply ready to write, or gives the job that makes it: the
+    /// body of a `GET` that is not at hand (`memo` remembers an
+    /// `/end-string` one), to wait for while it is built off the async
+    /// workers. A `HEAD` needs no body: it is answered from the key.
+    pub fn prepare(&mut self, app: &App, exchange: Exchange, memo: &mut Memo) -> Option<Job> {
+        let Reply::Body(key) = *self else {
             return None;
         };
         if !exchange.sends_content() {
             return None;
         }
-        if let Some(hit) = app.large.cached(size) {
-            *self = Reply::Payload(hit);
+        let at_hand = match key {
+            BodyKey::Text(text) => app.bodies.text(text, memo),
+            BodyKey::Large(_) => app.bodies.cached(key),
+        };
+        if let Some(body) = at_hand {
+            *self = Reply::Ready(body);
             return None;
         }
-        let large = app.large.clone();
-        Some(Job::new(move || match large.build(size) {
-            Ok(payload) => Reply::Payload(payload),
-            Err(Busy) => Reply::error(
-                Status::SERVICE_UNAVAILABLE,
-                "the payload cannot be held within --large-bytes now; try again",
-            ),
+        let bodies = app.bodies.clone();
+        Some(Job::new(async move {
+            match bodies.get(key).await {
+                Ok(body) => Reply::Ready(body),
+                Err(Unavailable::Memory(full)) => Reply::out_of_memory(full),
+                Err(Unavailable::Failed) => Reply::unavailable("the body could not be built"),
+            }
         }))
     }
 
-    /// Queues the response; says what was written.
-    pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) -> Written {
+    /// The body this reply sends, if it is a built one (the session keeps
+    /// it alive until the response is written).
+    pub fn into_body(self) -> Option<Arc<Built>> {
+        match self {
+            Reply::Ready(body) => Some(body),
+            _ => None,
+        }
+    }
+
+    /// Queues the response; says what was written. Refused with [`Full`],
+    /// queueing nothing, when the connection's lease cannot cover it.
+    pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) -> Result<Written, Full> {
         let app = to.app;
         let fields = &app.fields;
+        let mut besides = to.besides;
         // Bodies made here for this response live until it is queued.
         let json: Vec<u8>;
         let text: Cow<'_, str>;
@@ -186,20 +235,23 @@ impl Reply {
                 [Some(&fields.text_plain), None],
                 Body::Bytes(app.help.as_bytes()),
             ),
-            Reply::EndString(key) => {
-                let body = app.end_strings.get(*key, to.memo);
-                let form = match &body.text {
-                    Text::Ascii(b) => Body::Ascii(b),
-                    Text::Rope(rope) => Body::Rope(rope.get(), body.utf8_len),
-                    Text::Transcoded(text) => Body::Transcoded(text, body.utf8_len),
+            // A GET is prepared into a body first: only a HEAD gets here,
+            // answered from the key alone.
+            Reply::Body(key) => Response::new(
+                Status::OK,
+                [Some(fields.content_type(*key)), None],
+                Body::Unsent(key.len()),
+            ),
+            Reply::Ready(body) => {
+                let (form, content_type) = match &body.text {
+                    Text::Ascii(b) => (Body::Ascii(b), &fields.text_plain),
+                    Text::Rope(rope) => (Body::Rope(rope.get(), body.len), &fields.text_plain),
+                    Text::Transcoded(text) => {
+                        (Body::Transcoded(text, body.len), &fields.text_plain)
+                    }
+                    Text::Payload(b) => (Body::Shared(b), &fields.octet_stream),
                 };
-                Response::new(Status::OK, [Some(&fields.text_plain), None], form)
-            }
-            // A GET is prepared into a payload first: only a HEAD gets here,
-            // answered from the size alone.
-            Reply::Large(size) => Response::new(Status::OK, [None, None], Body::Unsent(*size)),
-            Reply::Payload(payload) => {
-                Response::new(Status::OK, [None, None], Body::Shared(payload))
+                Response::new(Status::OK, [Some(content_type), None], form)
             }
             Reply::Health if app.is_draining() => Response::new(
                 Status::SERVICE_UNAVAILABLE,
@@ -228,7 +280,11 @@ impl Reply {
                 Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
             Reply::Echo(Echo::Json(echo)) => {
-                json = echo.finish(to.request_body);
+                // The document is made before it is queued: counted first.
+                let len = echo.len(to.request_body.len());
+                besides += len;
+                to.lease.cover(besides)?;
+                json = echo.finish(to.request_body, len);
                 Response::new(Status::OK, [Some(&fields.json), None], Body::Bytes(&json))
             }
             Reply::Echo(Echo::Raw) => Response::new(
@@ -239,21 +295,25 @@ impl Reply {
             Reply::Error {
                 status,
                 reason,
-                allow,
+                field,
             } => {
                 text = if reason.ends_with('\n') {
                     Cow::Borrowed(reason)
                 } else {
                     Cow::Owned(format!("{reason}\n"))
                 };
+                let field = field.map(|f| match f {
+                    ErrorField::Allow => &fields.allow,
+                    ErrorField::RetryAfter => &fields.retry_after,
+                });
                 Response::new(
                     *status,
-                    [Some(&fields.text_plain), allow.then_some(&fields.allow)],
+                    [Some(&fields.text_plain), field],
                     Body::Bytes(text.as_bytes()),
                 )
             }
         };
-        app.writer.write(queue, &r, to.exchange)
+        app.writer.write(queue, &r, to.exchange, to.lease, besides)
     }
 }
 
@@ -273,6 +333,8 @@ pub struct Fields {
     /// The methods of `OPTIONS *`: those of some path of the server (/echo
     /// takes any).
     pub allow_any: Line,
+    /// `Retry-After: 1`: a 503 for a limit the server is at now.
+    pub retry_after: Line,
 }
 
 impl Fields {
@@ -289,30 +351,54 @@ impl Fields {
             ),
             allow: line("Allow", "GET, HEAD, OPTIONS"),
             allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
+            retry_after: line("Retry-After", "1"),
+        }
+    }
+
+    /// The `Content-Type` of a body: text for `/end-string`, bytes for
+    /// `/large`.
+    pub fn content_type(&self, key: BodyKey) -> &Line {
+        match key {
+            BodyKey::Text(_) => &self.text_plain,
+            BodyKey::Large(_) => &self.octet_stream,
         }
     }
 }
 
-/// Work a reply needs done off the async workers before it can be written
-/// (building a `/large` payload), and the reply it then becomes. The
-/// session hands it to the connection ([`crate::session::Step::Defer`]),
-/// which runs it where blocking is allowed and gives back what it made
+/// What a reply waits for before it can be written — a body being built on
+/// the blocking pool, by this request or another — and the reply it then
+/// becomes. The session hands it to the connection
+/// ([`crate::session::Step::Defer`]), which awaits it (no thread is held
+/// while it waits) and gives back what it made
 /// ([`crate::session::Session::resume`]); nothing in the session knows what
 /// the job does.
-pub struct Job(Box<dyn FnOnce() -> Reply + Send>);
+pub struct Job(Pin<Box<dyn Future<Output = Reply> + Send>>);
 
 /// What a [`Job`] made: the reply, ready to write.
 #[derive(Debug)]
 pub struct Finished(pub(crate) Reply);
 
 impl Job {
-    fn new(work: impl FnOnce() -> Reply + Send + 'static) -> Job {
-        Job(Box::new(work))
+    fn new(work: impl Future<Output = Reply> + Send + 'static) -> Job {
+        Job(Box::pin(work))
     }
 
-    /// Does the work (blocking; call it off the async workers).
-    pub fn run(self) -> Finished {
-        Finished((self.0)())
+    /// Waits for the work; on a tokio runtime, whose blocking pool builds.
+    pub async fn run(self) -> Finished {
+        Finished(self.0.await)
+    }
+
+    /// Waits for the work from outside an async context — a session driven
+    /// in memory, by tests or the fuzzer — on a runtime of this thread's
+    /// own.
+    pub fn wait(self) -> Finished {
+        thread_local! {
+            static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for jobs run in memory");
+        }
+        RUNTIME.with(|rt| rt.block_on(self.run()))
     }
 }
 
@@ -327,12 +413,15 @@ impl std::fmt::Debug for Job {
 pub struct To<'a> {
     /// The server.
     pub app: &'a App,
-    /// The connection's body memo (see [`crate::bodies::Memo`]).
-    pub memo: &'a mut Memo,
     /// The request body, for the echo.
     pub request_body: &'a [u8],
     /// What the request asked of its response.
     pub exchange: Exchange,
+    /// The connection's reservation, which must cover the response before
+    /// it is queued.
+    pub lease: &'a mut Lease,
+    /// What the connection's buffers occupy outside the queue.
+    pub besides: usize,
 }
 
 /// The JSON `/echo` answers with: method, target, version, fields (name,
@@ -343,6 +432,9 @@ pub struct EchoJson {
     /// Everything up to the body's value.
     prefix: String,
 }
+
+/// What ends the echo's JSON document.
+const SUFFIX: &[u8] = b"\"}\n";
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -379,11 +471,23 @@ impl EchoJson {
         EchoJson { prefix }
     }
 
-    /// The whole JSON document, with `body`.
-    pub fn finish(&self, body: &[u8]) -> Vec<u8> {
-        let mut out = self.prefix.clone().into_bytes();
-        out.extend_from_slice(b64(body).as_bytes());
-        out.extend_from_slice(b"\"}\n");
+    /// The length of the whole document for a body of `body_len` bytes.
+    pub fn len(&self, body_len: usize) -> usize {
+        self.prefix.len() + body_len.div_ceil(3) * 4 + SUFFIX.len()
+    }
+
+    /// The whole JSON document, with `body`, in one allocation of `len`
+    /// ([`EchoJson::len`]) bytes.
+    pub fn finish(&self, body: &[u8], len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(self.prefix.as_bytes());
+        let at = out.len();
+        out.resize(len - SUFFIX.len(), 0);
+        let n = base64::engine::general_purpose::STANDARD
+            .encode_slice(body, &mut out[at..])
+            .expect("room for the base64 of the body");
+        debug_assert_eq!(at + n, len - SUFFIX.len());
+        out.extend_from_slice(SUFFIX);
         out
     }
 }

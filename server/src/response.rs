@@ -19,17 +19,28 @@
 //! (the Deno write path before its fix).
 //!
 //! Both write the same bytes (Date aside).
+//!
+//! **Counted before written.** Each response is checked against the
+//! connection's [`Lease`] before a byte of it is queued: the writer bounds
+//! what the queue's buffers will occupy once it is written
+//! ([`WriteQueue::footprint_after`]) and any transient copy (the flat
+//! string of the flatten strategy), and refuses with [`Full`] when the
+//! lease cannot grow to cover it; nothing is then queued. A flatten copy of
+//! a shared payload, which the queue holds by reference, carries its own
+//! charge.
 
 use std::cell::Cell;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, Bytes};
 use unflat::flatten::{flatten, Flat};
 use unflat::head::{DateLine, Head, Line, Persistence, Status};
-use unflat::queue::{SharedRope, WriteQueue};
-use unflat::{Encoding, Latin1, Mode, Rope, Utf16};
+use unflat::queue::{Policy, SharedRope, WriteQueue};
+use unflat::{storage_size, Encoding, Latin1, Mode, Rope, Utf16};
 
 use crate::config::Strategy;
+use crate::memory::{Charge, Full, Lease, Memory, Part};
 
 /// The body of a response, in whatever form its route keeps it.
 #[derive(Clone, Copy)]
@@ -182,9 +193,25 @@ fn unix_second() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A response head: the route's two field lines at most, besides the
-/// framing, date and connection lines the head writes itself.
-type ResponseHead<'a> = Head<'a, 2>;
+/// A response head: the route's two field lines at most and
+/// `X-Content-Type-Options`, besides the framing, date and connection lines
+/// the head writes itself.
+type ResponseHead<'a> = Head<'a, 3>;
+
+/// The longest chunk of a ropey rope (its leaves hold at most 984 bytes on
+/// 64-bit targets): a rope whose chunks are all shorter than the copy
+/// threshold is queued as one run.
+const ROPE_CHUNK_MAX: usize = 1024;
+
+/// What pushing a response's body may add to the queue: bytes copied or
+/// encoded into the write buffer (the worst case the queue reserves),
+/// whether a framed segment is among them, and segments at most.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pushes {
+    copied: usize,
+    framed: bool,
+    segments: usize,
+}
 
 /// The one place a response becomes bytes: the status line and the route's
 /// fields, `Date`, framing (`Content-Length`, or none on 1xx, 204 and 304),
@@ -195,37 +222,68 @@ pub struct Writer {
     strategy: Strategy,
     /// `Keep-Alive: timeout=N`.
     keep_alive: Line,
+    /// `X-Content-Type-Options: nosniff`, on every response that can carry
+    /// a body: no body the server generates is sniffed into another type.
+    nosniff: Line,
+    /// Charges the copies the flatten strategy makes of shared payloads.
+    memory: Arc<Memory>,
 }
 
 impl Writer {
-    /// A writer by `strategy`, advertising an idle timeout of `idle_secs`.
-    pub fn new(strategy: Strategy, idle_secs: u64) -> Writer {
+    /// A writer by `strategy`, advertising an idle timeout of `idle_secs`,
+    /// charging what it copies outside a queue to `memory`.
+    pub fn new(strategy: Strategy, idle_secs: u64, memory: Arc<Memory>) -> Writer {
         Writer {
             strategy,
             keep_alive: Line::parse("Keep-Alive", &format!("timeout={idle_secs}"))
                 .expect("a valid Keep-Alive line"),
+            nosniff: Line::parse("X-Content-Type-Options", "nosniff")
+                .expect("a valid X-Content-Type-Options line"),
+            memory,
         }
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
-    /// no response of the queue's count.
-    pub fn interim(&self, queue: &mut WriteQueue, status: Status) {
+    /// no response of the queue's count; checked against `lease` as
+    /// [`Writer::write`] is.
+    pub fn interim(
+        &self,
+        queue: &mut WriteQueue,
+        status: Status,
+        lease: &mut Lease,
+        besides: usize,
+    ) -> Result<(), Full> {
         debug_assert!(status.code() < 200, "an interim status");
-        encode(queue, &Head::new(status, false), Encoding::Latin1);
+        let head = Head::new(status, false);
+        let len = storage_size(&head, Encoding::Latin1);
+        lease.cover(besides + queue.footprint_after(len, false, 1))?;
+        encode(queue, &head, Encoding::Latin1);
+        Ok(())
     }
 
     /// Queues `r`, the answer to a request that asked `exchange`, marking
-    /// the end of a response; says what was written.
-    pub fn write(&self, queue: &mut WriteQueue, r: &Response<'_>, exchange: Exchange) -> Written {
+    /// the end of a response; says what was written. First makes `lease`
+    /// cover what the connection's buffers will occupy — `besides` bytes
+    /// outside the queue, and the queue once `r` is in it — or fails with
+    /// [`Full`], queueing nothing.
+    pub fn write(
+        &self,
+        queue: &mut WriteQueue,
+        r: &Response<'_>,
+        exchange: Exchange,
+        lease: &mut Lease,
+        besides: usize,
+    ) -> Result<Written, Full> {
         let date = date_line();
-        // Room for the two lines a response has at most, and no more: the
-        // head is built on the stack for every response.
+        // Room for the three lines a response has at most, and no more:
+        // the head is built on the stack for every response.
         let mut head = ResponseHead::with_room(r.status, exchange.head_request);
         for line in r.fields.into_iter().flatten() {
             head.line(line).expect("room for two lines");
         }
         head.date(&date);
         if !r.status.has_no_body() {
+            head.line(&self.nosniff).expect("room for the third line");
             head.content_length(r.body.len() as u64)
                 .expect("one framing on a status with a body");
         }
@@ -243,16 +301,146 @@ impl Writer {
         } else {
             &Body::Empty
         };
+        let head_len = storage_size(&head, Encoding::Latin1);
+        let (pushes, transient) = match self.strategy {
+            Strategy::Direct => (direct_pushes(queue.policy(), body), 0),
+            Strategy::Flatten => flattened_pushes(head_len, body),
+        };
+        let after =
+            queue.footprint_after(head_len + pushes.copied, pushes.framed, pushes.segments + 1);
+        lease.cover(besides + transient + after)?;
+        queue.reserve(head_len + pushes.copied);
         match self.strategy {
             Strategy::Direct => direct(queue, &head, body),
-            Strategy::Flatten => flattened(queue, &head, body),
+            Strategy::Flatten => self.flattened(queue, &head, body)?,
         }
         queue.end_response();
-        Written {
+        debug_assert!(queue.footprint() <= after, "the queue within its bound");
+        Ok(Written {
             status: r.status,
             body_bytes: body.len(),
-        }
+        })
     }
+
+    /// The flatten strategy.
+    fn flattened(
+        &self,
+        queue: &mut WriteQueue,
+        head: &ResponseHead<'_>,
+        body: &Body<'_>,
+    ) -> Result<(), Full> {
+        match body {
+            Body::Empty | Body::Unsent(_) => flatten_into(queue, head, &[head]),
+            Body::Bytes(b) => {
+                // Bytes are no text: they join the flat head as they are,
+                // and the whole is copied into the write buffer.
+                let Flat::OneByte(mut flat) = flatten(head) else {
+                    unreachable!("a head is one-byte text");
+                };
+                flat.extend_from_slice(b);
+                queue.copy(&flat);
+            }
+            Body::Ascii(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
+            Body::Rope(r, _) => flatten_into(queue, head, &[head, *r]),
+            Body::Transcoded(r, _) => flatten_into(queue, head, &[head, &***r]),
+            Body::Shared(payload) => {
+                // The pre-fix Deno path: the payload is copied into an owned
+                // buffer, which is then written; the copy is charged for as
+                // long as the queue holds it.
+                let charge = self.memory.charge(Part::Connections, payload.len())?;
+                flatten_into(queue, head, &[head]);
+                let owned = Bytes::from_owner(Charged {
+                    bytes: payload.to_vec(),
+                    _charge: charge,
+                });
+                let before = queue.remaining();
+                queue.share(&owned);
+                debug_assert_eq!(queue.remaining() - before, payload.len());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A buffer and the charge of its memory, dropped together.
+struct Charged {
+    bytes: Vec<u8>,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for Charged {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// What the direct strategy's pushes of `body` may add to a queue of
+/// `policy` (see [`direct`], and the queue's own rules: a buffer shorter
+/// than the copy threshold is copied, text longer than a frame is framed).
+fn direct_pushes(policy: Policy, body: &Body<'_>) -> Pushes {
+    let frame = policy.frame.max(unflat::Encoder::MIN_DST);
+    let copy = |copied| Pushes {
+        copied,
+        framed: false,
+        segments: 0,
+    };
+    match *body {
+        Body::Empty | Body::Unsent(_) => Pushes::default(),
+        Body::Bytes(b) => copy(b.len()),
+        Body::Ascii(b) | Body::Shared(b) if b.len() < policy.copy_below => copy(b.len()),
+        Body::Ascii(_) | Body::Shared(_) => Pushes {
+            segments: 1,
+            ..Pushes::default()
+        },
+        Body::Rope(_, len) => Pushes {
+            copied: if len > frame { 0 } else { len },
+            framed: len > frame,
+            // Runs alternate between shared and copied only when some
+            // chunks are long enough to share.
+            segments: if policy.copy_below > ROPE_CHUNK_MAX {
+                1
+            } else {
+                len / 256 + 2
+            },
+        },
+        // As `WriteQueue::stream` decides: encoded at once into room for the
+        // worst case when that fits a frame, else into room for the exact
+        // size when that does, else framed.
+        Body::Transcoded(text, len) => match storage_size(&**text, Encoding::Utf8) {
+            bound if bound <= frame => copy(bound),
+            _ if len <= frame => copy(len),
+            _ => Pushes {
+                copied: 0,
+                framed: true,
+                segments: 1,
+            },
+        },
+    }
+}
+
+/// What the flatten strategy's writing of `body` behind a head of
+/// `head_len` bytes may add to a queue, and the transient flat string it
+/// builds on the way: at most two bytes per unit of head and body, and
+/// three bytes of UTF-8 per unit.
+fn flattened_pushes(head_len: usize, body: &Body<'_>) -> (Pushes, usize) {
+    let units = head_len + body.len();
+    let transient = 2 * units;
+    let pushes = match body {
+        Body::Empty | Body::Unsent(_) => Pushes::default(),
+        Body::Bytes(b) => Pushes {
+            copied: b.len(),
+            ..Pushes::default()
+        },
+        Body::Shared(_) => Pushes {
+            segments: 1,
+            ..Pushes::default()
+        },
+        Body::Ascii(_) | Body::Rope(..) | Body::Transcoded(..) => Pushes {
+            copied: 3 * body.len(),
+            ..Pushes::default()
+        },
+    };
+    (pushes, transient)
 }
 
 /// The direct strategy.
@@ -285,34 +473,6 @@ fn encode<R: Rope + ?Sized>(queue: &mut WriteQueue, rope: &R, encoding: Encoding
         .expect("heads are latin1 and bodies utf8: nothing to refuse");
 }
 
-/// The flatten strategy.
-fn flattened(queue: &mut WriteQueue, head: &ResponseHead<'_>, body: &Body<'_>) {
-    match body {
-        Body::Empty | Body::Unsent(_) => flatten_into(queue, head, &[head]),
-        Body::Bytes(b) => {
-            // Bytes are no text: they join the flat head as they are, and
-            // the whole is copied into the write buffer.
-            let Flat::OneByte(mut flat) = flatten(head) else {
-                unreachable!("a head is one-byte text");
-            };
-            flat.extend_from_slice(b);
-            queue.copy(&flat);
-        }
-        Body::Ascii(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
-        Body::Rope(r, _) => flatten_into(queue, head, &[head, *r]),
-        Body::Transcoded(r, _) => flatten_into(queue, head, &[head, &***r]),
-        Body::Shared(payload) => {
-            // The pre-fix Deno path: the payload is copied into an owned
-            // buffer, which is then written.
-            flatten_into(queue, head, &[head]);
-            let owned = Bytes::from(payload.to_vec());
-            let before = queue.remaining();
-            queue.share(&owned);
-            debug_assert_eq!(queue.remaining() - before, payload.len());
-        }
-    }
-}
-
 /// Collects `parts` — the head first — into one new flat string (copy 1),
 /// then encodes it into the write buffer (copy 2): the head's part as
 /// latin1, as a head is sent, and the rest as UTF-8.
@@ -332,8 +492,6 @@ fn flatten_into(queue: &mut WriteQueue, head: &ResponseHead<'_>, parts: &[&dyn R
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use unflat::head::{HeaderName, HeaderValue};
     use unflat::{Latin1, Utf16};
@@ -341,7 +499,11 @@ mod tests {
     /// Everything the writer queues for `r`, Date value blanked.
     fn written(strategy: Strategy, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
         let mut queue = WriteQueue::new();
-        Writer::new(strategy, 5).write(&mut queue, r, exchange);
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
+        let mut lease = Lease::open(&memory, 0);
+        Writer::new(strategy, 5, memory)
+            .write(&mut queue, r, exchange, &mut lease, 0)
+            .unwrap();
         let mut out = Vec::new();
         queue.write_to(&mut out).unwrap();
         let at = out

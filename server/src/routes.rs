@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use unflat::head::Status;
 
-use crate::bodies::{Form, Key, Kind};
+use crate::bodies::{BodyKey, Form, Key, Kind};
 use crate::reply::{Echo, Reply};
 use crate::request::{begins_escape, RequestHead};
 use crate::App;
@@ -320,11 +320,11 @@ fn end_string(app: &App, len: &str, query: Option<&str>) -> Result<Reply, Reply>
             "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte and body=flat|rope"
         ))),
     })?;
-    Ok(Reply::EndString(Key {
+    Ok(Reply::Body(BodyKey::Text(Key {
         len,
         kind: kind.unwrap_or(Kind::Ascii),
         form: form.unwrap_or(Form::Flat),
-    }))
+    })))
 }
 
 fn large(app: &App, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
@@ -332,13 +332,13 @@ fn large(app: &App, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
         return Err(bad_request("/large/{bytes} takes no query".into()));
     }
     let n = parse_count("bytes", size)?;
-    if n > app.config.max_large {
+    if n > app.config.max_large() {
         return Err(bad_request(format!(
             "{n} bytes exceeds the limit of {} (--max-large)",
-            app.config.max_large
+            app.config.max_large()
         )));
     }
-    Ok(Reply::Large(n))
+    Ok(Reply::Body(BodyKey::Large(n)))
 }
 
 /// `/echo` reads only `format` (decoded, once at most); any other part of

@@ -16,20 +16,21 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::config::Config;
 use crate::connection::{self, Ended};
+use crate::memory::Lease;
 use crate::shutdown::{self, Shutdown};
-use crate::{tls, App};
+use crate::tls::{self, Tls, TlsSocket};
+use crate::App;
 
 /// A bound server, not yet accepting.
 pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     app: Arc<App>,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Tls>,
 }
 
 impl std::fmt::Debug for Server {
@@ -48,10 +49,10 @@ impl Server {
     pub fn bind(config: Config) -> io::Result<Server> {
         let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
         config.validate().map_err(invalid)?;
-        let source = config.tls();
-        let tls = source
+        let tls = config
+            .tls()
             .as_ref()
-            .map(tls::acceptor)
+            .map(tls::load)
             .transpose()
             .map_err(invalid)?;
         let listener = listen(config.addr, config.reuse_port).map_err(|e| {
@@ -62,7 +63,7 @@ impl Server {
         Ok(Server {
             listener,
             addr,
-            app: Arc::new(App::new(config, addr, source.as_ref())),
+            app: Arc::new(App::new(config, addr, tls.as_ref())),
             tls,
         })
     }
@@ -150,7 +151,7 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
 async fn accept_loop(
     listener: TcpListener,
     app: Arc<App>,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Tls>,
     shutdown: Shutdown,
     permits: Arc<Semaphore>,
 ) {
@@ -208,21 +209,27 @@ async fn accept_loop(
 }
 
 /// Serves one accepted connection, over TLS when there is an acceptor (the
-/// handshake first, [`tls::handshake`]).
+/// handshake first, [`tls::handshake`]), on a lease of the memory account
+/// whose base covers the TLS session's buffers from before the handshake.
 async fn handle(
     stream: TcpStream,
     peer: SocketAddr,
-    tls: Option<&TlsAcceptor>,
+    tls: Option<&Tls>,
     app: &App,
     shutdown: &Shutdown,
 ) {
     let _open = app.metrics.open_connection();
+    let lease = connection::lease(app, tls.map_or(0, |t| t.fixed_memory));
     match tls {
-        None => serve(stream, |s| s, peer, app, shutdown).await,
-        Some(acceptor) => {
+        None => serve(stream, |s| s, peer, app, shutdown, lease).await,
+        Some(tls) => {
             let timeout = app.config.handshake_timeout;
-            if let Some(stream) = tls::handshake(acceptor, stream, peer, timeout).await {
-                serve(stream, |s| s.get_ref().0, peer, app, shutdown).await;
+            if let Some(stream) = tls::handshake(&tls.acceptor, stream, peer, timeout).await {
+                let socket = TlsSocket {
+                    stream,
+                    fixed_memory: tls.fixed_memory,
+                };
+                serve(socket, |s| s.stream.get_ref().0, peer, app, shutdown, lease).await;
             }
         }
     }
@@ -239,8 +246,9 @@ async fn serve<S: connection::Socket>(
     peer: SocketAddr,
     app: &App,
     shutdown: &Shutdown,
+    lease: Lease,
 ) {
-    match connection::serve(&mut stream, app, shutdown).await {
+    match connection::serve(&mut stream, app, shutdown, lease).await {
         Ok(()) => {}
         Err(Ended::SendTimeout) => {
             debug!(%peer, "send timeout: resetting the connection");

@@ -274,7 +274,7 @@ pub fn serve_in_memory(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,
-                Step::Defer(job) => session.resume(job.run()),
+                Step::Defer(job) => session.resume(job.wait()),
                 Step::Close => return (out, true),
                 Step::Read(_) => break,
             }

@@ -85,6 +85,12 @@ impl Framed {
         self.refill();
     }
 
+    /// Bytes allocated for the frame buffer it holds (none before it is
+    /// the front).
+    pub(super) fn frame_capacity(&self) -> usize {
+        self.frame.capacity()
+    }
+
     /// Gives the frame buffer back to the queue.
     pub(super) fn release(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.frame)

@@ -20,12 +20,16 @@
 //!
 //! The queue (this file) keeps the write buffer, the segment list and the
 //! response ledger; each segment kind keeps its own cursor (`segment.rs`),
-//! and a framed segment (`framed.rs`) the frame it is written from.
+//! and a framed segment (`framed.rs`) the frame it is written from. What
+//! the queue's buffers occupy, and may grow to, is `footprint.rs`'s.
 //!
 //! **Memory.** What a queue holds of its own ([`WriteQueue::held`]) is its
 //! copied bytes not yet written and one frame: every body longer than a
 //! frame is framed, whatever its form, and the write buffer reclaims its
-//! written front before it grows.
+//! written front before it grows. What its buffers occupy, kept for reuse
+//! included, is [`WriteQueue::footprint`], and
+//! [`WriteQueue::footprint_after`] bounds it before a push, so that a server
+//! can refuse a response before it grows past a limit.
 //!
 //! **Copy or share** is decided here and nowhere else, by the queue's
 //! [`Policy`]: a contiguous piece — a [`Bytes`], or a chunk of a rope —
@@ -68,6 +72,7 @@
 //! assert_eq!(q.pending_responses(), 0);
 //! ```
 
+mod footprint;
 mod framed;
 mod segment;
 
@@ -290,7 +295,7 @@ impl WriteQueue {
     /// holds what is pending, not all it ever sent; the buffer grows by a
     /// quarter at a time, so that what it holds stays close to what is
     /// queued.
-    fn reserve(&mut self, n: usize) -> &mut [u8] {
+    fn room(&mut self, n: usize) -> &mut [u8] {
         if self.buf.len() < self.filled + n {
             self.compact();
         }
@@ -362,7 +367,7 @@ impl WriteQueue {
         // buffer is reused, so the slack costs nothing after warm-up, and it
         // lets the two-byte path skip its measuring pass.
         let shape = rope.shape();
-        let dst = self.reserve(bound(shape, encoding));
+        let dst = self.room(bound(shape, encoding));
         let n = crate::encode::write_shaped(rope, shape, encoding, mode, dst)?;
         self.commit(n);
         Ok(n)
@@ -389,7 +394,7 @@ impl WriteQueue {
         let plan = plan_shaped(&**rope, shape, encoding, mode)?;
         let len = plan.size();
         if len <= frame {
-            let dst = self.reserve(len);
+            let dst = self.room(len);
             let n = crate::encode::write_planned(&**rope, plan, dst)?;
             self.commit(n);
             return Ok(n);
@@ -406,7 +411,7 @@ impl WriteQueue {
 
     /// Copies `bytes` into the write buffer and queues them.
     pub fn copy(&mut self, bytes: &[u8]) {
-        self.reserve(bytes.len()).copy_from_slice(bytes);
+        self.room(bytes.len()).copy_from_slice(bytes);
         self.commit(bytes.len());
     }
 

@@ -1,8 +1,9 @@
 //! A global allocator that counts allocations (and reallocations), both for
 //! the current thread — tests run in parallel, so most count only what
 //! their own thread does — and for the whole process, for tests whose code
-//! under test runs on other threads (a server). Included by the test files
-//! that count, the root package's too (`#[path]`), so that there is one.
+//! under test runs on other threads (a server); and the bytes the process
+//! has allocated and not freed. Included by the test files that count, the
+//! root package's too (`#[path]`), so that there is one.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -15,6 +16,9 @@ thread_local! {
 }
 
 static PROCESS: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes allocated and not yet freed, process-wide.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 fn count() {
     PROCESS.fetch_add(1, Ordering::Relaxed);
@@ -30,10 +34,15 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { System.alloc(layout) }
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
         // SAFETY: `ptr` was allocated by `System` with `layout` (every
         // allocation goes through this allocator to `System`).
         unsafe { System.dealloc(ptr, layout) }
@@ -42,7 +51,12 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
         // SAFETY: as for `dealloc`; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_add(new_size, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
     }
 }
 
@@ -61,6 +75,12 @@ pub fn allocations_during(f: impl FnOnce()) -> usize {
 #[allow(dead_code)]
 pub fn process_allocations() -> usize {
     PROCESS.load(Ordering::SeqCst)
+}
+
+/// Bytes the whole process has allocated and not freed.
+#[allow(dead_code)]
+pub fn live_bytes() -> usize {
+    LIVE.load(Ordering::SeqCst)
 }
 
 /// The counter counts: a test that sees 0 allocations sees a real 0.

@@ -1,0 +1,191 @@
+//! What a queue's own buffers cost in memory, and what a push may add: for
+//! a server that counts every byte a client can make it hold, and refuses a
+//! response before it grows past a bound rather than after.
+//!
+//! The queue owns three kinds of memory: the write buffer (copied and
+//! encoded bytes), the one frame buffer (lent to the framed segment at the
+//! front), and its two lists (segments and response ends). Shared bodies are
+//! not its memory: their owners count them.
+
+use std::mem::size_of;
+
+use super::segment::Segment;
+use super::WriteQueue;
+
+impl WriteQueue {
+    /// Bytes the queue's own buffers occupy now: the write buffer, the frame
+    /// buffer (spare, or lent to the segment being written), and the
+    /// segment and response lists — allocated capacity, written or not.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// assert_eq!(q.footprint(), 0, "nothing is allocated before a push");
+    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// assert!(q.footprint() >= 4096, "the write buffer's first allocation");
+    /// ```
+    pub fn footprint(&self) -> usize {
+        self.buf.capacity()
+            + self.spare_frame.capacity()
+            + self.lent_frame()
+            + self.segments.capacity() * size_of::<Segment>()
+            + self.response_ends.capacity() * size_of::<u64>()
+    }
+
+    /// An upper bound of [`WriteQueue::footprint`] after
+    /// [`WriteQueue::reserve`]`(copied)` and pushes that copy or encode at
+    /// most that many bytes — with a framed segment among them if `framed`
+    /// (a body longer than a frame: a long stream, or a rope range whose
+    /// short chunks are copied a frame at a time) — and at most `segments`
+    /// new segments, and the end of one response.
+    ///
+    /// The bound holds only when the bytes are reserved first: pushes made
+    /// without it may grow the buffer once per push, each by a quarter.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// let after = q.footprint_after(10_000, false, 2);
+    /// q.reserve(10_000);
+    /// q.copy(&[b'h'; 200]);
+    /// q.copy(&[b'b'; 9_800]);
+    /// q.end_response();
+    /// assert!(q.footprint() <= after);
+    /// ```
+    pub fn footprint_after(&self, copied: usize, framed: bool, segments: usize) -> usize {
+        let buffer = self
+            .grown_len(copied)
+            .map_or(self.buf.capacity(), |len| len.max(self.buf.capacity()));
+        // One frame buffer exists at most: allocated when the first framed
+        // segment reaches the front, then lent from segment to segment.
+        let frame = self.spare_frame.capacity() + self.lent_frame();
+        let frame = if framed {
+            frame.max(self.frame_size())
+        } else {
+            frame
+        };
+        buffer
+            + frame
+            + list_after(self.segments.len(), self.segments.capacity(), segments)
+                * size_of::<Segment>()
+            + list_after(self.response_ends.len(), self.response_ends.capacity(), 1)
+                * size_of::<u64>()
+    }
+
+    /// Makes room in the write buffer for `copied` more bytes at once
+    /// (reclaiming the written front first, as every push does), so that
+    /// pushes copying or encoding that many bytes in all do not grow it
+    /// again. Encoding reserves the worst case of the text
+    /// ([`crate::storage_size`]), so count that for an encoded push.
+    pub fn reserve(&mut self, copied: usize) {
+        self.room(copied);
+    }
+
+    /// The write buffer's length after [`WriteQueue::reserve`]`(copied)`,
+    /// if it grows (the growth rule of the queue's `room`, without the
+    /// compaction, which can only make it smaller).
+    fn grown_len(&self, copied: usize) -> Option<usize> {
+        let need = self.filled + copied;
+        let len = self.buf.len();
+        (len < need).then(|| need.max(len + len / 4).max(4096))
+    }
+
+    /// The capacity of the frame lent to the front segment, if framed.
+    fn lent_frame(&self) -> usize {
+        match self.segments.front() {
+            Some(Segment::Framed(framed)) => framed.frame_capacity(),
+            _ => 0,
+        }
+    }
+}
+
+/// A list's capacity after `more` pushes onto `len` of `capacity`: a
+/// `VecDeque` doubles when full (and allocates 4 at least).
+fn list_after(len: usize, capacity: usize, more: usize) -> usize {
+    let mut capacity = capacity;
+    while len + more > capacity {
+        capacity = (capacity * 2).max(4);
+    }
+    capacity
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::{Buf, Bytes};
+
+    use super::super::{Policy, SharedRope};
+    use super::*;
+    use crate::{Encoding, Latin1, Mode, Utf16};
+
+    /// A push onto a queue.
+    type Push<'a> = dyn Fn(&mut WriteQueue) + 'a;
+
+    /// Every kind of push, made after reserving what the bound was asked
+    /// for, leaves the footprint within it.
+    #[test]
+    fn the_bound_holds_for_every_kind_of_push() {
+        let text: String = "é€a".repeat(40_000);
+        let rope = ropey::Rope::from_str(&text);
+        let two_byte: SharedRope = Arc::new(Utf16(vec![0x20ac; 50_000]));
+        let small: SharedRope = Arc::new(Latin1(vec![0xe9; 1000]));
+        let shared = Bytes::from(vec![1u8; 100_000]);
+        for policy in [Policy::DEFAULT, Policy::COPY_ALL, Policy::SHARE_ALL] {
+            let mut q = WriteQueue::with_policy(policy);
+            for round in 0..3 {
+                let pushes: [(usize, bool, &Push<'_>); 5] = [
+                    (300 + 5000, false, &|q| {
+                        q.encode(&"HTTP/1.1 200 OK\r\n", Encoding::Latin1, Mode::Strict)
+                            .unwrap();
+                        q.copy(&[b'x'; 5000]);
+                    }),
+                    (policy.copy_below.min(100_000), false, &|q| q.share(&shared)),
+                    (
+                        rope.len_bytes().min(policy.frame),
+                        rope.len_bytes() > policy.frame,
+                        &|q| q.share_rope(&rope, 0..rope.len_bytes()),
+                    ),
+                    (0, true, &|q| {
+                        q.stream(&two_byte, Encoding::Utf8, Mode::Strict).unwrap();
+                    }),
+                    (3000, false, &|q| {
+                        q.stream(&small, Encoding::Utf8, Mode::Strict).unwrap();
+                    }),
+                ];
+                for (copied, framed, push) in pushes {
+                    let after = q.footprint_after(copied, framed, 4);
+                    q.reserve(copied);
+                    push(&mut q);
+                    q.end_response();
+                    assert!(
+                        q.footprint() <= after,
+                        "{policy:?}, round {round}: {} > {after}",
+                        q.footprint()
+                    );
+                }
+                // Partly drained between rounds, so that compaction and the
+                // frame's lending both happen.
+                let n = q.remaining() / 2 + round;
+                q.advance(n.min(q.remaining()));
+            }
+        }
+    }
+
+    #[test]
+    fn a_drained_queue_counts_what_it_keeps_for_reuse() {
+        let mut q = WriteQueue::new();
+        q.copy(&[0; 10_000]);
+        let full = q.footprint();
+        q.advance(10_000);
+        assert_eq!(q.footprint(), full, "kept for reuse, so still counted");
+        q.set_retain(0);
+        q.copy(&[0; 10]);
+        q.advance(10);
+        assert!(
+            q.footprint() < 4096,
+            "freed once drained: {}",
+            q.footprint()
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! The memory account: everything a client can make the server hold, in one
+//! sum, against one limit (`--memory-limit`).
+//!
+//! Three parts, disjoint, whose sum is held within the limit:
+//!
+//! - **bodies** — built bodies alive, cached or referenced by responses not
+//!   yet written (`/end-string` and `/large` alike). A body carries its own
+//!   [`Charge`]: it is counted once however many responses share it, and
+//!   given back when the last of them lets go of it.
+//! - **building** — bodies being built, charged before the build begins.
+//! - **connections** — what connections' own buffers hold beyond their
+//!   base: read buffers grown for long heads, queued output and frames, a
+//!   request body kept for `/echo`, TLS records of a write; within
+//!   `--connection-memory` as well as the limit.
+//!
+//! And one counted beside the limit: each open connection's **base**, what
+//! it needs before it reads a byte (its first read buffer, a write buffer
+//! for a small response, its TLS session's buffers). A base is never
+//! refused, so that a client asking something small is served whatever
+//! others hold; `--max-connections` bounds the bases together, and the
+//! worst case is `limit + connections × (base + the task's own state)`
+//! (docs/robustness.md).
+//!
+//! **Charge first, allocate after.** Nothing is allocated on a client's
+//! behalf before it is charged: a charge that would pass a limit fails
+//! ([`Full`]) and is undone before anything grows, and the caller refuses
+//! (503 with `Retry-After`, then close) or waits for its own queue to drain.
+//! Two charges racing near the limit may both fail where one would have
+//! fit; neither ever passes it.
+//!
+//! **A connection's [`Lease`]** reserves in [`GRANULE`]s and keeps a
+//! granule of slack before it gives any back, so that a keep-alive
+//! connection whose buffers stay the same size touches the shared counters
+//! once, when it opens, and not per request.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The unit a connection's lease grows and shrinks by.
+pub const GRANULE: usize = 4 * 1024;
+
+/// A part of the account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Built bodies alive: cached, or referenced by responses in flight.
+    Bodies,
+    /// Bodies being built.
+    Building,
+    /// Connections' own buffers beyond their bases.
+    Connections,
+    /// Open connections' bases: counted, outside the limit.
+    Bases,
+}
+
+impl Part {
+    /// Every part, in the order of [`Part::index`].
+    pub const ALL: [Part; 4] = [Part::Bodies, Part::Building, Part::Connections, Part::Bases];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The part as a metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Part::Bodies => "bodies",
+            Part::Building => "building",
+            Part::Connections => "connections",
+            Part::Bases => "connection_bases",
+        }
+    }
+}
+
+/// A charge was refused: it would have passed a limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full {
+    /// The limit it would have passed: `--memory-limit` or
+    /// `--connection-memory`.
+    pub limit: &'static str,
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the server's memory is at its limit ({})", self.limit)
+    }
+}
+
+/// The account: what every part holds, against the limits.
+#[derive(Debug)]
+pub struct Memory {
+    limit: usize,
+    connections_limit: usize,
+    /// The parts within the limit, summed.
+    total: AtomicUsize,
+    parts: [AtomicUsize; 4],
+    /// Requests and connections refused because a charge failed.
+    refusals: AtomicU64,
+}
+
+impl Memory {
+    /// An account of `limit` bytes in all, of which connections' buffers may
+    /// take `connections_limit`.
+    pub fn new(limit: usize, connections_limit: usize) -> Memory {
+        Memory {
+            limit,
+            connections_limit: connections_limit.min(limit),
+            total: AtomicUsize::new(0),
+            parts: Default::default(),
+            refusals: AtomicU64::new(0),
+        }
+    }
+
+    /// The limit of everything together.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The limit of connections' buffers together.
+    pub fn connections_limit(&self) -> usize {
+        self.connections_limit
+    }
+
+    /// Bytes charged to the parts within the limit.
+    pub fn total(&self) -> usize {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// Bytes charged to `part`.
+    pub fn used(&self, part: Part) -> usize {
+        self.parts[part.index()].load(Ordering::Relaxed)
+    }
+
+    /// Requests and connections refused so far for want of memory.
+    pub fn refusals(&self) -> u64 {
+        self.refusals.load(Ordering::Relaxed)
+    }
+
+    /// Counts a refusal (a 503, or a connection closed at once).
+    pub fn refused(&self) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Charges `n` bytes to `part`, or fails without charging anything.
+    fn take(&self, part: Part, n: usize) -> Result<(), Full> {
+        if n == 0 {
+            return Ok(());
+        }
+        let slot = &self.parts[part.index()];
+        if part == Part::Bases {
+            slot.fetch_add(n, Ordering::Relaxed);
+            return Ok(());
+        }
+        if part == Part::Connections {
+            let was = slot.fetch_add(n, Ordering::Relaxed);
+            if was + n > self.connections_limit {
+                slot.fetch_sub(n, Ordering::Relaxed);
+                return Err(Full {
+                    limit: "--connection-memory",
+                });
+            }
+        }
+        let was = self.total.fetch_add(n, Ordering::Relaxed);
+        if was + n > self.limit {
+            self.total.fetch_sub(n, Ordering::Relaxed);
+            if part == Part::Connections {
+                slot.fetch_sub(n, Ordering::Relaxed);
+            }
+            return Err(Full {
+                limit: "--memory-limit",
+            });
+        }
+        if part != Part::Connections {
+            slot.fetch_add(n, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Gives back `n` bytes charged to `part`.
+    fn give(&self, part: Part, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.parts[part.index()].fetch_sub(n, Ordering::Relaxed);
+        if part != Part::Bases {
+            self.total.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    /// A charge of `n` bytes to `part`, given back when dropped.
+    pub fn charge(self: &Arc<Self>, part: Part, n: usize) -> Result<Charge, Full> {
+        self.take(part, n)?;
+        Ok(Charge {
+            memory: self.clone(),
+            part,
+            bytes: n,
+        })
+    }
+}
+
+/// Bytes charged to one part of the account, given back when dropped: a
+/// body carries its own, so that it is counted for exactly as long as it is
+/// alive.
+#[derive(Debug)]
+pub struct Charge {
+    memory: Arc<Memory>,
+    part: Part,
+    bytes: usize,
+}
+
+impl Charge {
+    /// Bytes charged.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Moves the charge to another part (a body built: from building to
+    /// bodies), keeping at most `bytes` of it (what the build really took).
+    pub fn settle(&mut self, part: Part, bytes: usize) {
+        // Moved without a check: the total only shrinks, and the parts of
+        // connections are never the destination.
+        debug_assert!(
+            matches!(part, Part::Bodies | Part::Building) && self.part != Part::Bases,
+            "a body is never a connection's"
+        );
+        let keep = bytes.min(self.bytes);
+        let m = &self.memory;
+        m.parts[part.index()].fetch_add(keep, Ordering::Relaxed);
+        m.parts[self.part.index()].fetch_sub(self.bytes, Ordering::Relaxed);
+        m.total.fetch_sub(self.bytes - keep, Ordering::Relaxed);
+        self.part = part;
+        self.bytes = keep;
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.memory.give(self.part, self.bytes);
+    }
+}
+
+/// One connection's reservation: its base, counted from the start and
+/// never refused, and what its buffers need beyond it in the connections'
+/// part, grown before they grow, in granules, and given back once they
+/// have shrunk by more than a granule of slack. Given back when dropped,
+/// however the connection ends.
+#[derive(Debug)]
+pub struct Lease {
+    memory: Arc<Memory>,
+    base: usize,
+    /// Beyond the base.
+    held: usize,
+}
+
+impl Lease {
+    /// A lease of `base` bytes (what a connection needs before it reads
+    /// anything).
+    pub fn open(memory: &Arc<Memory>, base: usize) -> Lease {
+        memory
+            .take(Part::Bases, base)
+            .expect("a base is never refused");
+        Lease {
+            memory: memory.clone(),
+            base,
+            held: 0,
+        }
+    }
+
+    /// Bytes reserved, the base included.
+    pub fn held(&self) -> usize {
+        self.base + self.held
+    }
+
+    /// Makes the reservation at least `need` bytes, or fails leaving it as
+    /// it was. Costs nothing when it already is.
+    #[inline]
+    pub fn cover(&mut self, need: usize) -> Result<(), Full> {
+        if need <= self.base + self.held {
+            return Ok(());
+        }
+        self.grow(need - self.base)
+    }
+
+    #[cold]
+    fn grow(&mut self, beyond: usize) -> Result<(), Full> {
+        let want = round_up(beyond);
+        self.memory.take(Part::Connections, want - self.held)?;
+        self.held = want;
+        Ok(())
+    }
+
+    /// Gives back what the buffers no longer need when they occupy `used`
+    /// bytes, keeping a granule of slack (so that a connection whose
+    /// buffers stay the same size never touches the shared counters).
+    #[inline]
+    pub fn trim(&mut self, used: usize) {
+        let keep = round_up(used.saturating_sub(self.base)) + GRANULE;
+        if self.held > keep + GRANULE {
+            self.memory.give(Part::Connections, self.held - keep);
+            self.held = keep;
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.memory.give(Part::Connections, self.held);
+        self.memory.give(Part::Bases, self.base);
+    }
+}
+
+/// `n` rounded up to a whole number of granules.
+fn round_up(n: usize) -> usize {
+    n.div_ceil(GRANULE).saturating_mul(GRANULE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_fail_past_either_limit_and_leave_nothing_behind() {
+        let memory = Arc::new(Memory::new(100 * GRANULE, 10 * GRANULE));
+        let body = memory.charge(Part::Bodies, 80 * GRANULE).unwrap();
+        assert_eq!(
+            memory
+                .charge(Part::Building, 21 * GRANULE)
+                .unwrap_err()
+                .limit,
+            "--memory-limit"
+        );
+        // A base is counted beside the limit, never refused.
+        let mut lease = Lease::open(&memory, 200 * GRANULE);
+        lease.cover(200 * GRANULE + 1).unwrap();
+        assert_eq!(lease.held(), 201 * GRANULE, "beyond the base, in granules");
+        assert_eq!(
+            lease.cover(211 * GRANULE).unwrap_err().limit,
+            "--connection-memory"
+        );
+        assert_eq!(lease.held(), 201 * GRANULE, "unchanged by a refusal");
+        assert_eq!(memory.used(Part::Connections), GRANULE);
+        assert_eq!(memory.used(Part::Bases), 200 * GRANULE);
+        assert_eq!(memory.total(), 81 * GRANULE);
+        drop(body);
+        drop(lease);
+        assert_eq!(memory.total(), 0);
+        assert!(Part::ALL.iter().all(|&p| memory.used(p) == 0));
+    }
+
+    #[test]
+    fn a_lease_keeps_a_granule_of_slack() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
+        let mut lease = Lease::open(&memory, GRANULE);
+        lease.cover(11 * GRANULE).unwrap();
+        lease.trim(10 * GRANULE);
+        assert_eq!(lease.held(), 11 * GRANULE, "within the slack");
+        lease.trim(GRANULE);
+        assert_eq!(lease.held(), 2 * GRANULE, "the base and the slack");
+        assert_eq!(memory.used(Part::Connections), GRANULE);
+    }
+
+    #[test]
+    fn a_settled_charge_moves_and_never_grows() {
+        let memory = Arc::new(Memory::new(1000, 1000));
+        let mut c = memory.charge(Part::Building, 600).unwrap();
+        c.settle(Part::Bodies, 700);
+        assert_eq!((c.bytes(), memory.used(Part::Bodies)), (600, 600));
+        c.settle(Part::Bodies, 500);
+        assert_eq!((memory.used(Part::Building), memory.total()), (0, 500));
+        drop(c);
+        assert_eq!(memory.total(), 0);
+    }
+}
