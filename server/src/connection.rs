@@ -8,6 +8,14 @@
 //! takes goes out in one system call. A partial write leaves the rest in the
 //! queue, by reference, and the next call resumes at the cursor.
 //!
+//! Fairness: a batch that copies or encodes more than a turn
+//! ([`crate::session::TURN`], 64 KiB) is written a turn at a time, and a
+//! write longer than [`YIELD_AFTER`] lets the worker's other connections
+//! run in between, so that clients pipelining long bodies — or reading one
+//! as fast as it comes — cannot keep a worker from the others (a
+//! `/healthz` among a thousand such clients waited up to 2 to 3 s; see
+//! docs/robustness.md).
+//!
 //! Memory: the read buffer grows only once the session's lease covers it
 //! (a connection that cannot grow it is answered 503 and closed), and the
 //! lease covers what a TLS socket may hold of each write
@@ -47,6 +55,11 @@ use crate::App;
 
 /// Bytes the input buffer is allocated with, and grows by when full.
 pub const READ_CHUNK: usize = 16 * 1024;
+
+/// Bytes a connection writes in one go before it lets the other tasks of
+/// its worker run: a peer that reads a long body as fast as it comes would
+/// otherwise keep the worker for the whole body.
+const YIELD_AFTER: usize = 256 << 10;
 
 /// iovecs tried first per `write_vectored`.
 const FEW_IOVECS: usize = 64;
@@ -175,7 +188,13 @@ pub async fn serve<S: Socket>(
         let step = session.process(&mut input, &mut queue, app);
         write(io, &mut queue, &mut session, app, timer.as_mut()).await?;
         let waiting = match step {
-            Step::Flush => continue,
+            Step::Flush => {
+                // A turn's worth written (or the queue full): the other
+                // connections of this worker go first, so that a client
+                // that pipelines long bodies cannot keep the worker.
+                tokio::task::yield_now().await;
+                continue;
+            }
             Step::Close => break,
             Step::Defer(job) => {
                 // The body it waits for is built on the blocking pool; this
@@ -321,6 +340,7 @@ pub async fn flush<S: Socket>(
     send_timeout: Duration,
     mut timer: Pin<&mut Sleep>,
 ) -> Result<(), Ended> {
+    let mut since_yield = 0;
     while queue.has_remaining() {
         let written = in_time(send_timeout, timer.as_mut(), |cx| {
             poll_write(&mut *io, queue, cx)
@@ -329,6 +349,11 @@ pub async fn flush<S: Socket>(
         match written {
             0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
             n => queue.advance(n),
+        }
+        since_yield += written;
+        if since_yield >= YIELD_AFTER && queue.has_remaining() {
+            since_yield = 0;
+            tokio::task::yield_now().await;
         }
     }
     in_time(send_timeout, timer, |cx| Pin::new(&mut *io).poll_flush(cx)).await

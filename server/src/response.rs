@@ -37,7 +37,7 @@ use bytes::{Buf, Bytes};
 use unflat::flatten::{flatten, Flat};
 use unflat::head::{DateLine, Head, Line, Persistence, Status};
 use unflat::queue::{Policy, SharedRope, WriteQueue};
-use unflat::{storage_size, Encoding, Latin1, Mode, Rope, Utf16};
+use unflat::{storage_size, Encoding, Latin1, Measured, Mode, Rope, Utf16};
 
 use crate::config::Strategy;
 use crate::memory::{Charge, Full, Lease, Memory, Part};
@@ -150,6 +150,10 @@ pub struct Written {
     pub status: Status,
     /// Bytes of body sent (none after a `HEAD`, or on 204 and 304).
     pub body_bytes: usize,
+    /// Whether the queue holds the body by reference (shared, or framed
+    /// from it) rather than copied whole: its owner must then keep it
+    /// alive until the response is written.
+    pub references_body: bool,
 }
 
 thread_local! {
@@ -197,6 +201,10 @@ fn unix_second() -> u64 {
 /// `X-Content-Type-Options`, besides the framing, date and connection lines
 /// the head writes itself.
 type ResponseHead<'a> = Head<'a, 3>;
+
+/// A response head measured once: its length bounds the response before it
+/// is queued, and the queue encodes it without measuring it again.
+type MeasuredHead<'a> = Measured<ResponseHead<'a>>;
 
 /// The longest chunk of a ropey rope (its leaves hold at most 984 bytes on
 /// 64-bit targets): a rope whose chunks are all shorter than the copy
@@ -292,7 +300,9 @@ impl Writer {
         } else {
             Persistence::Close
         });
-        let body = if head.body_allowed() {
+        let body_allowed = head.body_allowed();
+        let head = Measured::new(head);
+        let body = if body_allowed {
             debug_assert!(
                 !matches!(r.body, Body::Unsent(_)),
                 "only HEAD leaves a body unsent"
@@ -319,6 +329,8 @@ impl Writer {
         Ok(Written {
             status: r.status,
             body_bytes: body.len(),
+            references_body: self.strategy == Strategy::Direct
+                && (pushes.framed || pushes.segments > 0),
         })
     }
 
@@ -326,7 +338,7 @@ impl Writer {
     fn flattened(
         &self,
         queue: &mut WriteQueue,
-        head: &ResponseHead<'_>,
+        head: &MeasuredHead<'_>,
         body: &Body<'_>,
     ) -> Result<(), Full> {
         match body {
@@ -334,7 +346,7 @@ impl Writer {
             Body::Bytes(b) => {
                 // Bytes are no text: they join the flat head as they are,
                 // and the whole is copied into the write buffer.
-                let Flat::OneByte(mut flat) = flatten(head) else {
+                let Flat::OneByte(mut flat) = flatten(head.get()) else {
                     unreachable!("a head is one-byte text");
                 };
                 flat.extend_from_slice(b);
@@ -444,7 +456,7 @@ fn flattened_pushes(head_len: usize, body: &Body<'_>) -> (Pushes, usize) {
 }
 
 /// The direct strategy.
-fn direct(queue: &mut WriteQueue, head: &ResponseHead<'_>, body: &Body<'_>) {
+fn direct(queue: &mut WriteQueue, head: &MeasuredHead<'_>, body: &Body<'_>) {
     encode(queue, head, Encoding::Latin1);
     let before = queue.remaining();
     match body {
@@ -476,7 +488,7 @@ fn encode<R: Rope + ?Sized>(queue: &mut WriteQueue, rope: &R, encoding: Encoding
 /// Collects `parts` — the head first — into one new flat string (copy 1),
 /// then encodes it into the write buffer (copy 2): the head's part as
 /// latin1, as a head is sent, and the rest as UTF-8.
-fn flatten_into(queue: &mut WriteQueue, head: &ResponseHead<'_>, parts: &[&dyn Rope]) {
+fn flatten_into(queue: &mut WriteQueue, head: &MeasuredHead<'_>, parts: &[&dyn Rope]) {
     let head_len = head.shape().one_byte;
     match flatten(parts) {
         Flat::OneByte(flat) => {

@@ -8,7 +8,8 @@
 //!
 //! Backpressure: while the queue holds more than `--max-queued-bytes` of
 //! copied output or `--max-queued-responses` responses, `process` stops and
-//! asks for a flush before it parses further pipelined requests.
+//! asks for a flush before it parses further pipelined requests; and one
+//! call copies or encodes [`TURN`] bytes at most.
 //!
 //! **Memory.** The session holds the connection's [`Lease`] on the server's
 //! memory account, and every buffer the connection grows is covered by it
@@ -318,6 +319,7 @@ impl Session {
     /// do next.
     pub fn process(&mut self, input: &mut BytesMut, queue: &mut WriteQueue, app: &App) -> Step {
         self.release_written(queue);
+        let copied_before = queue.copied_len();
         loop {
             if matches!(self.state, State::Closed) {
                 return Step::Close;
@@ -326,7 +328,9 @@ impl Session {
                 && (queue.copied_len() > app.config.max_queued_bytes
                     || queue.pending_responses() >= app.config.max_queued_responses
                     // A reply that waits for memory waits for the queue.
-                    || matches!(self.state, State::Ready(_)))
+                    || matches!(self.state, State::Ready(_))
+                    // One call copies or encodes a turn's worth at most.
+                    || queue.copied_len() >= copied_before + TURN)
             {
                 return Step::Flush;
             }
@@ -534,9 +538,11 @@ impl Session {
             Ok(written) => {
                 self.served += 1;
                 self.record(app, p.route, written);
-                if let Some(body) = p.reply.into_body() {
-                    let end = queue.written_total() + queue.remaining() as u64;
-                    self.referenced.push_back((end, body));
+                if written.references_body {
+                    if let Some(body) = p.reply.into_body() {
+                        let end = queue.written_total() + queue.remaining() as u64;
+                        self.referenced.push_back((end, body));
+                    }
                 }
                 if p.exchange.keep_alive {
                     State::Head
@@ -658,6 +664,11 @@ impl Session {
         self.state = self.reject(queue, app, reject, head_request, about);
     }
 }
+
+/// Bytes one [`Session::process`] copies or encodes at most before it asks
+/// for a flush: pipelined requests for long bodies are answered a turn at
+/// a time, so that the connection can let others run between turns.
+pub const TURN: usize = 64 * 1024;
 
 /// The write buffer a connection's base covers: room for a small response
 /// (a refusal, `/healthz`, `/metrics`, a short body), so that a client
