@@ -17,12 +17,13 @@ use std::time::{Duration, Instant};
 mod built;
 
 /// The custom harnesses (`harness = false` benches with a command line).
-const HARNESSES: [&str; 5] = [
+const HARNESSES: [&str; 6] = [
     "end-string",
     "large-write",
     "write-patterns",
     "copies",
     "tls-providers",
+    "probe-latency",
 ];
 
 /// Each harness's executable, by bench name, built on first use.
@@ -252,6 +253,9 @@ fn the_other_harnesses_refuse_bad_options_with_one_line_and_status_2() {
         ("tls-providers", &["--bulk-mib", "65537"], &["--bulk-mib"]),
         ("tls-providers", &["--rounds", "0"], &["--rounds"]),
         ("tls-providers", &["--quick"], &["--quick"]),
+        ("probe-latency", &["--seconds", "0"], &["--seconds"]),
+        ("probe-latency", &["--len", "99999999"], &["--len"]),
+        ("probe-latency", &["--attackers", "x"], &["--attackers"]),
     ] {
         refused(harness, args, names);
     }

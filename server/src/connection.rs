@@ -10,7 +10,7 @@
 //!
 //! Fairness: a batch that copies or encodes more than a turn
 //! ([`crate::session::TURN`], 64 KiB) is written a turn at a time, and a
-//! write longer than [`YIELD_AFTER`] lets the worker's other connections
+//! write longer than 256 KiB (`YIELD_AFTER`) lets the worker's other connections
 //! run in between, so that clients pipelining long bodies — or reading one
 //! as fast as it comes — cannot keep a worker from the others (a
 //! `/healthz` among a thousand such clients waited up to 2 to 3 s; see

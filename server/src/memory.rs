@@ -53,7 +53,7 @@ pub enum Part {
 }
 
 impl Part {
-    /// Every part, in the order of [`Part::index`].
+    /// Every part.
     pub const ALL: [Part; 4] = [Part::Bodies, Part::Building, Part::Connections, Part::Bases];
 
     fn index(self) -> usize {

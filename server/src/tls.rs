@@ -84,7 +84,7 @@ pub enum Source {
 pub struct Tls {
     /// Accepts handshakes.
     pub acceptor: TlsAcceptor,
-    /// Bytes rustls holds per connection whatever it does ([`FIXED`], and
+    /// Bytes rustls holds per connection whatever it does (`FIXED`, and
     /// the chain the server sends in each handshake).
     pub fixed_memory: usize,
     self_signed: Option<Arc<SelfSigned>>,
