@@ -467,10 +467,62 @@ fn rope_bodies_cost_a_frame_per_connection() {
     }
 }
 
+/// Long heads: a head longer than the first read buffer grows it, and the
+/// growth is covered first. Clients that each send 60 KiB of a head (with
+/// `--max-head 64KiB`) and wait hold the connections' part within
+/// `--connection-memory`; past it a client is answered 503 with
+/// `Retry-After`, and a normal client is served throughout (in process:
+/// the account is read directly).
+fn long_heads_are_counted() {
+    let part = 1 << 20;
+    let server = Running::start(Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: Some(2),
+        connection_memory: Some(part),
+        max_head: 64 << 10,
+        ..Config::default()
+    })
+    .unwrap();
+    let head = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX-Long: {}",
+        "x".repeat(60 << 10)
+    );
+    let mut refused = 0;
+    let mut waiting = Vec::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        s.write_all(head.as_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut first = [0u8; 512];
+        match s.read(&mut first) {
+            Ok(n) if n > 0 => {
+                let answer = String::from_utf8_lossy(&first[..n]).into_owned();
+                assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+                assert!(answer.contains("\r\nRetry-After: 1\r\n"), "{answer}");
+                refused += 1;
+            }
+            // No answer: the head is still awaited, its buffer grown.
+            _ => waiting.push(s),
+        }
+    }
+    let held = server.app().memory.used(Part::Connections);
+    eprintln!(
+        "100 clients with 60 KiB of a head each: {} waiting, {refused} refused, their buffers beyond their bases {} KiB",
+        waiting.len(),
+        held >> 10
+    );
+    assert!(held <= part, "{held} bytes beyond the bases");
+    assert!(refused > 0 && !waiting.is_empty(), "{refused} refused");
+    let r = common::exchange(&server, b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(r.status, 200, "a normal client is served");
+}
+
 /// One test: each measurement needs the server to itself.
 #[test]
 fn clients_cannot_make_the_server_hold_more_than_its_limits() {
     rope_bodies_cost_a_frame_per_connection();
+    long_heads_are_counted();
     no_connection_pins_a_body_past_the_cache();
     builds_leave_the_workers_free();
     large_payloads_held_by_responses_are_counted();

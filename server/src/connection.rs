@@ -48,7 +48,7 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use unflat::queue::{WriteQueue, IOV_MAX};
 
-use crate::memory::Lease;
+use crate::memory::{Full, Lease};
 use crate::session::{Session, Step, Waiting};
 use crate::shutdown::Shutdown;
 use crate::App;
@@ -212,19 +212,12 @@ pub async fn serve<S: Socket>(
         let deadline = deadlines.next(waiting, session.served(), config);
         timer.as_mut().reset(deadline);
         if input.capacity() - input.len() < READ_CHUNK / 4 {
-            // BytesMut reuses its allocation when what is unread fits it,
-            // else allocates the larger of the need and twice the old.
-            let bound = (input.len() + READ_CHUNK).max(2 * read_buffer);
-            if let Err(full) = session.grow_read_buffer(&queue, bound) {
+            let grown = room_to_read(&mut input, &mut read_buffer, &mut session, &queue);
+            if let Err(full) = grown {
                 session.no_room_to_read(&input, &mut queue, app, full);
                 write(io, &mut queue, &mut session, app, timer.as_mut()).await?;
                 break;
             }
-            input.reserve(READ_CHUNK);
-            read_buffer = read_buffer.max(input.capacity());
-            session
-                .grow_read_buffer(&queue, read_buffer)
-                .expect("within the bound just covered");
         }
         let read = tokio::select! {
             biased;
@@ -249,6 +242,33 @@ pub async fn serve<S: Socket>(
     }
     // Best effort: the peer may already be gone.
     let _ = io.shutdown().await;
+    Ok(())
+}
+
+/// Makes room for the next read in `input`, whose whole allocation is
+/// `read_buffer` bytes, the session's lease covering any growth first. A
+/// `BytesMut` that is the only owner of its allocation moves what is unread
+/// to the front and allocates nothing when that fits and is no longer than
+/// what was consumed; otherwise it allocates the larger of the need and
+/// twice the old. Should it grow where it was expected not to, the growth
+/// is covered after the fact or the connection refused (and closed).
+fn room_to_read(
+    input: &mut BytesMut,
+    read_buffer: &mut usize,
+    session: &mut Session,
+    queue: &WriteQueue,
+) -> Result<(), Full> {
+    let consumed = read_buffer.saturating_sub(input.capacity());
+    let reuses = input.len() + READ_CHUNK <= *read_buffer && consumed >= input.len();
+    if !reuses {
+        let bound = (input.len() + READ_CHUNK).max(2 * *read_buffer);
+        session.grow_read_buffer(queue, bound)?;
+    }
+    input.reserve(READ_CHUNK);
+    if input.capacity() != *read_buffer || !reuses {
+        *read_buffer = (*read_buffer).max(input.capacity());
+        session.grow_read_buffer(queue, *read_buffer)?;
+    }
     Ok(())
 }
 
