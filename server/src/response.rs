@@ -204,7 +204,7 @@ type ResponseHead<'a> = Head<'a, 3>;
 
 /// A response head measured once: its length bounds the response before it
 /// is queued, and the queue encodes it without measuring it again.
-type MeasuredHead<'a> = Measured<ResponseHead<'a>>;
+type MeasuredHead<'h, 'a> = Measured<&'h ResponseHead<'a>>;
 
 /// The longest chunk of a ropey rope (its leaves hold at most 984 bytes on
 /// 64-bit targets): a rope whose chunks are all shorter than the copy
@@ -301,7 +301,7 @@ impl Writer {
             Persistence::Close
         });
         let body_allowed = head.body_allowed();
-        let head = Measured::new(head);
+        let head = Measured::new(&head);
         let body = if body_allowed {
             debug_assert!(
                 !matches!(r.body, Body::Unsent(_)),
@@ -338,7 +338,7 @@ impl Writer {
     fn flattened(
         &self,
         queue: &mut WriteQueue,
-        head: &MeasuredHead<'_>,
+        head: &MeasuredHead<'_, '_>,
         body: &Body<'_>,
     ) -> Result<(), Full> {
         match body {
@@ -456,7 +456,7 @@ fn flattened_pushes(head_len: usize, body: &Body<'_>) -> (Pushes, usize) {
 }
 
 /// The direct strategy.
-fn direct(queue: &mut WriteQueue, head: &MeasuredHead<'_>, body: &Body<'_>) {
+fn direct(queue: &mut WriteQueue, head: &MeasuredHead<'_, '_>, body: &Body<'_>) {
     encode(queue, head, Encoding::Latin1);
     let before = queue.remaining();
     match body {
@@ -488,7 +488,7 @@ fn encode<R: Rope + ?Sized>(queue: &mut WriteQueue, rope: &R, encoding: Encoding
 /// Collects `parts` — the head first — into one new flat string (copy 1),
 /// then encodes it into the write buffer (copy 2): the head's part as
 /// latin1, as a head is sent, and the rest as UTF-8.
-fn flatten_into(queue: &mut WriteQueue, head: &MeasuredHead<'_>, parts: &[&dyn Rope]) {
+fn flatten_into(queue: &mut WriteQueue, head: &MeasuredHead<'_, '_>, parts: &[&dyn Rope]) {
     let head_len = head.shape().one_byte;
     match flatten(parts) {
         Flat::OneByte(flat) => {
