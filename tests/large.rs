@@ -87,3 +87,33 @@ fn head_of_a_large_payload_is_answered_from_its_size_alone() {
         "nothing was built"
     );
 }
+
+/// The flatten strategy copies a payload into an owned buffer before it is
+/// written (the old path): that copy is counted once, and the payload not
+/// again as flattened text — a payload of N needs N of memory besides its
+/// own, not 3N — and a short one is copied behind the head like any short
+/// buffer (a debug build checks every response against its bound).
+#[test]
+fn the_flatten_strategy_counts_its_copy_of_a_payload_once() {
+    let size = 20 << 20;
+    let server = Running::start(Config {
+        memory_limit: 64 << 20,
+        max_large: Some(size),
+        cache_bytes: Some(0),
+        ..config(Strategy::Flatten)
+    })
+    .unwrap();
+    let mut s = connect(&server);
+    let small = "GET /large/3000 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(3);
+    s.write_all(format!("{small}GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut buf = Vec::new();
+    for len in [3000, 3000, 3000, size] {
+        let r = common::read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((r.status, r.body.len()), (200, len));
+        assert!(
+            r.body == common::large_body(len),
+            "the payload of {len} bytes"
+        );
+    }
+}

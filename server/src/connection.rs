@@ -246,12 +246,16 @@ pub async fn serve<S: Socket>(
 }
 
 /// Makes room for the next read in `input`, whose whole allocation is
-/// `read_buffer` bytes, the session's lease covering any growth first. A
-/// `BytesMut` that is the only owner of its allocation moves what is unread
-/// to the front and allocates nothing when that fits and is no longer than
-/// what was consumed; otherwise it allocates the larger of the need and
-/// twice the old. Should it grow where it was expected not to, the growth
-/// is covered after the fact or the connection refused (and closed).
+/// `read_buffer` bytes, the session's lease covering any growth first.
+///
+/// When what is unread fits the allocation and is no longer than what was
+/// consumed, `BytesMut::reserve` moves it to the front and allocates
+/// nothing (it is the buffer's only owner). Otherwise the unread bytes are
+/// copied into a new buffer of a size chosen here — the need, or twice the
+/// old, whichever is larger — so that the allocation is known exactly
+/// rather than left to `BytesMut`'s own growth, which keeps the consumed
+/// front. Should the reuse allocate after all, the most it can hold is
+/// covered after the fact, or the connection refused (and closed).
 fn room_to_read(
     input: &mut BytesMut,
     read_buffer: &mut usize,
@@ -260,16 +264,21 @@ fn room_to_read(
 ) -> Result<(), Full> {
     let consumed = read_buffer.saturating_sub(input.capacity());
     let reuses = input.len() + READ_CHUNK <= *read_buffer && consumed >= input.len();
-    if !reuses {
-        let bound = (input.len() + READ_CHUNK).max(2 * *read_buffer);
-        session.grow_read_buffer(queue, bound)?;
+    if reuses {
+        input.reserve(READ_CHUNK);
+        if input.capacity() != *read_buffer {
+            *read_buffer = consumed + input.capacity();
+            session.grow_read_buffer(queue, *read_buffer)?;
+        }
+        return Ok(());
     }
-    input.reserve(READ_CHUNK);
-    if input.capacity() != *read_buffer || !reuses {
-        *read_buffer = (*read_buffer).max(input.capacity());
-        session.grow_read_buffer(queue, *read_buffer)?;
-    }
-    Ok(())
+    let grown = (input.len() + READ_CHUNK).max(2 * *read_buffer);
+    session.grow_read_buffer(queue, grown)?;
+    let mut fresh = BytesMut::with_capacity(grown);
+    fresh.extend_from_slice(input);
+    *input = fresh;
+    *read_buffer = input.capacity();
+    session.grow_read_buffer(queue, *read_buffer)
 }
 
 /// Writes the queue whole ([`flush`]), the socket's memory for it covered

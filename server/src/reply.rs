@@ -181,6 +181,20 @@ impl Reply {
         matches!(self, Reply::Echo(_))
     }
 
+    /// Bytes the reply holds while it waits for its request body: the echo's
+    /// JSON so far (every field of the head, base64-encoded), or an error's
+    /// reason made for this request.
+    pub fn held(&self) -> usize {
+        match self {
+            Reply::Echo(Echo::Json(echo)) => echo.prefix.capacity(),
+            Reply::Error {
+                reason: Cow::Owned(reason),
+                ..
+            } => reason.capacity(),
+            _ => 0,
+        }
+    }
+
     /// Makes the reply ready to write, or gives the job that makes it: the
     /// body of a `GET` that is not at hand (`memo` remembers an
     /// `/end-string` one), to wait for while it is built off the async

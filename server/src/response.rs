@@ -314,7 +314,7 @@ impl Writer {
         let head_len = storage_size(&head, Encoding::Latin1);
         let (pushes, transient) = match self.strategy {
             Strategy::Direct => (direct_pushes(queue.policy(), body), 0),
-            Strategy::Flatten => flattened_pushes(head_len, body),
+            Strategy::Flatten => flattened_pushes(queue.policy(), head_len, body),
         };
         let after =
             queue.footprint_after(head_len + pushes.copied, pushes.framed, pushes.segments + 1);
@@ -431,15 +431,23 @@ fn direct_pushes(policy: Policy, body: &Body<'_>) -> Pushes {
 }
 
 /// What the flatten strategy's writing of `body` behind a head of
-/// `head_len` bytes may add to a queue, and the transient flat string it
-/// builds on the way: at most two bytes per unit of head and body, and
-/// three bytes of UTF-8 per unit.
-fn flattened_pushes(head_len: usize, body: &Body<'_>) -> (Pushes, usize) {
-    let units = head_len + body.len();
-    let transient = 2 * units;
-    let pushes = match body {
+/// `head_len` bytes may add to a queue of `policy`, and the transient flat
+/// string it builds on the way: at most two bytes per unit of what it
+/// flattens, and three bytes of UTF-8 per unit. A shared payload is not
+/// flattened: only the head is, and the payload's owned copy carries its
+/// own charge (the queue copies it, as any buffer, when it is short).
+fn flattened_pushes(policy: Policy, head_len: usize, body: &Body<'_>) -> (Pushes, usize) {
+    let flattened = match body {
+        Body::Shared(_) => head_len,
+        _ => head_len + body.len(),
+    };
+    let pushes = match *body {
         Body::Empty | Body::Unsent(_) => Pushes::default(),
         Body::Bytes(b) => Pushes {
+            copied: b.len(),
+            ..Pushes::default()
+        },
+        Body::Shared(b) if b.len() < policy.copy_below => Pushes {
             copied: b.len(),
             ..Pushes::default()
         },
@@ -452,7 +460,7 @@ fn flattened_pushes(head_len: usize, body: &Body<'_>) -> (Pushes, usize) {
             ..Pushes::default()
         },
     };
-    (pushes, transient)
+    (pushes, 2 * flattened)
 }
 
 /// The direct strategy.

@@ -113,6 +113,9 @@ struct Pending {
     route: Route,
     /// The request body so far, for a reply that uses it.
     body: Option<Vec<u8>>,
+    /// A refusal, the connection's last answer: when even it finds no
+    /// room, the connection closes without a word.
+    refusal: bool,
 }
 
 impl Pending {
@@ -122,7 +125,13 @@ impl Pending {
             exchange,
             route,
             body: None,
+            refusal: false,
         }
+    }
+
+    /// Bytes it holds: the request body so far, and what the reply holds.
+    fn held(&self) -> usize {
+        self.body.as_ref().map_or(0, Vec::capacity) + self.reply.held()
     }
 }
 
@@ -243,7 +252,7 @@ impl Session {
         let o = self.outside;
         let body = match &self.state {
             State::Body { pending, .. } | State::Ready(pending) | State::Deferred(pending) => {
-                pending.body.as_ref().map_or(0, Vec::capacity)
+                pending.held()
             }
             State::Head | State::Closed => 0,
         };
@@ -417,6 +426,16 @@ impl Session {
             head_request: head.is_head(),
         };
         let mut pending = Pending::new(reply, exchange, route);
+        // What the reply made from the head (the echo's JSON so far, an
+        // error's reason) is held while the body is read: counted now.
+        let held = pending.reply.held();
+        if held > 0 {
+            let need = self.besides() + held + queue.footprint();
+            if let Err(full) = self.lease.cover(need) {
+                input.advance(head.len);
+                return Some(self.out_of_memory(queue, app, pending, full));
+            }
+        }
         // The trailer section, if any, shares the head's budget.
         let limits = ChunkLimits {
             data: app.config.max_body as u64,
@@ -472,7 +491,7 @@ impl Session {
                 let grown = want.max(body.capacity() * 2).min(limit.max(want));
                 // The state is out of `self` while it is worked on: the
                 // body is counted here, at its grown size.
-                let need = self.besides() + grown + queue.footprint();
+                let need = self.besides() + grown + pending.reply.held() + queue.footprint();
                 if let Err(full) = self.lease.cover(need) {
                     return Ok(self.out_of_memory(queue, app, pending, full));
                 }
@@ -519,14 +538,14 @@ impl Session {
             self.job = Some(job);
             return State::Deferred(p);
         }
-        self.respond(queue, app, p, false)
+        self.respond(queue, app, p)
     }
 
     /// Queues the response of `p`, whose reply is ready. When the lease
     /// cannot cover it: waits for the queue to drain if anything is queued,
-    /// else refuses with 503 — or, for a `refusal` itself, closes.
-    fn respond(&mut self, queue: &mut WriteQueue, app: &App, p: Pending, refusal: bool) -> State {
-        let besides = self.besides() + p.body.as_ref().map_or(0, Vec::capacity);
+    /// else refuses with 503 — or, for a refusal itself, closes.
+    fn respond(&mut self, queue: &mut WriteQueue, app: &App, p: Pending) -> State {
+        let besides = self.besides() + p.held();
         let to = To {
             app,
             request_body: p.body.as_deref().unwrap_or_default(),
@@ -552,7 +571,7 @@ impl Session {
             }
             // The queue's output holds memory that writing gives back.
             Err(_) if queue.has_remaining() => State::Ready(p),
-            Err(_) if refusal => State::Closed,
+            Err(_) if p.refusal => State::Closed,
             Err(full) => self.out_of_memory(queue, app, p, full),
         }
     }
@@ -618,7 +637,9 @@ impl Session {
             keep_alive: false,
             head_request,
         };
-        self.respond(queue, app, Pending::new(reply, exchange, route), true)
+        let mut refusal = Pending::new(reply, exchange, route);
+        refusal.refusal = true;
+        self.respond(queue, app, refusal)
     }
 
     /// Queues `503` with `Retry-After` for the head in `input`, or the body,

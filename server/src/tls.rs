@@ -270,6 +270,7 @@ fn unusable_key(key: &PrivateKeyDer<'_>, error: &rustls::Error) -> String {
         Some(KeyKind::Other(name)) => {
             format!("a key of type {name}, not supported: {SUPPORTED}")
         }
+        // A type and size rustls takes: the key itself is at fault.
         Some(KeyKind::Ec { curve }) if !SUPPORTED_CURVES.contains(&curve) => {
             format!("an ECDSA key on {curve}, a curve not supported: {SUPPORTED}")
         }
@@ -282,6 +283,7 @@ fn unusable_key(key: &PrivateKeyDer<'_>, error: &rustls::Error) -> String {
 enum KeyKind {
     Rsa { bits: usize },
     Ec { curve: &'static str },
+    Ed25519,
     Other(String),
 }
 
@@ -360,7 +362,7 @@ fn pkcs8_kind(der: &[u8]) -> Option<KeyKind> {
         "1.2.840.10045.2.1" => KeyKind::Ec {
             curve: parameter.map_or("an unnamed curve", |oid| curve_name(&oid.to_string())),
         },
-        "1.3.101.112" => KeyKind::Other("Ed25519".into()),
+        "1.3.101.112" => KeyKind::Ed25519,
         oid => KeyKind::Other(algorithm_name(oid)),
     })
 }
@@ -567,6 +569,6 @@ mod tests {
         let ec = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap();
         assert_eq!(kind(ec), Some(KeyKind::Ec { curve: "P-384" }));
         let ed = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
-        assert_eq!(kind(ed), Some(KeyKind::Other("Ed25519".into())));
+        assert_eq!(kind(ed), Some(KeyKind::Ed25519));
     }
 }
