@@ -82,11 +82,11 @@ fn write_chosen<R: Rope + ?Sized>(
 }
 
 /// One-byte text shorter than this is not gathered at the tail and expanded
-/// forwards when it is written as UTF-8 unmeasured: in the `body` group of
-/// the encoder bench, `ascii/pieces/flatten/4` (which writes a flat string
-/// of 4 ASCII bytes) took 28.9 ns measured and copied, 37.5 ns expanded
-/// that way. It is copied to the front and expanded backwards instead
-/// ([`expand::write_short`]).
+/// forwards when it is written as UTF-8 unmeasured: on short text that
+/// expansion costs more than measuring and copying. It is copied to the
+/// front and expanded backwards instead ([`expand::write_short`]). The
+/// threshold comes from the `body` group of the encoder bench:
+/// docs/measurements.md, "Back-of-buffer expansion".
 const UNMEASURED_MIN: usize = 64;
 
 /// Paths 2 and 3 without the measuring pass, where the measurement can
@@ -251,10 +251,10 @@ pub(crate) fn copy_pieces<R: Rope + ?Sized>(rope: &R, dst: &mut [u8]) -> usize {
         // `memcpy`, whose cost per call is what a rope of many tiny pieces
         // pays per piece: one byte (a rope built character by character) is
         // stored, 8 to 16 bytes are two overlapping 8-byte moves. In the
-        // encoder bench's shape matrix that made 4096 ASCII pieces of one
-        // byte 1.6× faster and pieces of 16 bytes 1.3–1.4×; the response
-        // head (11 pieces, most of 8 to 16 bytes) costs 52 instructions
-        // more, 584 → 636 (docs/encoder.md).
+        // encoder bench's shape matrix that made ropes of many tiny pieces
+        // faster, at a small cost in instructions to the response head,
+        // whose pieces are mostly 8 to 16 bytes: docs/measurements.md, "The
+        // one-byte fast path".
         let len = bytes.len();
         let to = &mut dst[at..at + len];
         if let [b] = bytes {

@@ -9,9 +9,10 @@ use crate::rope::{Piece, Rope, Shape};
 /// One-byte pieces at least this long are converted straight from their own
 /// memory; shorter ones are gathered at the tail of the destination and
 /// expanded together, one pass over contiguous bytes for many pieces. The
-/// `shapes` group of the encoder bench chose it: pieces of 256 bytes, one
-/// conversion each, ran at 0.55–0.75× flattening; gathered, at 0.97–1.25×
-/// (docs/encoder.md has the table).
+/// `shapes` group of the encoder bench chose it: below it, pieces converted
+/// one each ran well behind flattening, and gathered ran about level with
+/// it or ahead (docs/encoder.md has the table; the figures:
+/// docs/measurements.md, "Back-of-buffer expansion").
 pub(crate) const DIRECT_MIN: usize = 1024;
 
 /// Writes `rope` — one-byte and UTF-8 pieces only — as UTF-8 at the start of

@@ -17,8 +17,15 @@
 //! Besides its pieces, a rope reports a [`Shape`] — its lengths per
 //! representation and what it knows about its character range — computed
 //! without reading the text. The encoder chooses its path from the shape.
+//!
+//! The ropes are here; ropey's, with the chunk walk they share with the
+//! write queue, are in `rope/ropey_walk.rs`.
+
+mod ropey_walk;
 
 use std::ops::ControlFlow;
+
+pub(crate) use ropey_walk::{walk_ropey_chunks, Walk};
 
 /// One borrowed run of text in one of the three representations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,123 +340,6 @@ one_piece_rope! {
     impl[] String => |this| Piece::Utf8(this);
 }
 
-/// Walks longer than this many bytes use ropey's chunk iterator; shorter
-/// ones look each chunk up. Measured by `cargo bench --bench encoder` (group
-/// `ropey_walk`, docs/encoder.md): up to 4 KiB the lookups take a third to
-/// two thirds of the iterator's time (whose node stack is one allocation),
-/// from 16 to 64 KiB the two are even, and at 100 KiB the iterator is ~10 %
-/// faster. So lookups, which allocate nothing, up to 16 KiB.
-pub(crate) const ITERATE_ABOVE: usize = 16 * 1024;
-
-/// How a walk over a ropey rope finds its chunks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Walk {
-    /// ropey's chunk iterator: O(1) per chunk after one descent, for one
-    /// small allocation (its node stack) per walk.
-    Iterate,
-    /// A descent from the root per chunk, O(log n): no allocation.
-    LookUp,
-}
-
-impl Walk {
-    /// The walk that measured faster for `len` bytes ([`ITERATE_ABOVE`]).
-    pub(crate) fn for_len(len: usize) -> Walk {
-        if len > ITERATE_ABOVE {
-            Walk::Iterate
-        } else {
-            Walk::LookUp
-        }
-    }
-}
-
-/// The one walk over the chunks of a ropey rope or slice: calls
-/// `visit(chunk, chunk_start)` for each chunk that overlaps the bytes
-/// `start..end`, in order, until it breaks. Each caller cuts the chunks to
-/// what it needs (as text, or as bytes that may cut a character).
-pub(crate) fn walk_ropey_chunks<'a, C: Iterator<Item = &'a str>>(
-    start: usize,
-    end: usize,
-    walk: Walk,
-    chunk_at_byte: impl Fn(usize) -> (&'a str, usize),
-    chunks_at_byte: impl FnOnce(usize) -> (C, usize),
-    mut visit: impl FnMut(&'a str, usize) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    if start >= end {
-        return ControlFlow::Continue(());
-    }
-    match walk {
-        Walk::Iterate => {
-            let (chunks, mut at) = chunks_at_byte(start);
-            for chunk in chunks {
-                visit(chunk, at)?;
-                at += chunk.len();
-                if at >= end {
-                    break;
-                }
-            }
-        }
-        Walk::LookUp => {
-            let mut pos = start;
-            while pos < end {
-                let (chunk, at) = chunk_at_byte(pos);
-                visit(chunk, at)?;
-                pos = at + chunk.len();
-            }
-        }
-    }
-    ControlFlow::Continue(())
-}
-
-/// `ropey::Rope` and `ropey::RopeSlice` offer the same calls for what a rope
-/// needs, so one implementation serves both.
-macro_rules! ropey_rope {
-    ($ty:ty) => {
-        impl Rope for $ty {
-            fn for_each_piece<'a>(
-                &'a self,
-                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-            ) -> ControlFlow<()> {
-                self.for_each_piece_from(0, visit)
-            }
-
-            /// O(1) for ropes of more than one leaf: ropey keeps byte and
-            /// char counts in its tree, and the text is pure ASCII exactly
-            /// when they are equal. (For a rope of one leaf, ropey 1.x counts
-            /// them anew, a pass over at most 1 KiB.)
-            fn shape(&self) -> Shape {
-                let bytes = self.len_bytes();
-                Shape::utf8(bytes, bytes == self.len_chars())
-            }
-
-            /// O(log n) to find `start`: a position is a byte index.
-            fn for_each_piece_from<'a>(
-                &'a self,
-                start: usize,
-                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-            ) -> ControlFlow<()> {
-                let len = self.len_bytes();
-                walk_ropey_chunks(
-                    start,
-                    len,
-                    Walk::for_len(len.saturating_sub(start)),
-                    |i| {
-                        let (c, start, _, _) = self.chunk_at_byte(i);
-                        (c, start)
-                    },
-                    |i| {
-                        let (chunks, start, _, _) = self.chunks_at_byte(i);
-                        (chunks, start)
-                    },
-                    |chunk, at| visit(Piece::Utf8(&chunk[start.saturating_sub(at)..])),
-                )
-            }
-        }
-    };
-}
-
-ropey_rope!(ropey::Rope);
-ropey_rope!(ropey::RopeSlice<'_>);
-
 /// Latin-1 text: every byte is one character U+0000..=U+00FF (what V8 calls
 /// a one-byte string). Not to be confused with windows-1252.
 ///
@@ -638,101 +528,4 @@ impl<R: Rope> Rope for Measured<R> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The pieces visited from `start`, as UTF-16.
-    fn from(rope: &dyn Rope, start: usize) -> Vec<u16> {
-        let mut out = Vec::new();
-        let _ = rope.for_each_piece_from(start, &mut |p| {
-            match p {
-                Piece::OneByte(b) => out.extend(b.iter().map(|&b| u16::from(b))),
-                Piece::Utf8(s) => out.extend(s.encode_utf16()),
-                Piece::TwoByte(u) => out.extend_from_slice(u),
-            }
-            ControlFlow::Continue(())
-        });
-        out
-    }
-
-    #[test]
-    fn every_rope_visits_the_same_text_from_any_position() {
-        let text = "ab\u{e9}".repeat(700);
-        let big = ropey::Rope::from_str(&text);
-        let small = ropey::Rope::from_str("xyz");
-        let parts: Vec<Box<dyn Rope>> = vec![
-            Box::new(Latin1(b"l1\xe9".to_vec())),
-            Box::new(""),
-            Box::new(big.clone()),
-            Box::new(Utf16(vec![0x20AC, 0xD83D, 0xDE00])),
-            Box::new(Concat::new([&"cc", &Latin1(b"")])),
-            Box::new(small.slice(1..)),
-        ];
-        // Units per part in its own representation, and the whole as UTF-16.
-        let mut whole: Vec<u16> = b"l1\xe9".iter().map(|&b| u16::from(b)).collect();
-        whole.extend(text.encode_utf16());
-        whole.extend([0x20AC, 0xD83D, 0xDE00]);
-        whole.extend("ccyz".encode_utf16());
-        let total = parts.shape().len();
-        assert_eq!(total, 3 + text.len() + 3 + 2 + 2);
-        // Each position that is a character boundary, through the slice
-        // override and the default walk-and-skip (via a wrapper that does
-        // not override it).
-        struct Plain<'r>(&'r dyn Rope);
-        impl Rope for Plain<'_> {
-            fn for_each_piece<'a>(
-                &'a self,
-                visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-            ) -> ControlFlow<()> {
-                self.0.for_each_piece(visit)
-            }
-        }
-        let boundaries = (0..=3)
-            .chain((3..3 + text.len()).filter(|i| text.is_char_boundary(i - 3)))
-            .chain(3 + text.len()..=total + 2);
-        for start in boundaries {
-            let expected_skip = |units: &[u16]| -> Vec<u16> {
-                // `start` in own units → the same text in UTF-16 units.
-                let before: usize = if start <= 3 {
-                    start
-                } else if start <= 3 + text.len() {
-                    3 + text[..start - 3].encode_utf16().count()
-                } else {
-                    3 + text.encode_utf16().count() + (start - 3 - text.len())
-                };
-                units[before.min(units.len())..].to_vec()
-            };
-            assert_eq!(from(&parts, start), expected_skip(&whole), "slice, {start}");
-            assert_eq!(
-                from(&Plain(&parts), start),
-                expected_skip(&whole),
-                "default, {start}"
-            );
-        }
-        assert_eq!(from(&big, 4), text[4..].encode_utf16().collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn ropey_shapes_say_ascii_exactly_when_the_text_is() {
-        for text in [
-            String::new(),
-            "abcd".to_string(),
-            "ab\u{e9}".to_string(),
-            "x".repeat(1024),
-            "y".repeat(5000),
-            format!("{}\u{20AC}", "z".repeat(5000)),
-            format!("\u{e9}{}", "z".repeat(1022)),
-        ] {
-            let rope = ropey::Rope::from_str(&text);
-            let expected = Shape::utf8(text.len(), text.is_ascii());
-            assert_eq!(rope.shape(), expected, "{} bytes", text.len());
-            let n = rope.len_chars();
-            for range in [0..0, 0..n, 1.min(n)..n] {
-                let slice = rope.slice(range.clone());
-                let part: String = slice.chars().collect();
-                let expected = Shape::utf8(part.len(), part.is_ascii());
-                assert_eq!(slice.shape(), expected, "{} bytes, {range:?}", text.len());
-            }
-        }
-    }
-}
+mod tests;

@@ -50,14 +50,13 @@ pub(crate) fn write<R: Rope + ?Sized>(
 /// One-byte and two-byte ropes of at most this many units are gathered
 /// whole on the stack and converted by one kernel call, without the
 /// engine's walk, the [`Joiner`] or the thread's [`Stage`]: for such a rope
-/// their cost is the write's. Four two-byte pieces of one unit into UTF-8
-/// (`body/twobyte/pieces/direct/4` in the encoder bench, counted by
-/// callgrind inside criterion's timing loop: `valgrind --tool=callgrind
-/// --toggle-collect='criterion::bencher::Bencher*::iter*' BENCH --bench
-/// '^body/twobyte/pieces/direct/4$' --profile-time 1`) took 1202
-/// instructions per write staged, 1314 unstaged, 736 gathered whole. 32
-/// units are 64 bytes of stack, cleared per write; below the 16 units from
-/// which simdutf converts, one kernel call is what a flat string costs.
+/// their cost is the write's, and a rope of a few tiny pieces gathered
+/// whole takes fewer instructions than staged or unstaged. 32 units are
+/// 64 bytes of stack, cleared per write; below the 16 units from which
+/// simdutf converts, one kernel call is what a flat string costs. The
+/// threshold comes from `body/twobyte/pieces/direct/4` in the encoder
+/// bench, counted by callgrind: docs/measurements.md, "Staged
+/// transcoding".
 const WHOLE_MAX: usize = 32;
 
 /// [`write`] of a rope of one-byte and two-byte pieces, at most
@@ -122,19 +121,18 @@ pub(crate) struct Run<'d> {
 
 /// Pieces shorter than this many units are gathered in the [`Stage`]. The
 /// `shapes` group of the encoder bench chose it, once simdutf converted
-/// one-byte pieces to utf16le: with 256, pieces of 256 units were converted
-/// one by one, and 256 one-byte pieces of 256 bytes into utf16le ran at
-/// 0.82–0.91× flattening, two-byte ones into UTF-8 at 0.86–0.92×; staged
-/// (512), at 1.06–1.12× and 0.96× (two alternating rounds,
-/// docs/encoder.md). Longer pieces are converted where they lie: one
-/// kernel call on 512 units or more costs little beside the conversion.
+/// one-byte pieces to utf16le: pieces just below it, converted one by one,
+/// ran behind flattening, and staged ran about level with it or ahead
+/// (docs/measurements.md, "Staged transcoding"). Longer pieces are
+/// converted where they lie: one kernel call on 512 units or more costs
+/// little beside the conversion.
 const STAGE_MIN: usize = 512;
 
 /// Units the [`Stage`] holds: a kernel call per 2048 units costs little
 /// beside converting them, and the stage (4 KiB of units or 2 KiB of
-/// bytes in use at a time) stays in the first-level cache. With
-/// 64 units, two-byte pieces of 16 units into UTF-8 ran at 0.63–0.66×
-/// flattening; with 2048, at 0.81–0.87×.
+/// bytes in use at a time) stays in the first-level cache. A much smaller
+/// stage left short two-byte pieces into UTF-8 further behind flattening:
+/// docs/measurements.md, "Staged transcoding".
 const STAGE_UNITS: usize = 2048;
 
 /// Short pieces gathered so that one kernel call converts many of them: the
@@ -181,10 +179,10 @@ enum Held {
 
 thread_local! {
     /// The thread's stage. Kept between walks so that no walk clears 6 KiB
-    /// of stack for a rope of a few pieces (with a stage on the stack,
-    /// `body/twobyte/pieces/direct/4`, then staged, took 51 ns at 512
-    /// units, 43 ns at 64); never allocated (a constant initialiser and no
-    /// destructor).
+    /// of stack for a rope of a few pieces (with a stage on the stack, such
+    /// a rope took longer the larger the stage: docs/measurements.md,
+    /// "Staged transcoding"); never allocated (a constant initialiser and
+    /// no destructor).
     static STAGE: RefCell<Stage> = const {
         RefCell::new(Stage {
             units: [0; STAGE_UNITS],
@@ -485,142 +483,4 @@ impl Out<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::flatten::flatten_then_write;
-    use crate::Mode;
-
-    /// Short two-byte and one-byte pieces, every length below
-    /// [`STAGE_MIN`] and a few at or above it, with surrogate pairs split
-    /// across pieces: several stagefuls, flushed at every possible offset.
-    fn short_pieces() -> (Vec<Vec<u16>>, Vec<Vec<u8>>) {
-        let text: Vec<u16> = "a\u{e9}\u{20AC}\u{1F600}".encode_utf16().collect();
-        let mut at = 0;
-        let mut take = |n: usize| -> Vec<u16> {
-            (0..n)
-                .map(|_| {
-                    at += 1;
-                    text[at % text.len()]
-                })
-                .collect()
-        };
-        let lens = (1..STAGE_MIN + 3).chain([1, 1, 2, 3, 5, 8, 13]).cycle();
-        let wide: Vec<Vec<u16>> = lens.clone().take(STAGE_MIN + 40).map(&mut take).collect();
-        let narrow = lens
-            .take(STAGE_MIN)
-            .map(|n| (0..n).map(|i| [b'a', 0xE9][i % 2]).collect())
-            .collect();
-        (wide, narrow)
-    }
-
-    fn direct_and_flat(rope: &dyn Rope, encoding: Encoding) -> (Vec<u8>, Vec<u8>) {
-        let mut direct = vec![0; crate::storage_size(rope, encoding)];
-        let n = crate::write(rope, encoding, Mode::Lossy, &mut direct).unwrap();
-        direct.truncate(n);
-        let mut flat = vec![0; crate::storage_size(rope, encoding)];
-        let n = flatten_then_write(rope, encoding, Mode::Lossy, &mut flat).unwrap();
-        flat.truncate(n);
-        (direct, flat)
-    }
-
-    #[test]
-    fn staged_pieces_are_written_as_flattened() {
-        let (wide, narrow) = short_pieces();
-        let mut pieces: Vec<Piece<'_>> = Vec::new();
-        for (i, u) in wide.iter().enumerate() {
-            pieces.push(Piece::TwoByte(u));
-            if let Some(b) = narrow.get(i).filter(|_| i % 3 == 0) {
-                pieces.push(Piece::OneByte(b));
-            }
-        }
-        // UTF-8 pieces in runs (one- to four-byte characters, several
-        // stagefuls), with a one-byte piece now and then.
-        let texts: Vec<String> = wide.iter().map(|u| String::from_utf16_lossy(u)).collect();
-        let mut utf8: Vec<Piece<'_>> = Vec::new();
-        for (i, t) in texts.iter().enumerate() {
-            utf8.push(Piece::Utf8(t));
-            if let Some(b) = narrow.get(i).filter(|_| i % 7 == 0) {
-                utf8.push(Piece::OneByte(b));
-            }
-        }
-        for rope in [&pieces, &utf8] {
-            let total: usize = rope.iter().map(Piece::len).sum();
-            assert!(total > 3 * STAGE_UNITS, "{total} units");
-            for encoding in Encoding::ALL {
-                let (direct, flat) = direct_and_flat(&rope.as_slice(), encoding);
-                assert_eq!(direct, flat, "{encoding}");
-            }
-        }
-    }
-
-    /// Ropes short enough to be converted whole ([`WHOLE_MAX`]): pairs split
-    /// across pieces, lone surrogates at either end and between one-byte
-    /// pieces, empty pieces of every kind, and the longest such rope.
-    #[test]
-    fn whole_ropes_are_written_as_flattened() {
-        let (high, low) = (&[0xD83D_u16][..], &[0xDE00_u16][..]);
-        let ropes: Vec<Vec<Piece<'_>>> = vec![
-            vec![Piece::TwoByte(high), Piece::TwoByte(low)],
-            vec![Piece::TwoByte(high), Piece::Utf8(""), Piece::TwoByte(low)],
-            vec![
-                Piece::TwoByte(high),
-                Piece::OneByte(b"\xe9"),
-                Piece::TwoByte(low),
-            ],
-            vec![
-                Piece::TwoByte(low),
-                Piece::OneByte(b"a"),
-                Piece::TwoByte(high),
-            ],
-            vec![
-                Piece::OneByte(b""),
-                Piece::TwoByte(&[0x20AC; WHOLE_MAX - 1]),
-                Piece::OneByte(b"\xff"),
-            ],
-        ];
-        for pieces in &ropes {
-            assert!(pieces.shape().len() <= WHOLE_MAX);
-            for encoding in Encoding::ALL {
-                let (direct, flat) = direct_and_flat(&pieces.as_slice(), encoding);
-                assert_eq!(direct, flat, "{encoding} {pieces:?}");
-            }
-        }
-    }
-
-    /// A rope whose pieces are made, while it is walked, by writing another
-    /// rope of short pieces on the same thread.
-    struct Nested<'a>(&'a [Piece<'a>]);
-
-    impl Rope for Nested<'_> {
-        fn for_each_piece<'a>(
-            &'a self,
-            visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
-        ) -> ControlFlow<()> {
-            self.0.iter().try_for_each(|&p| {
-                let inner = [p, p, p];
-                let mut scratch = vec![0; crate::storage_size(&inner[..], Encoding::Utf8)];
-                let n = crate::write(&inner[..], Encoding::Utf8, Mode::Lossy, &mut scratch);
-                let Piece::TwoByte(u) = p else {
-                    unreachable!("two-byte pieces only")
-                };
-                let expected = String::from_utf16_lossy(&u.repeat(3));
-                assert_eq!(&scratch[..n.unwrap()], expected.as_bytes());
-                visit(p)
-            })
-        }
-
-        fn shape(&self) -> Shape {
-            self.0.shape()
-        }
-    }
-
-    #[test]
-    fn a_walk_inside_a_walk_is_written_unstaged() {
-        let (wide, _) = short_pieces();
-        let pieces: Vec<Piece<'_>> = wide.iter().map(|u| Piece::TwoByte(u)).collect();
-        for encoding in Encoding::ALL {
-            let (direct, flat) = direct_and_flat(&Nested(&pieces), encoding);
-            assert_eq!(direct, flat, "{encoding}");
-        }
-    }
-}
+mod tests;

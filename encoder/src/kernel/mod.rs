@@ -28,20 +28,21 @@
 //! kernels`, in docs/encoder.md) chose each, and the lengths below which
 //! encoding_rs or the loops here stay. The ASCII scans stay encoding_rs's:
 //! they look for the end of one run between non-ASCII characters, mostly
-//! short, and encoding_rs's scan was faster up to 32 bytes.
+//! short, and on short runs encoding_rs's scan was faster. The figures:
+//! docs/measurements.md, "Kernel thresholds".
 
 #[cfg(feature = "simdutf")]
 pub(crate) mod simd;
 
 /// Latin-1 blocks shorter than this go to encoding_rs even with simdutf:
-/// below it, the call into simdutf costs more than it saves. The `kernels`
-/// group of the encoder bench: at 8 bytes simdutf took 3.6 ns and
-/// encoding_rs 5.8 ns; simdutf's time is flat below that.
+/// below it, the call into simdutf costs more than it saves. The threshold
+/// comes from the `kernels` group of the encoder bench:
+/// docs/measurements.md, "Kernel thresholds".
 #[cfg(feature = "simdutf")]
 pub(crate) const LATIN1_SIMD_MIN: usize = 8;
 
-/// The same for UTF-16 blocks: at 8 units both took 5.5 ns, at 16 units
-/// simdutf 7.7 ns and encoding_rs 10.1 ns.
+/// The same for UTF-16 blocks, from the same `kernels` group:
+/// docs/measurements.md, "Kernel thresholds".
 #[cfg(feature = "simdutf")]
 const UTF16_SIMD_MIN: usize = 16;
 
@@ -229,28 +230,28 @@ fn convert_str_to_units(src: &str, dst: &mut [u16]) -> usize {
     encoding_rs::mem::convert_str_to_utf16(src, dst)
 }
 
-/// UTF-8 blocks shorter than this go to encoding_rs even with simdutf:
-/// in `kernels/utf8_to_utf16` of the encoder bench (text of 16, 32 and 64
-/// UTF-16 units, about 19, 38 and 76 bytes) encoding_rs was 1 ns faster at
-/// 16 units, the two within 1 ns of each other at 32 (15.3 against 16.6
-/// ns in one run, 17.5 against 16.7 in another), and simdutf took less
-/// than half encoding_rs's time from 64.
+/// UTF-8 blocks shorter than this go to encoding_rs even with simdutf: on
+/// shorter text encoding_rs is faster, at this length the two are even,
+/// and on longer text simdutf is well ahead. The threshold comes from
+/// `kernels/utf8_to_utf16` of the encoder bench: docs/measurements.md,
+/// "Kernel thresholds".
 #[cfg(feature = "simdutf")]
 const UTF8_SIMD_MIN: usize = 32;
 
 /// Latin-1 blocks shorter than this are widened to UTF-16LE by the loop of
-/// [`convert_latin1_to_utf16le`] even with simdutf: in
-/// `kernels/latin1_to_utf16` the loop took 1.6–1.8 ns at 64 bytes (simdutf
-/// 2.4–2.7 ns) and 5.7–6.5 ns at 256 (simdutf 3.7–4.8 ns).
+/// [`convert_latin1_to_utf16le`] even with simdutf: on short blocks the
+/// loop is faster, on long ones simdutf. The threshold comes from
+/// `kernels/latin1_to_utf16` of the encoder bench: docs/measurements.md,
+/// "Kernel thresholds".
 #[cfg(feature = "simdutf")]
 const LATIN1_UTF16_SIMD_MIN: usize = 128;
 
 /// Staged UTF-8 pieces as the text they are. Whole `&str` pieces joined
 /// are UTF-8, so this never fails; it is checked all the same, as this
 /// crate keeps `unsafe` to the calls into simdutf. With simdutf, by its
-/// validator: the standard library's took 44 % of the time of 256 `&str`
-/// pieces of 16 characters into utf16le (`perf record` on
-/// `shapes/str/utf16le/direct/16x256`).
+/// validator: the standard library's took a large share of the time of
+/// many short `&str` pieces into utf16le (a profile of a cell of the
+/// `shapes` group: docs/measurements.md, "Validating staged UTF-8").
 ///
 /// # Panics
 /// If `bytes` is not UTF-8.
@@ -349,7 +350,8 @@ pub(crate) fn count_high_bytes(bytes: &[u8]) -> usize {
         return simd::count_high_bytes(bytes);
     }
     // A `u8` accumulator per chunk of 255 lets the loop vectorise with one
-    // byte per lane (about 10× a `usize` sum on baseline x86-64).
+    // byte per lane, far faster than a `usize` sum on baseline x86-64
+    // (docs/measurements.md, "Kernel thresholds").
     bytes
         .chunks(255)
         .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + (b >> 7))))
@@ -357,9 +359,9 @@ pub(crate) fn count_high_bytes(bytes: &[u8]) -> usize {
 }
 
 /// From this length on, simdutf counts the bytes ≥ 0x80 faster than the
-/// loop of [`count_high_bytes`]: in the `kernels` group of the encoder
-/// bench, the loop took 1.5 ns at 64 bytes (simdutf 3.3 ns) and 5.8 ns at
-/// 256 (simdutf 3.7 ns).
+/// loop of [`count_high_bytes`]; below it, the loop is faster. The
+/// threshold comes from the `kernels` group of the encoder bench:
+/// docs/measurements.md, "Kernel thresholds".
 #[cfg(feature = "simdutf")]
 const COUNT_SIMD_MIN: usize = 128;
 

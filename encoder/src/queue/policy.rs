@@ -1,0 +1,55 @@
+//! The copy-or-share [`Policy`]: when the queue copies bytes it is asked to
+//! share, and in what frames it streams large text.
+
+// Named by the documentation only.
+#[cfg(doc)]
+use super::WriteQueue;
+#[cfg(doc)]
+use crate::resume::Encoder;
+#[cfg(doc)]
+use bytes::Bytes;
+
+/// When the queue copies bytes it is asked to share, and how it streams
+/// large text. See the [module documentation](super).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// A contiguous piece — a [`Bytes`], or a chunk of a rope — shorter
+    /// than this is copied into the write buffer; a longer one is sent as an
+    /// iovec at its own memory.
+    pub copy_below: usize,
+    /// Text whose encoded form may be longer than this is encoded frame by
+    /// frame, in frames of this many bytes ([`WriteQueue::stream`]); at least
+    /// [`Encoder::MIN_DST`].
+    pub frame: usize,
+}
+
+impl Policy {
+    /// A short contiguous body costs no more copied than shared, a long one
+    /// less shared, and ropey's chunks, always shorter than the threshold,
+    /// are cheaper copied; hence 8 KiB. The threshold comes from the A/B of
+    /// the server's `--copy-below` (`benches/ab.py`, docs/design.md):
+    /// docs/measurements.md, "Copy or share". Frames of 64 KiB.
+    pub const DEFAULT: Policy = Policy {
+        copy_below: 8 * 1024,
+        frame: 64 * 1024,
+    };
+
+    /// Never copy: every buffer and chunk is shared (for tests and
+    /// measurements).
+    pub const SHARE_ALL: Policy = Policy {
+        copy_below: 0,
+        ..Policy::DEFAULT
+    };
+
+    /// Always copy (for tests and measurements).
+    pub const COPY_ALL: Policy = Policy {
+        copy_below: usize::MAX,
+        ..Policy::DEFAULT
+    };
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::DEFAULT
+    }
+}
