@@ -39,10 +39,6 @@ pub fn main() -> std::io::Result<()> {
         // --help and --version.
         Err(e) => e.exit(),
     };
-    if let Err(e) = config.validate() {
-        eprintln!("error: {e}");
-        std::process::exit(2);
-    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(colour(
@@ -60,7 +56,8 @@ pub fn main() -> std::io::Result<()> {
     let server = match Server::bind(config) {
         Ok(server) => server,
         Err(e) => {
-            // `cannot listen on ADDR: …`, the one line a user needs.
+            // A value that cannot work, a certificate that cannot be used,
+            // `cannot listen on ADDR: …`: the one line a user needs.
             eprintln!("error: {e}");
             std::process::exit(2);
         }
@@ -68,7 +65,7 @@ pub fn main() -> std::io::Result<()> {
     let addr = server.local_addr();
     // Best effort: a closed stdout (`unflat-server | head -1`) must not
     // stop the server.
-    let _ = writeln!(std::io::stdout(), "{}", server.app().help);
+    let _ = writeln!(std::io::stdout(), "{}", server.stack().site().help());
     info!(%addr, workers, "listening");
     server.run(stop_signal())?;
     info!("stopped");
@@ -128,7 +125,7 @@ mod tests {
         let config = |args: &[&str]| {
             let mut argv = vec!["unflat-server"];
             argv.extend_from_slice(args);
-            <Config as clap::Parser>::try_parse_from(argv).unwrap()
+            Config::from_args(argv).unwrap()
         };
         let shown = |c: &Config, rust_log: Option<&str>| {
             filter(c, rust_log.map(str::to_string)).to_string()

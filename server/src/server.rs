@@ -13,23 +13,88 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::config::Config;
-use crate::connection::{self, Ended};
-use crate::memory::Lease;
-use crate::shutdown::{self, Shutdown};
-use crate::tls::{self, Tls, TlsSocket};
-use crate::App;
+use crate::memory::Memory;
+use crate::net::shutdown::{self, Shutdown};
+use crate::net::tls::{self, Tls};
+use crate::net::{self, Connections};
+use crate::response::Writer;
+use crate::session::Service;
+use crate::site::Site;
+
+/// A server's layers, made from its [`Config`]: the connections' shared
+/// part (which holds the sessions' service, which holds the site), and the
+/// configuration it was made from. Each layer below sees only its own part.
+#[derive(Debug)]
+pub struct Stack {
+    config: Config,
+    connections: Connections,
+}
+
+impl Stack {
+    /// The layers of a server with `config` listening on `address`, over
+    /// `tls` when there is one.
+    pub fn new(config: Config, address: SocketAddr, tls: Option<&Tls>) -> Stack {
+        let memory = Arc::new(Memory::new(config.memory_limit, config.connection_memory()));
+        let trust = tls.and_then(Tls::self_signed_pem);
+        let site = Site::new(config.site(address, tls.is_some(), trust), &memory);
+        let writer = Writer::new(
+            config.strategy,
+            config.idle_timeout.as_secs(),
+            memory.clone(),
+        );
+        let service = Service {
+            site,
+            writer,
+            memory,
+            limits: config.session(),
+        };
+        Stack {
+            connections: Connections {
+                service,
+                timeouts: config.timeouts(),
+                policy: config.policy(),
+            },
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// What every connection shares.
+    pub fn connections(&self) -> &Connections {
+        &self.connections
+    }
+
+    /// What every session shares.
+    pub fn service(&self) -> &Service {
+        &self.connections.service
+    }
+
+    /// The demo site: routes, bodies, metrics, the help text.
+    pub fn site(&self) -> &Site {
+        &self.connections.service.site
+    }
+
+    /// The memory account.
+    pub fn memory(&self) -> &Memory {
+        &self.connections.service.memory
+    }
+}
 
 /// A bound server, not yet accepting.
 pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
-    app: Arc<App>,
+    stack: Arc<Stack>,
     tls: Option<Tls>,
 }
 
@@ -63,7 +128,7 @@ impl Server {
         Ok(Server {
             listener,
             addr,
-            app: Arc::new(App::new(config, addr, tls.as_ref())),
+            stack: Arc::new(Stack::new(config, addr, tls.as_ref())),
             tls,
         })
     }
@@ -73,9 +138,9 @@ impl Server {
         self.addr
     }
 
-    /// The shared state the routes use.
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
+    /// Its layers.
+    pub fn stack(&self) -> &Arc<Stack> {
+        &self.stack
     }
 
     /// Serves until `stop` completes, then stops accepting, lets every
@@ -84,18 +149,20 @@ impl Server {
     /// Blocks the calling thread; builds the runtime itself.
     pub fn run(self, stop: impl Future<Output = ()>) -> io::Result<()> {
         let (trigger, shutdown) = shutdown::channel();
-        let permits = Arc::new(Semaphore::new(self.app.config.max_connections));
+        let permits = Arc::new(Semaphore::new(self.stack.config.max_connections));
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.app.config.worker_threads())
+            .worker_threads(self.stack.config.worker_threads())
             .enable_all()
             .build()?;
         runtime.block_on(async {
             let listener = TcpListener::from_std(self.listener)?;
-            let app = self.app.clone();
-            let accept = tokio::spawn(accept_loop(listener, self.app, self.tls, shutdown, permits));
+            let stack = self.stack.clone();
+            let accept = tokio::spawn(accept_loop(
+                listener, self.stack, self.tls, shutdown, permits,
+            ));
             stop.await;
             // /healthz answers 503 from now on, while connections drain.
-            app.begin_draining();
+            stack.site().begin_draining();
             trigger.trigger();
             accept.await.map_err(io::Error::other)
         })
@@ -150,7 +217,7 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
 /// current runtime; then waits for them up to the grace period.
 async fn accept_loop(
     listener: TcpListener,
-    app: Arc<App>,
+    stack: Arc<Stack>,
     tls: Option<Tls>,
     shutdown: Shutdown,
     permits: Arc<Semaphore>,
@@ -180,9 +247,9 @@ async fn accept_loop(
                 () = stopped.as_mut() => break,
             };
             let _ = stream.set_nodelay(true);
-            let (app, tls, shutdown) = (app.clone(), tls.clone(), shutdown.clone());
+            let (stack, tls, shutdown) = (stack.clone(), tls.clone(), shutdown.clone());
             connections.spawn(async move {
-                handle(stream, peer, tls.as_ref(), &app, &shutdown).await;
+                net::handle(stream, peer, tls.as_ref(), &stack.connections, &shutdown).await;
                 drop(permit);
             });
             // Reap finished connections so the set does not grow.
@@ -194,7 +261,7 @@ async fn accept_loop(
         open = connections.len(),
         "shutting down: finishing responses in progress"
     );
-    let grace = app.config.grace;
+    let grace = stack.config.grace;
     let drained = tokio::time::timeout(grace, async {
         while connections.join_next().await.is_some() {}
     })
@@ -208,63 +275,12 @@ async fn accept_loop(
     }
 }
 
-/// Serves one accepted connection, over TLS when there is an acceptor (the
-/// handshake first, [`tls::handshake`]), on a lease of the memory account
-/// whose base covers the TLS session's buffers from before the handshake.
-async fn handle(
-    stream: TcpStream,
-    peer: SocketAddr,
-    tls: Option<&Tls>,
-    app: &App,
-    shutdown: &Shutdown,
-) {
-    let _open = app.metrics.open_connection();
-    let lease = connection::lease(app, tls.map_or(0, |t| t.fixed_memory));
-    match tls {
-        None => serve(stream, |s| s, peer, app, shutdown, lease).await,
-        Some(tls) => {
-            let timeout = app.config.handshake_timeout;
-            if let Some(stream) = tls::handshake(&tls.acceptor, stream, peer, timeout).await {
-                let socket = TlsSocket {
-                    stream,
-                    fixed_memory: tls.fixed_memory,
-                };
-                serve(socket, |s| s.stream.get_ref().0, peer, app, shutdown, lease).await;
-            }
-        }
-    }
-}
-
-/// Serves a connection until it ends; closing a TLS stream sends
-/// `close_notify`. After a send timeout the connection is reset rather than
-/// closed, as nginx's `reset_timedout_connection` does: the kernel then
-/// discards the unsent bytes at once instead of holding them for a peer
-/// that does not read. `tcp` finds the TCP stream under `stream`.
-async fn serve<S: connection::Socket>(
-    mut stream: S,
-    tcp: fn(&S) -> &TcpStream,
-    peer: SocketAddr,
-    app: &App,
-    shutdown: &Shutdown,
-    lease: Lease,
-) {
-    match connection::serve(&mut stream, app, shutdown, lease).await {
-        Ok(()) => {}
-        Err(Ended::SendTimeout) => {
-            debug!(%peer, "send timeout: resetting the connection");
-            app.metrics.send_timeout();
-            let _ = tcp(&stream).set_zero_linger();
-        }
-        Err(e) => debug!(%peer, "connection ended: {e}"),
-    }
-}
-
 /// A server running on its own thread, for tests and benchmark harnesses:
 /// bound to `config.addr` (use port 0), stopped on drop.
 #[derive(Debug)]
 pub struct Running {
     addr: SocketAddr,
-    app: Arc<App>,
+    stack: Arc<Stack>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<io::Result<()>>>,
 }
@@ -273,7 +289,7 @@ impl Running {
     /// Binds and starts a server with `config` on a new thread.
     pub fn start(config: Config) -> io::Result<Running> {
         let server = Server::bind(config)?;
-        let (addr, app) = (server.local_addr(), server.app().clone());
+        let (addr, stack) = (server.local_addr(), server.stack().clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("unflat-server".into())
@@ -284,7 +300,7 @@ impl Running {
             })?;
         Ok(Running {
             addr,
-            app,
+            stack,
             stop: Some(tx),
             thread: Some(thread),
         })
@@ -295,9 +311,9 @@ impl Running {
         self.addr
     }
 
-    /// The shared state the routes use.
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
+    /// Its layers.
+    pub fn stack(&self) -> &Arc<Stack> {
+        &self.stack
     }
 
     /// Shuts the server down gracefully and waits for it.

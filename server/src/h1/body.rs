@@ -6,21 +6,14 @@
 //! keeps its place between calls, so a body split at any byte decodes the
 //! same. Every limit on a body is applied here: `--max-body` on the data of
 //! either framing, and for chunked bodies the extension cap and the trailer
-//! section's share of the head's budget ([`crate::chunked`]). Trailer fields
+//! section's share of the head's budget (`chunked.rs`). Trailer fields
 //! are validated as field lines and dropped, never merged into the request's
 //! fields (RFC 9110 §6.5).
 
-use unflat::head::{Framing, Status};
+use unflat::head::Framing;
 
-use crate::chunked::{ChunkLimits, Chunked};
-use crate::request::Reject;
-
-/// A request body over `--max-body`, whether announced by Content-Length or
-/// found while decoding chunks.
-pub const BODY_TOO_LARGE: Reject = Reject {
-    status: Status::PAYLOAD_TOO_LARGE,
-    reason: "request body too large",
-};
+use super::chunked::Chunked;
+use super::{BodyLimits, Reject, BODY_TOO_LARGE};
 
 /// Decodes a request body as it arrives.
 #[derive(Debug)]
@@ -46,7 +39,7 @@ impl BodyDecoder {
     /// A decoder for `framing` within `limits`, or `None` when there is no
     /// body. A `Content-Length` over `limits.data` is refused before any of
     /// the body is read.
-    pub fn new(framing: Framing, limits: ChunkLimits) -> Result<Option<BodyDecoder>, Reject> {
+    pub fn new(framing: Framing, limits: BodyLimits) -> Result<Option<BodyDecoder>, Reject> {
         Ok(match framing {
             Framing::None => None,
             Framing::Length(n) if n > limits.data => return Err(BODY_TOO_LARGE),
@@ -82,7 +75,7 @@ impl BodyDecoder {
 mod tests {
     use super::*;
 
-    const LIMITS: ChunkLimits = ChunkLimits {
+    const LIMITS: BodyLimits = BodyLimits {
         data: 10,
         trailer_bytes: 64,
         trailer_fields: 4,

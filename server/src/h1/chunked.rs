@@ -30,8 +30,7 @@
 
 use unflat::head::{is_field_value_byte as is_field_byte, is_tchar, Status};
 
-use crate::decode::BODY_TOO_LARGE;
-use crate::request::{reject, Reject};
+use super::{reject, BodyLimits, Reject, BODY_TOO_LARGE};
 
 /// Most bytes of chunk extensions (everything between a chunk size and its
 /// CRLF) one body may carry, over all its chunks: extensions carry nothing
@@ -43,19 +42,6 @@ pub const MAX_EXTENSION_BYTES: usize = 16 * 1024;
 /// a few dozen are accepted; an unbounded run of them would be a line
 /// without an end.
 pub const MAX_SIZE_DIGITS: usize = 64;
-
-/// The limits a chunked body is decoded within.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChunkLimits {
-    /// Bytes of chunk data (`--max-body`; over it: 413).
-    pub data: u64,
-    /// Bytes of the trailer section, its final CRLF included: what is left
-    /// of `--max-head` after the request head (over it: 431).
-    pub trailer_bytes: usize,
-    /// Trailer fields: what is left of `--max-fields` after the head's
-    /// fields (over it: 431).
-    pub trailer_fields: usize,
-}
 
 /// Where the decoder stands in the grammar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +98,7 @@ pub struct Chunked {
     size: u64,
     /// Digits of the chunk size read so far.
     size_digits: usize,
-    limits: ChunkLimits,
+    limits: BodyLimits,
     data: u64,
     extension_bytes: usize,
     trailer_bytes: usize,
@@ -133,7 +119,7 @@ const BAD_EXTENSION: Reject = reject(Status::BAD_REQUEST, "invalid chunk extensi
 
 impl Chunked {
     /// A decoder at the start of a chunked body.
-    pub fn new(limits: ChunkLimits) -> Chunked {
+    pub fn new(limits: BodyLimits) -> Chunked {
         Chunked {
             state: State::SizeStart,
             size: 0,
@@ -179,55 +165,97 @@ impl Chunked {
         Ok(at)
     }
 
-    /// One byte of framing (anything but chunk data).
+    /// One byte of framing (anything but chunk data): counted, then read.
     fn step(&mut self, b: u8) -> Result<(), Reject> {
+        self.count_framing()?;
+        self.state = self.next(b)?;
+        Ok(())
+    }
+
+    /// Counts the byte about to be read against the extension cap or the
+    /// trailer section's limit, by where the decoder stands.
+    fn count_framing(&mut self) -> Result<(), Reject> {
         use State as S;
-        let in_extension = matches!(
-            self.state,
+        match self.state {
             S::BeforeSemicolon
-                | S::BeforeName
-                | S::Name
-                | S::AfterName
-                | S::BeforeValue
-                | S::Token
-                | S::Quoted
-                | S::QuotedPair
-                | S::AfterQuoted
-        );
-        if in_extension {
-            self.extension_bytes += 1;
-            if self.extension_bytes > MAX_EXTENSION_BYTES {
-                return Err(bad("chunk extensions too long"));
-            }
-        }
-        let in_trailers = matches!(
-            self.state,
-            S::TrailerStart | S::TrailerName | S::TrailerValue | S::TrailerLf | S::EndLf
-        );
-        if in_trailers {
-            self.trailer_bytes += 1;
-            if self.trailer_bytes > self.limits.trailer_bytes {
-                return Err(reject(
-                    Status::HEADER_FIELDS_TOO_LARGE,
-                    "trailer section too large",
-                ));
-            }
-        }
-        let ws = b == b' ' || b == b'\t';
-        self.state = match self.state {
-            S::SizeStart | S::Size => match b {
-                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                    if self.size > u64::MAX >> 4 {
-                        return Err(bad("chunk size too large"));
-                    }
-                    self.size_digits += 1;
-                    if self.size_digits > MAX_SIZE_DIGITS {
-                        return Err(bad("chunk size too long"));
-                    }
-                    // `to_digit` cannot fail: b is a hex digit.
-                    self.size = self.size << 4 | u64::from((b as char).to_digit(16).unwrap_or(0));
-                    S::Size
+            | S::BeforeName
+            | S::Name
+            | S::AfterName
+            | S::BeforeValue
+            | S::Token
+            | S::Quoted
+            | S::QuotedPair
+            | S::AfterQuoted => {
+                self.extension_bytes += 1;
+                if self.extension_bytes > MAX_EXTENSION_BYTES {
+                    return Err(bad("chunk extensions too long"));
                 }
+            }
+            S::TrailerStart | S::TrailerName | S::TrailerValue | S::TrailerLf | S::EndLf => {
+                self.trailer_bytes += 1;
+                if self.trailer_bytes > self.limits.trailer_bytes {
+                    return Err(reject(
+                        Status::HEADER_FIELDS_TOO_LARGE,
+                        "trailer section too large",
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One more hex digit of the chunk size.
+    fn size_digit(&mut self, b: u8) -> Result<State, Reject> {
+        if self.size > u64::MAX >> 4 {
+            return Err(bad("chunk size too large"));
+        }
+        self.size_digits += 1;
+        if self.size_digits > MAX_SIZE_DIGITS {
+            return Err(bad("chunk size too long"));
+        }
+        // `to_digit` cannot fail: b is a hex digit.
+        self.size = self.size << 4 | u64::from((b as char).to_digit(16).unwrap_or(0));
+        Ok(State::Size)
+    }
+
+    /// The data of a chunk of `size` bytes begins: counted against
+    /// `--max-body` before a byte of it is taken.
+    fn data_begins(&mut self) -> Result<State, Reject> {
+        if self.size > self.limits.data - self.data {
+            return Err(BODY_TOO_LARGE);
+        }
+        self.data += self.size;
+        Ok(State::Data)
+    }
+
+    /// A new chunk-size line begins.
+    fn next_chunk(&mut self) -> State {
+        self.size = 0;
+        self.size_digits = 0;
+        State::SizeStart
+    }
+
+    /// A trailer field begins: counted against the fields left.
+    fn trailer_field_begins(&mut self) -> Result<State, Reject> {
+        self.trailer_fields += 1;
+        if self.trailer_fields > self.limits.trailer_fields {
+            return Err(reject(
+                Status::HEADER_FIELDS_TOO_LARGE,
+                "too many trailer fields",
+            ));
+        }
+        Ok(State::TrailerName)
+    }
+
+    /// The state after the framing byte `b`, or the fault it is: the
+    /// grammar, one arm per state.
+    fn next(&mut self, b: u8) -> Result<State, Reject> {
+        use State as S;
+        let ws = b == b' ' || b == b'\t';
+        Ok(match self.state {
+            S::SizeStart | S::Size => match b {
+                _ if b.is_ascii_hexdigit() => self.size_digit(b)?,
                 _ if self.state == S::SizeStart => return Err(bad("chunk size missing")),
                 b';' => S::BeforeName,
                 b'\r' => S::SizeLf,
@@ -294,13 +322,7 @@ impl Chunked {
             },
             S::SizeLf => match b {
                 b'\n' if self.size == 0 => S::TrailerStart,
-                b'\n' => {
-                    if self.size > self.limits.data - self.data {
-                        return Err(BODY_TOO_LARGE);
-                    }
-                    self.data += self.size;
-                    S::Data
-                }
+                b'\n' => self.data_begins()?,
                 _ => return Err(NO_CRLF),
             },
             S::Data => unreachable!("chunk data is taken in bulk"),
@@ -309,25 +331,12 @@ impl Chunked {
                 _ => return Err(bad("chunk data not followed by CRLF")),
             },
             S::DataLf => match b {
-                b'\n' => {
-                    self.size = 0;
-                    self.size_digits = 0;
-                    S::SizeStart
-                }
+                b'\n' => self.next_chunk(),
                 _ => return Err(bad("chunk data not followed by CRLF")),
             },
             S::TrailerStart => match b {
                 b'\r' => S::EndLf,
-                _ if is_tchar(b) => {
-                    self.trailer_fields += 1;
-                    if self.trailer_fields > self.limits.trailer_fields {
-                        return Err(reject(
-                            Status::HEADER_FIELDS_TOO_LARGE,
-                            "too many trailer fields",
-                        ));
-                    }
-                    S::TrailerName
-                }
+                _ if is_tchar(b) => self.trailer_field_begins()?,
                 _ if ws => {
                     return Err(bad("obs-fold or whitespace at the start of a trailer line"))
                 }
@@ -352,8 +361,7 @@ impl Chunked {
                 _ => return Err(bad("trailer line not ended by CRLF")),
             },
             S::Done => unreachable!("nothing is decoded after the body"),
-        };
-        Ok(())
+        })
     }
 }
 
@@ -361,7 +369,7 @@ impl Chunked {
 mod tests {
     use super::*;
 
-    const LIMITS: ChunkLimits = ChunkLimits {
+    const LIMITS: BodyLimits = BodyLimits {
         data: 1 << 20,
         trailer_bytes: 64,
         trailer_fields: 2,
@@ -516,7 +524,7 @@ mod tests {
             "chunk extensions too long"
         );
         // Data: refused at the size line, before the data arrives.
-        let mut c = Chunked::new(ChunkLimits { data: 5, ..LIMITS });
+        let mut c = Chunked::new(BodyLimits { data: 5, ..LIMITS });
         assert_eq!(c.decode(b"3\r\nabc\r\n", &mut |_| {}), Ok(8));
         let e = c.decode(b"3\r\n", &mut |_| {}).unwrap_err();
         assert_eq!(e, BODY_TOO_LARGE);

@@ -15,11 +15,12 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::{Duration, SystemTime};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime};
 
 /// One response, as the access log writes it.
 #[derive(Debug)]
-pub struct Entry<'a> {
+struct Entry<'a> {
     /// The peer's address (`-` when unknown).
     pub peer: &'a str,
     /// The request's method (`-` for a request refused before its head was
@@ -43,7 +44,7 @@ thread_local! {
 /// Writes `entry`'s line to stderr, stamped with the current time. A
 /// failed write (stderr closed) is ignored: the log must not stop the
 /// server.
-pub fn log(entry: &Entry<'_>) {
+fn log(entry: &Entry<'_>) {
     LINE.with(|line| {
         let mut line = line.borrow_mut();
         line.clear();
@@ -60,4 +61,80 @@ pub fn log(entry: &Entry<'_>) {
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
     });
+}
+
+/// One connection's access log: its peer, as the lines write it (rendered
+/// once), and the request being answered; nothing at all without
+/// `--access-log`.
+#[derive(Debug, Default)]
+pub(super) struct AccessLog {
+    peer: Option<String>,
+    request: Option<Request>,
+}
+
+/// The request being answered (a session answers one at a time): its
+/// method and target in one buffer, allocated once at the longest request
+/// line, so that it never grows.
+#[derive(Debug)]
+struct Request {
+    line: String,
+    method_len: usize,
+    /// When its head was complete.
+    began: Instant,
+}
+
+impl AccessLog {
+    /// A log of requests whose lines are at most `line` bytes long, when
+    /// `on`.
+    pub(super) fn new(on: bool, line: usize) -> AccessLog {
+        AccessLog {
+            peer: None,
+            request: on.then(|| Request {
+                line: String::with_capacity(line),
+                method_len: 0,
+                began: Instant::now(),
+            }),
+        }
+    }
+
+    /// Names the peer in the lines.
+    pub(super) fn set_peer(&mut self, peer: SocketAddr) {
+        self.peer = Some(peer.to_string());
+    }
+
+    /// Notes the request about to be answered: its method and target (`-`
+    /// for a request refused before its head was read), from now.
+    #[inline]
+    pub(super) fn note(&mut self, method: &str, target: &str) {
+        let Some(request) = &mut self.request else {
+            return;
+        };
+        // Both come from one request line, which is never longer than the
+        // buffer: it does not grow.
+        request.line.clear();
+        request.line.push_str(method);
+        request.line.push_str(target);
+        request.method_len = method.len();
+        request.began = Instant::now();
+    }
+
+    /// Writes the line of the response to the noted request.
+    pub(super) fn write(&self, status: u16, bytes: usize) {
+        if let Some(request) = &self.request {
+            let (method, target) = request.line.split_at(request.method_len);
+            log(&Entry {
+                peer: self.peer.as_deref().unwrap_or("-"),
+                method,
+                target,
+                status,
+                bytes,
+                duration: request.began.elapsed(),
+            });
+        }
+    }
+
+    /// Bytes its buffer takes.
+    pub(super) fn capacity(&self) -> usize {
+        self.request.as_ref().map_or(0, |r| r.line.capacity())
+    }
 }

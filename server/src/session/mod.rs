@@ -36,23 +36,60 @@ use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
-use unflat::head::Status;
+use unflat::head::{Framing, Status};
 use unflat::queue::WriteQueue;
 
-use crate::access;
-use crate::bodies::{Body, Memo};
-use crate::chunked::ChunkLimits;
-use crate::decode::BodyDecoder;
-use crate::memory::{Full, Lease};
-pub use crate::reply::{Finished, Job};
-use crate::reply::{Reply, To};
-use crate::request::{after_empty_lines, parse_head, HeadLimits, Parsed, Reject, FIELDS_CAP};
-use crate::response::{Exchange, Written};
-use crate::routes::{route, Route};
-use crate::App;
+mod access;
+mod buffers;
+
+use access::AccessLog;
+use buffers::Outside;
+
+use crate::h1::{
+    begins_head_request, parse_head, BodyDecoder, BodyLimits, HeadLimits, Parsed, Reject,
+    FIELDS_CAP,
+};
+use crate::memory::{Full, Lease, Memory};
+use crate::response::{Exchange, Writer, Written};
+use crate::site::{Body, Memo, ReplyContext, Route, Site};
+use crate::site::{Finished, Job, Reply};
+
+/// What every session shares: the site it answers for, the writer of its
+/// responses, the memory account, and the limits of its protocol.
+#[derive(Debug)]
+pub struct Service {
+    /// The routes, replies and bodies.
+    pub site: Site,
+    /// Writes responses, by the configured strategy.
+    pub writer: Writer,
+    /// Everything clients make the server hold.
+    pub memory: Arc<Memory>,
+    /// The protocol's limits.
+    pub limits: Limits,
+}
+
+/// The limits a session keeps to.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// A request head's (`--max-head`, `--max-request-line`,
+    /// `--max-fields`).
+    pub head: HeadLimits,
+    /// A request body, on any route (`--max-body`).
+    pub max_body: usize,
+    /// Copied output queued before pipelined requests wait
+    /// (`--max-queued-bytes`).
+    pub max_queued_bytes: usize,
+    /// Responses queued before pipelined requests wait
+    /// (`--max-queued-responses`).
+    pub max_queued_responses: usize,
+    /// Requests answered on one connection before it closes
+    /// (`--max-requests`).
+    pub max_requests: Option<u64>,
+    /// Whether each response gets a line on stderr (`--access-log`).
+    pub access_log: bool,
+}
 
 /// What the connection must do after [`Session::process`].
 #[derive(Debug)]
@@ -65,7 +102,7 @@ pub enum Step {
     /// Await the job ([`Job::run`]), pass what it made to
     /// [`Session::resume`], then call `process` again. The queue may be
     /// flushed meanwhile.
-    Defer(Job),
+    Defer(Job<Reply>),
     /// Flush the queue, then close the connection.
     Close,
 }
@@ -103,6 +140,17 @@ enum State {
     Closed,
 }
 
+/// What the session keeps of a request head once it is parsed: how long
+/// it was, how its body is framed, how many fields it had (the trailers
+/// share the head's limits), and whether it expects `100 Continue`.
+#[derive(Clone, Copy, Debug)]
+struct Framed {
+    len: usize,
+    framing: Framing,
+    fields: usize,
+    expect_continue: bool,
+}
+
 /// A reply waiting for its request body (or its job, or memory).
 #[derive(Debug)]
 struct Pending {
@@ -135,29 +183,6 @@ impl Pending {
     }
 }
 
-/// What the access log needs of the request being answered (a session
-/// answers one at a time): its method and target in one buffer, allocated
-/// once at the longest request line, so that it never grows.
-#[derive(Debug)]
-struct Logged {
-    line: String,
-    method_len: usize,
-    /// When its head was complete.
-    began: Instant,
-}
-
-/// Bytes of memory a connection's buffers occupy that its queue does not
-/// show, as the session counts them against its lease.
-#[derive(Clone, Copy, Debug, Default)]
-struct Outside {
-    /// The read buffer's allocation.
-    read_buffer: usize,
-    /// The socket's own buffers, always (TLS records being read).
-    socket: usize,
-    /// What the socket may hold of the write in progress (TLS records).
-    sending: usize,
-}
-
 /// One connection's protocol state.
 #[derive(Debug)]
 pub struct Session {
@@ -165,33 +190,30 @@ pub struct Session {
     served: u64,
     memo: Memo,
     /// The job the pending reply needs, to hand to the connection.
-    job: Option<Job>,
+    job: Option<Job<Reply>>,
     /// The connection's reservation on the server's memory account.
     lease: Lease,
     outside: Outside,
     /// The bodies queued responses reference, each with the position in the
     /// queue's output where its response ends.
     referenced: VecDeque<(u64, Arc<Body>)>,
-    /// The peer's address as the access log writes it (rendered once per
-    /// connection).
-    peer: Option<String>,
-    /// With `--access-log`: the request being answered.
-    logged: Option<Logged>,
+    /// With `--access-log`: the peer, and the request being answered.
+    log: AccessLog,
 }
 
 impl Session {
-    /// A session of `app` before its first request, with a lease of its own
-    /// that covers nothing yet (for a session driven in memory).
-    pub fn new(app: &App) -> Session {
-        let lease = Lease::open(&app.memory, 0);
-        Session::open(app, lease, 0, 0)
+    /// A session of `service` before its first request, with a lease of its
+    /// own that covers nothing yet (for a session driven in memory).
+    pub fn new(service: &Service) -> Session {
+        let lease = Lease::open(&service.memory, 0);
+        Session::open(service, lease, 0, 0)
     }
 
-    /// A session of `app` before its first request, on `lease`, which
+    /// A session of `service` before its first request, on `lease`, which
     /// covers the connection's read buffer of `read_buffer` bytes and its
     /// socket's own buffers of `socket` bytes (see
     /// [`Session::base_memory`]).
-    pub fn open(app: &App, lease: Lease, read_buffer: usize, socket: usize) -> Session {
+    pub fn open(service: &Service, lease: Lease, read_buffer: usize, socket: usize) -> Session {
         Session {
             state: State::Head,
             served: 0,
@@ -204,100 +226,30 @@ impl Session {
                 sending: 0,
             },
             referenced: VecDeque::new(),
-            peer: None,
-            logged: app.config.access_log.then(|| Logged {
-                line: String::with_capacity(app.config.max_request_line),
-                method_len: 0,
-                began: Instant::now(),
-            }),
+            log: AccessLog::new(service.limits.access_log, service.limits.head.request_line),
         }
     }
 
-    /// A connection's base ([`Lease`]): its read buffer of `read_buffer`
-    /// bytes, its socket's buffers of `socket`, a write buffer for a small
-    /// response, and the access log's line when it is on.
-    pub fn base_memory(app: &App, read_buffer: usize, socket: usize) -> usize {
-        let logged = if app.config.access_log {
-            app.config.max_request_line
-        } else {
-            0
-        };
-        read_buffer + socket + WRITE_BUFFER_FIRST + logged
-    }
-
-    /// With `--access-log`, notes the request about to be answered: its
-    /// method and target (`-` for a request refused before its head was
-    /// read), from now.
-    #[inline]
-    fn log_request(&mut self, method: &str, target: &str) {
-        let Some(logged) = &mut self.logged else {
-            return;
-        };
-        // Both come from one request line, which is never longer than the
-        // buffer: it does not grow.
-        logged.line.clear();
-        logged.line.push_str(method);
-        logged.line.push_str(target);
-        logged.method_len = method.len();
-        logged.began = Instant::now();
+    /// What a request that `wants_keep_alive` (and was `head_request`)
+    /// asks of its response: the one place persistence is decided. The
+    /// connection stays open when the client wants it and this is not its
+    /// last request (`--max-requests`) nor the server draining (then
+    /// `Connection: close` says so, so that no client or balancer sends
+    /// another request on it); a refusal asks for nothing.
+    fn exchange(&self, service: &Service, wants_keep_alive: bool, head_request: bool) -> Exchange {
+        let last_allowed = service
+            .limits
+            .max_requests
+            .is_some_and(|max| self.served + 1 >= max);
+        Exchange {
+            keep_alive: wants_keep_alive && !last_allowed && !service.site.is_draining(),
+            head_request,
+        }
     }
 
     /// Names the peer in the access log's lines.
     pub fn set_peer(&mut self, peer: SocketAddr) {
-        self.peer = Some(peer.to_string());
-    }
-
-    /// Bytes the connection's buffers occupy outside `queue`.
-    fn besides(&self) -> usize {
-        let o = self.outside;
-        let body = match &self.state {
-            State::Body { pending, .. } | State::Ready(pending) | State::Deferred(pending) => {
-                pending.held()
-            }
-            State::Head | State::Closed => 0,
-        };
-        let logged = self.logged.as_ref().map_or(0, |l| l.line.capacity());
-        o.read_buffer + o.socket + o.sending + body + logged
-    }
-
-    /// Makes the lease cover the read buffer grown to `bytes`, or fails (the
-    /// buffer must then not grow).
-    pub fn grow_read_buffer(&mut self, queue: &WriteQueue, bytes: usize) -> Result<(), Full> {
-        let need = self.besides() - self.outside.read_buffer + bytes + queue.footprint();
-        self.lease.cover(need)?;
-        self.outside.read_buffer = bytes;
-        Ok(())
-    }
-
-    /// Makes the lease cover `bytes` the socket may hold of the write about
-    /// to begin, or fails (the socket must then hold no more than its own
-    /// buffers allow); [`Session::settle`] gives it back.
-    pub fn cover_sending(&mut self, queue: &WriteQueue, bytes: usize) -> Result<(), Full> {
-        let need = self.besides() - self.outside.sending + bytes + queue.footprint();
-        self.lease.cover(need)?;
-        self.outside.sending = bytes;
-        Ok(())
-    }
-
-    /// After a write: lets go of the bodies responses no longer need, and
-    /// gives back what the buffers no longer occupy.
-    pub fn settle(&mut self, queue: &WriteQueue) {
-        self.release_written(queue);
-        self.outside.sending = 0;
-        self.lease.trim(self.besides() + queue.footprint());
-    }
-
-    /// Drops the bodies of the responses the queue has written whole.
-    #[inline]
-    fn release_written(&mut self, queue: &WriteQueue) {
-        let written = queue.written_total();
-        while self
-            .referenced
-            .front()
-            .is_some_and(|&(end, _)| end <= written)
-        {
-            self.referenced.pop_front();
-        }
+        self.log.set_peer(peer);
     }
 
     /// Requests answered so far.
@@ -305,13 +257,8 @@ impl Session {
         self.served
     }
 
-    /// Bytes the session's lease covers.
-    pub fn leased(&self) -> usize {
-        self.lease.held()
-    }
-
     /// Hands over what the job of [`Step::Defer`] made.
-    pub fn resume(&mut self, finished: Finished) {
+    pub fn resume(&mut self, finished: Finished<Reply>) {
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Deferred(mut pending) => {
                 pending.reply = finished.0;
@@ -326,7 +273,12 @@ impl Session {
 
     /// Answers the requests `input` holds, consuming them, and says what to
     /// do next.
-    pub fn process(&mut self, input: &mut BytesMut, queue: &mut WriteQueue, app: &App) -> Step {
+    pub fn process(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Service,
+    ) -> Step {
         self.release_written(queue);
         let copied_before = queue.copied_len();
         loop {
@@ -334,8 +286,8 @@ impl Session {
                 return Step::Close;
             }
             if queue.has_remaining()
-                && (queue.copied_len() > app.config.max_queued_bytes
-                    || queue.pending_responses() >= app.config.max_queued_responses
+                && (queue.copied_len() > service.limits.max_queued_bytes
+                    || queue.pending_responses() >= service.limits.max_queued_responses
                     // A reply that waits for memory waits for the queue.
                     || matches!(self.state, State::Ready(_))
                     // One call copies or encodes a turn's worth at most.
@@ -345,14 +297,14 @@ impl Session {
             }
             if let State::Head = self.state {
                 // Between requests, what nearly every turn is: handled in
-                // place, and a keep-alive answer leaves the state as it is.
-                // (Moving the whole state out and back, and dropping the
-                // one replaced, cost about 60 instructions per pipelined
-                // request.)
+                // place, and a keep-alive answer leaves the state as it is:
+                // moving the whole state out and back, and dropping the one
+                // replaced, cost instructions on every pipelined request
+                // (docs/measurements.md, "Server").
                 if input.is_empty() {
                     return Step::Read(Waiting::Idle);
                 }
-                match self.head(input, queue, app) {
+                match self.head(input, queue, service) {
                     Some(State::Head) => {}
                     Some(next) => self.state = next,
                     None => return Step::Read(Waiting::Head),
@@ -369,11 +321,11 @@ impl Session {
                     decoder,
                     pending,
                     payload,
-                } => match self.body(input, queue, app, decoder, pending, payload) {
+                } => match self.body(input, queue, service, decoder, pending, payload) {
                     Ok(next) => next,
                     Err(waiting) => return Step::Read(waiting),
                 },
-                State::Ready(pending) => self.answer(queue, app, pending),
+                State::Ready(pending) => self.answer(queue, service, pending),
                 // `process` without `resume`: the job is gone; closing is
                 // all that is left.
                 State::Deferred(_) => State::Closed,
@@ -386,22 +338,25 @@ impl Session {
     }
 
     /// Parses one head from `input`; `None` when it is not complete yet.
-    fn head(&mut self, input: &mut BytesMut, queue: &mut WriteQueue, app: &App) -> Option<State> {
-        let limits = HeadLimits {
-            head: app.config.max_head,
-            request_line: app.config.max_request_line,
-            fields: app.config.max_fields,
-        };
+    fn head(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Service,
+    ) -> Option<State> {
+        let limits = service.limits.head;
         // Uninitialised: httparse writes the fields it finds, and an array
         // of 256 empty headers would cost an 8 KiB memset per request.
         let mut fields = [MaybeUninit::uninit(); FIELDS_CAP];
         let head = match parse_head(input, &mut fields, limits) {
             Parsed::Partial => return None,
-            Parsed::Rejected(reject) => {
+            Parsed::Rejected {
+                reject,
+                head_request,
+            } => {
                 // No body may follow even a refusal of a HEAD request.
-                let head_request = starts_with_head_method(input);
-                self.log_request("-", "-");
-                return Some(self.reject(queue, app, reject, head_request, Route::Unmatched));
+                self.log.note("-", "-");
+                return Some(self.reject(queue, service, reject, head_request, Route::Unmatched));
             }
             Parsed::NewerMinor(at) => {
                 // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3),
@@ -412,64 +367,81 @@ impl Session {
             }
             Parsed::Complete(head) => head,
         };
-        let last_allowed = app
-            .config
-            .max_requests
-            .is_some_and(|max| self.served + 1 >= max);
-        let (route, reply) = route(app, &head);
-        self.log_request(head.method, head.target);
-        let exchange = Exchange {
-            // Draining, the connection closes after this response: say
-            // so (`Connection: close`), so that no client or balancer
-            // sends another request on it.
-            keep_alive: head.keep_alive && !last_allowed && !app.is_draining(),
-            head_request: head.is_head(),
+        let (route, reply) = service.site.route(&head);
+        self.log.note(head.method, head.target);
+        let exchange = self.exchange(service, head.wants_keep_alive, head.is_head());
+        let framed = Framed {
+            len: head.len,
+            framing: head.framing,
+            fields: head.fields.len(),
+            expect_continue: head.expect_continue,
         };
-        let mut pending = Pending::new(reply, exchange, route);
+        Some(self.begin(
+            input,
+            queue,
+            service,
+            Pending::new(reply, exchange, route),
+            framed,
+        ))
+    }
+
+    /// Starts on the request `pending` answers, whose head `framed`
+    /// describes: consumes the head, and answers at once when there is no
+    /// body, or sets out to read it.
+    #[inline]
+    fn begin(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Service,
+        mut pending: Pending,
+        framed: Framed,
+    ) -> State {
+        input.advance(framed.len);
         // What the reply made from the head (the echo's JSON so far, an
         // error's reason) is held while the body is read: counted now.
         let held = pending.reply.held();
         if held > 0 {
             let need = self.besides() + held + queue.footprint();
             if let Err(full) = self.lease.cover(need) {
-                input.advance(head.len);
-                return Some(self.out_of_memory(queue, app, pending, full));
+                return self.out_of_memory(queue, service, pending, full);
             }
         }
         // The trailer section, if any, shares the head's budget.
-        let limits = ChunkLimits {
-            data: app.config.max_body as u64,
-            trailer_bytes: app.config.max_head.saturating_sub(head.len),
-            trailer_fields: app.config.max_fields.saturating_sub(head.fields.len()),
+        let head = service.limits.head;
+        let limits = BodyLimits {
+            data: service.limits.max_body as u64,
+            trailer_bytes: head.head.saturating_sub(framed.len),
+            trailer_fields: head.fields.saturating_sub(framed.fields),
         };
-        let (len, framing, expect_continue) = (head.len, head.framing, head.expect_continue);
-        input.advance(len);
-        let decoder = match BodyDecoder::new(framing, limits) {
+        let decoder = match BodyDecoder::new(framed.framing, limits) {
             Ok(Some(decoder)) => decoder,
-            Ok(None) => return Some(self.answer(queue, app, pending)),
+            Ok(None) => return self.answer(queue, service, pending),
             // Refused before it is sent; the unread body makes the
             // connection unusable, so it is closed.
             Err(reject) => {
-                return Some(self.reject(queue, app, reject, exchange.head_request, route));
+                let (head_request, route) = (pending.exchange.head_request, pending.route);
+                return self.reject(queue, service, reject, head_request, route);
             }
         };
-        if expect_continue {
+        if framed.expect_continue {
             let besides = self.besides();
-            if let Err(full) = app
-                .writer
-                .interim(queue, Status::CONTINUE, &mut self.lease, besides)
+            if let Err(full) =
+                service
+                    .writer
+                    .interim(queue, Status::CONTINUE, &mut self.lease, besides)
             {
-                return Some(self.out_of_memory(queue, app, pending, full));
+                return self.out_of_memory(queue, service, pending, full);
             }
         }
         if pending.reply.wants_body() {
             pending.body = Some(Vec::new());
         }
-        Some(State::Body {
+        State::Body {
             decoder,
             pending,
             payload: 0,
-        })
+        }
     }
 
     /// Decodes what `input` holds of a request body; the next state, or
@@ -478,14 +450,14 @@ impl Session {
         &mut self,
         input: &mut BytesMut,
         queue: &mut WriteQueue,
-        app: &App,
+        service: &Service,
         mut decoder: BodyDecoder,
         mut pending: Pending,
         payload: u64,
     ) -> Result<State, Waiting> {
         if let Some(body) = &pending.body {
             // Room first for all this input may add to the kept body.
-            let limit = app.config.max_body;
+            let limit = service.limits.max_body;
             let want = body.len() + input.len().min(limit.saturating_sub(body.len()));
             if want > body.capacity() {
                 let grown = want.max(body.capacity() * 2).min(limit.max(want));
@@ -493,7 +465,7 @@ impl Session {
                 // body is counted here, at its grown size.
                 let need = self.besides() + grown + pending.reply.held() + queue.footprint();
                 if let Err(full) = self.lease.cover(need) {
-                    return Ok(self.out_of_memory(queue, app, pending, full));
+                    return Ok(self.out_of_memory(queue, service, pending, full));
                 }
                 if let Some(body) = &mut pending.body {
                     body.reserve_exact(grown - body.len());
@@ -514,7 +486,7 @@ impl Session {
             Err(reject) => {
                 let (head_request, route) = (pending.exchange.head_request, pending.route);
                 drop(pending);
-                return Ok(self.reject(queue, app, reject, head_request, route));
+                return Ok(self.reject(queue, service, reject, head_request, route));
             }
         };
         input.advance(decoded.consumed);
@@ -527,27 +499,28 @@ impl Session {
             };
             return Err(Waiting::Body { payload });
         }
-        Ok(self.answer(queue, app, pending))
+        Ok(self.answer(queue, service, pending))
     }
 
     /// Queues the response to a request whose body has been read, unless its
     /// reply needs a job done first, or the memory to queue it (then it
     /// waits for the queue to drain, or is refused when nothing is queued).
-    fn answer(&mut self, queue: &mut WriteQueue, app: &App, mut p: Pending) -> State {
-        if let Some(job) = p.reply.prepare(app, p.exchange, &mut self.memo) {
+    fn answer(&mut self, queue: &mut WriteQueue, service: &Service, mut p: Pending) -> State {
+        if let Some(job) = p.reply.prepare(&service.site, p.exchange, &mut self.memo) {
             self.job = Some(job);
             return State::Deferred(p);
         }
-        self.respond(queue, app, p)
+        self.respond(queue, service, p)
     }
 
     /// Queues the response of `p`, whose reply is ready. When the lease
     /// cannot cover it: waits for the queue to drain if anything is queued,
     /// else refuses with 503 — or, for a refusal itself, closes.
-    fn respond(&mut self, queue: &mut WriteQueue, app: &App, p: Pending) -> State {
+    fn respond(&mut self, queue: &mut WriteQueue, service: &Service, p: Pending) -> State {
         let besides = self.besides() + p.held();
-        let to = To {
-            app,
+        let to = ReplyContext {
+            site: &service.site,
+            writer: &service.writer,
             request_body: p.body.as_deref().unwrap_or_default(),
             exchange: p.exchange,
             lease: &mut self.lease,
@@ -556,7 +529,7 @@ impl Session {
         match p.reply.respond(to, queue) {
             Ok(written) => {
                 self.served += 1;
-                self.record(app, p.route, written);
+                self.record(service, p.route, written);
                 if written.references_body {
                     if let Some(body) = p.reply.into_body() {
                         let end = queue.written_total() + queue.remaining() as u64;
@@ -572,38 +545,28 @@ impl Session {
             // The queue's output holds memory that writing gives back.
             Err(_) if queue.has_remaining() => State::Ready(p),
             Err(_) if p.refusal => State::Closed,
-            Err(full) => self.out_of_memory(queue, app, p, full),
+            Err(full) => self.out_of_memory(queue, service, p, full),
         }
     }
 
     /// Counts a response in the metrics, and logs it with `--access-log`:
     /// the one place every response passes once it is queued.
-    fn record(&self, app: &App, route: Route, written: Written) {
-        app.metrics.request(route, written.status);
-        if let Some(logged) = &self.logged {
-            let (method, target) = logged.line.split_at(logged.method_len);
-            access::log(&access::Entry {
-                peer: self.peer.as_deref().unwrap_or("-"),
-                method,
-                target,
-                status: written.status.code(),
-                bytes: written.body_bytes,
-                duration: logged.began.elapsed(),
-            });
-        }
+    fn record(&self, service: &Service, route: Route, written: Written) {
+        service.site.metrics().request(route, written.status);
+        self.log.write(written.status.code(), written.body_bytes);
     }
 
     /// Queues the answer to a refused request; the connection then closes.
     fn reject(
         &mut self,
         queue: &mut WriteQueue,
-        app: &App,
+        service: &Service,
         reject: Reject,
         head_request: bool,
         route: Route,
     ) -> State {
         let reply = Reply::error(reject.status, reject.reason);
-        self.refuse(queue, app, reply, head_request, route)
+        self.refuse(queue, service, reply, head_request, route)
     }
 
     /// Queues `503` with `Retry-After` for a request the connection has no
@@ -611,15 +574,21 @@ impl Session {
     fn out_of_memory(
         &mut self,
         queue: &mut WriteQueue,
-        app: &App,
+        service: &Service,
         p: Pending,
         full: Full,
     ) -> State {
-        app.memory.refused();
+        service.memory.refused();
         let (head_request, route) = (p.exchange.head_request, p.route);
         // The request body it kept is given back before the refusal.
         drop(p);
-        self.refuse(queue, app, Reply::out_of_memory(full), head_request, route)
+        self.refuse(
+            queue,
+            service,
+            Reply::out_of_memory(full),
+            head_request,
+            route,
+        )
     }
 
     /// Queues `reply` as the last response of the connection. A refusal is
@@ -628,39 +597,43 @@ impl Session {
     fn refuse(
         &mut self,
         queue: &mut WriteQueue,
-        app: &App,
+        service: &Service,
         reply: Reply,
         head_request: bool,
         route: Route,
     ) -> State {
-        let exchange = Exchange {
-            keep_alive: false,
-            head_request,
-        };
+        // No request may follow a refusal on this connection.
+        let exchange = self.exchange(service, false, head_request);
         let mut refusal = Pending::new(reply, exchange, route);
         refusal.refusal = true;
-        self.respond(queue, app, refusal)
+        self.respond(queue, service, refusal)
     }
 
     /// Queues `503` with `Retry-After` for the head in `input`, or the body,
     /// that the read buffer has no room left to take (`full` says which
     /// limit); the connection then closes.
-    pub fn no_room_to_read(&mut self, input: &[u8], queue: &mut WriteQueue, app: &App, full: Full) {
+    pub fn no_room_to_read(
+        &mut self,
+        input: &[u8],
+        queue: &mut WriteQueue,
+        service: &Service,
+        full: Full,
+    ) {
         let (head_request, route) = match std::mem::replace(&mut self.state, State::Closed) {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.route),
             _ => {
-                self.log_request("-", "-");
-                (starts_with_head_method(input), Route::Unmatched)
+                self.log.note("-", "-");
+                (begins_head_request(input), Route::Unmatched)
             }
         };
-        app.memory.refused();
+        service.memory.refused();
         let reply = Reply::out_of_memory(full);
-        self.state = self.refuse(queue, app, reply, head_request, route);
+        self.state = self.refuse(queue, service, reply, head_request, route);
     }
 
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
     /// that did not arrive in time; the connection then closes.
-    pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, app: &App) {
+    pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, service: &Service) {
         let (reason, head_request, about) = match std::mem::replace(&mut self.state, State::Closed)
         {
             State::Body { pending, .. } => (
@@ -670,10 +643,10 @@ impl Session {
             ),
             _ => {
                 // No head was read: the access log has no method or target.
-                self.log_request("-", "-");
+                self.log.note("-", "-");
                 (
                     "request head not received in time",
-                    starts_with_head_method(input),
+                    begins_head_request(input),
                     Route::Unmatched,
                 )
             }
@@ -682,7 +655,7 @@ impl Session {
             status: Status::REQUEST_TIMEOUT,
             reason,
         };
-        self.state = self.reject(queue, app, reject, head_request, about);
+        self.state = self.reject(queue, service, reject, head_request, about);
     }
 }
 
@@ -695,9 +668,3 @@ pub const TURN: usize = 64 * 1024;
 /// (a refusal, `/healthz`, `/metrics`, a short body), so that a client
 /// asking for one is answered whatever other connections hold.
 const WRITE_BUFFER_FIRST: usize = 8 * 1024;
-
-/// True when `input` holds the start of a `HEAD` request (after the empty
-/// lines a request may begin with).
-fn starts_with_head_method(input: &[u8]) -> bool {
-    after_empty_lines(input).starts_with(b"HEAD ")
-}

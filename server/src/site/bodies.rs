@@ -1,18 +1,5 @@
 //! The bodies the routes send: built once off the async workers, shared,
-//! cached, and counted in the memory account.
-//!
-//! An `/end-string` body is kept in the form that suits sending it, chosen
-//! by its kind and the `body` query parameter:
-//!
-//! | kind      | `body=flat` (default)                                  | `body=rope`                      |
-//! |-----------|--------------------------------------------------------|----------------------------------|
-//! | `ascii`   | one contiguous [`Bytes`]: one iovec at its own memory   | a ropey rope: its ~1 KiB chunks  |
-//! | `latin1`  | one flat one-byte string: back-of-buffer expansion      | a ropey rope (UTF-8 chunks)      |
-//! | `twobyte` | one flat two-byte string: the two-byte path             | a ropey rope (UTF-8 chunks)      |
-//!
-//! The flat ascii body is what Node's body string is once V8 has flattened
-//! it, and what hyper sends; a rope costs the write queue a walk over its
-//! chunks (see `unflat::queue`). A `/large` payload is one [`Bytes`].
+//! cached, and counted in the memory account (what a body is: `body.rs`).
 //!
 //! **Counted once, kept alive by who uses it.** Each [`Body`] carries the
 //! [`Charge`] of its memory: the cache and every response that references
@@ -38,212 +25,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use bytes::Bytes;
 use tokio::sync::{Notify, Semaphore};
-use unflat::queue::SharedRope;
-use unflat::{Latin1, Measured, Rope, Utf16};
 
+use super::body::{Body, BodyKey, Key};
 use crate::memory::{Charge, Full, Memory, Part};
-
-/// The character kinds of `/end-string`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// `a`, U+0061.
-    Ascii,
-    /// `é`, U+00E9: one-byte text that is not ASCII.
-    Latin1,
-    /// `€`, U+20AC: above U+00FF, so two-byte text.
-    TwoByte,
-}
-
-impl Kind {
-    /// Parses the `kind` query value.
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "ascii" => Some(Kind::Ascii),
-            "latin1" => Some(Kind::Latin1),
-            "twobyte" => Some(Kind::TwoByte),
-            _ => None,
-        }
-    }
-
-    /// The character the body repeats.
-    pub fn char(self) -> char {
-        match self {
-            Kind::Ascii => 'a',
-            Kind::Latin1 => 'é',
-            Kind::TwoByte => '€',
-        }
-    }
-}
-
-/// How an `/end-string` body is held: the `body` query value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Form {
-    /// `body=flat`, the default: one flat string in the kind's own
-    /// representation (see the module table).
-    #[default]
-    Flat,
-    /// `body=rope`: a ropey rope of the text, whatever the kind.
-    Rope,
-}
-
-impl Form {
-    /// Parses the `body` query value.
-    pub fn parse(s: &str) -> Option<Form> {
-        match s {
-            "flat" => Some(Form::Flat),
-            "rope" => Some(Form::Rope),
-            _ => None,
-        }
-    }
-}
-
-/// Which `/end-string` body: length in characters, kind and form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    /// Characters.
-    pub len: usize,
-    /// Which character.
-    pub kind: Kind,
-    /// How it is held.
-    pub form: Form,
-}
-
-/// Which body: an `/end-string` text, or a `/large` payload of so many
-/// bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BodyKey {
-    /// `/end-string/{len}?kind=…&body=…`.
-    Text(Key),
-    /// `/large/{bytes}`.
-    Large(usize),
-}
-
-/// Characters a rope is built from per append: a little less than one of
-/// ropey's leaves, so that the builder never holds more than a leaf's text
-/// besides the rope.
-const ROPE_PIECE_CHARS: usize = 960;
-
-impl BodyKey {
-    /// The body's length on the wire, known without building it (a `HEAD`
-    /// is answered from it).
-    pub fn len(self) -> usize {
-        match self {
-            BodyKey::Text(k) => k.len * k.kind.char().len_utf8(),
-            BodyKey::Large(n) => n,
-        }
-    }
-
-    /// An upper bound of the memory building the body takes at its peak,
-    /// and of what the body then occupies: charged before the build.
-    pub fn footprint(self) -> usize {
-        // Allocation headers, the Arc, a rope's measured shape.
-        const SMALL: usize = 256;
-        SMALL
-            + match self {
-                BodyKey::Text(Key {
-                    len,
-                    kind,
-                    form: Form::Flat,
-                }) => match kind {
-                    Kind::Ascii | Kind::Latin1 => len,
-                    Kind::TwoByte => len.saturating_mul(2),
-                },
-                // Ropey's nodes are 1 KiB allocations, a leaf holding up to
-                // 984 bytes of text, and the builder fills them: text plus
-                // a sixteenth covers the leaves' slack and the inner nodes
-                // (a test checks it against what a build allocates).
-                BodyKey::Text(
-                    k @ Key {
-                        form: Form::Rope, ..
-                    },
-                ) => {
-                    let text = BodyKey::Text(k).len();
-                    text + text / 16 + 2 * ROPE_PIECE_CHARS * 4 + 4096
-                }
-                BodyKey::Large(n) => n,
-            }
-    }
-
-    /// Builds the body (blocking: run it off the async workers).
-    pub fn build(self) -> Text {
-        match self {
-            BodyKey::Text(key) => {
-                let c = key.kind.char();
-                match (key.form, key.kind) {
-                    (Form::Rope, _) => Text::Rope(Measured::new(rope_of(c, key.len))),
-                    (Form::Flat, Kind::Ascii) => Text::Ascii(Bytes::from(vec![c as u8; key.len])),
-                    (Form::Flat, Kind::Latin1) => {
-                        Text::Transcoded(Arc::new(Latin1(vec![c as u8; key.len])))
-                    }
-                    (Form::Flat, Kind::TwoByte) => {
-                        Text::Transcoded(Arc::new(Utf16(vec![c as u16; key.len])))
-                    }
-                }
-            }
-            BodyKey::Large(n) => Text::Payload(large_payload(n)),
-        }
-    }
-}
-
-/// A ropey rope of `len` times `c`, appended a piece at a time (never the
-/// whole text twice in memory).
-fn rope_of(c: char, len: usize) -> ropey::Rope {
-    let piece = c.to_string().repeat(ROPE_PIECE_CHARS.min(len));
-    let mut builder = ropey::RopeBuilder::new();
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(ROPE_PIECE_CHARS);
-        builder.append(&piece[..n * c.len_utf8()]);
-        left -= n;
-    }
-    builder.finish()
-}
-
-/// A body in the form it is sent from.
-#[derive(Clone)]
-pub enum Text {
-    /// ASCII as one contiguous buffer, already its UTF-8 encoding.
-    Ascii(Bytes),
-    /// A ropey rope (measured once, see [`unflat::Measured`]).
-    Rope(Measured<ropey::Rope>),
-    /// One-byte (Latin-1) or two-byte (UTF-16) text, encoded to UTF-8 as it
-    /// is sent.
-    Transcoded(SharedRope),
-    /// A `/large` payload: bytes, not text.
-    Payload(Bytes),
-}
-
-impl std::fmt::Debug for Text {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Text::Ascii(b) => write!(f, "Ascii({} bytes)", b.len()),
-            Text::Rope(r) => write!(f, "Rope({} bytes)", r.get().len_bytes()),
-            Text::Transcoded(r) => write!(f, "Transcoded({:?})", r.shape()),
-            Text::Payload(b) => write!(f, "Payload({} bytes)", b.len()),
-        }
-    }
-}
-
-/// A body, its length on the wire (the `Content-Length`, so that no request
-/// pays for measuring it), and the charge of its memory.
-#[derive(Debug)]
-pub struct Body {
-    /// The text or payload.
-    pub text: Text,
-    /// Its length on the wire.
-    pub len: usize,
-    /// Given back when the last holder drops the body.
-    charge: Charge,
-}
-
-impl Body {
-    /// Bytes charged for it.
-    pub fn charged(&self) -> usize {
-        self.charge.bytes()
-    }
-}
 
 /// Why a body cannot be had now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -422,11 +207,7 @@ impl Bodies {
         let result = match built {
             Ok(text) => {
                 charge.settle(Part::Bodies, key.footprint());
-                Ok(Arc::new(Body {
-                    text,
-                    len: key.len(),
-                    charge,
-                }))
+                Ok(Arc::new(Body::new(text, key.len(), charge)))
             }
             Err(_) => Err(Unavailable::Failed),
         };
@@ -462,22 +243,10 @@ impl Bodies {
     }
 }
 
-/// The `/large` payload: `size` bytes of `0x61`, with the little-endian u32
-/// byte offset stamped at every 4 KiB boundary, so that reordering or
-/// corruption changes its SHA-256.
-pub fn large_payload(size: usize) -> Bytes {
-    let mut v = vec![0x61u8; size];
-    for at in (0..size).step_by(4096) {
-        let stamp = (at as u32).to_le_bytes();
-        let end = (at + 4).min(size);
-        v[at..end].copy_from_slice(&stamp[..end - at]);
-    }
-    Bytes::from(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::site::body::{large_payload, Form, Kind, Text};
 
     fn text(len: usize, kind: Kind) -> BodyKey {
         BodyKey::Text(Key {

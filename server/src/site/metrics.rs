@@ -21,10 +21,10 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use unflat::head::Status;
 
-use crate::bodies::Bodies;
-use crate::config::Strategy;
+use super::bodies::Bodies;
+use super::routes::Route;
 use crate::memory::{Memory, Part};
-use crate::routes::Route;
+use crate::response::Strategy;
 
 /// The status codes counted: 100 to 999, what a [`Status`] can be.
 const STATUSES: usize = 900;
@@ -123,18 +123,35 @@ struct Collect(Arc<Counters>);
 impl Collector for Collect {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let c = &self.0;
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        c.encode_requests(&mut encoder)?;
+        c.encode_connections(&mut encoder)?;
+        c.encode_memory(&mut encoder)?;
+        c.encode_builds(&mut encoder)
+    }
+}
 
-        let counter = ConstCounter::new(0u64);
+/// A counter's value.
+fn load(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
+}
+
+/// A gauge of `v`.
+fn gauge(v: usize) -> ConstGauge {
+    ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+impl Counters {
+    /// Responses by route and status, for the pairs seen so far.
+    fn encode_requests(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut family = encoder.encode_descriptor(
             "requests",
             "Responses sent, by route and status.",
             None,
-            counter.metric_type(),
+            ConstCounter::new(0u64).metric_type(),
         )?;
         let mut code = String::new();
         for route in Route::ALL {
-            for (slot, n) in c.requests[route.index()].iter().enumerate() {
+            for (slot, n) in self.requests[route.index()].iter().enumerate() {
                 let n = load(n);
                 if n == 0 {
                     continue;
@@ -145,35 +162,48 @@ impl Collector for Collect {
                 ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
             }
         }
+        Ok(())
+    }
 
-        let written = ConstCounter::new(load(&c.written));
+    /// Bytes written, connections open, connections reset.
+    fn encode_connections(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let written = ConstCounter::new(load(&self.written));
         let mut family = encoder.encode_descriptor(
             "response_bytes",
             "Bytes of responses (heads and bodies) the sockets took, by strategy.",
             None,
             written.metric_type(),
         )?;
-        written.encode(family.encode_family(&[("strategy", c.strategy.name())])?)?;
-
-        let gauge = |v: usize| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
-        let open = gauge(load(&c.open) as usize);
+        written.encode(family.encode_family(&[("strategy", self.strategy.name())])?)?;
+        let open = gauge(load(&self.open) as usize);
         open.encode(encoder.encode_descriptor(
             "open_connections",
             "Connections accepted and not yet closed.",
             None,
             open.metric_type(),
         )?)?;
+        let resets = ConstCounter::new(load(&self.send_timeouts));
+        resets.encode(encoder.encode_descriptor(
+            "send_timeout_resets",
+            "Connections reset because the peer took no bytes for --send-timeout.",
+            None,
+            resets.metric_type(),
+        )?)
+    }
 
-        // The account's parts, the bodies split into those the cache holds
-        // and those only responses in flight keep alive.
-        let memory = &c.memory;
+    /// The memory account: its parts, the bodies split into those the
+    /// cache holds and those only responses in flight keep alive; its
+    /// limits; its refusals.
+    fn encode_memory(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let memory = &self.memory;
         let bodies = memory.used(Part::Bodies);
-        let cached = c.bodies.cached_bytes().min(bodies);
+        let cached = self.bodies.cached_bytes().min(bodies);
+        let gauge_type = gauge(0).metric_type();
         let mut family = encoder.encode_descriptor(
             "memory_bytes",
             "Bytes charged to the memory account, by part: bodies cached, bodies referenced only by responses in flight, bodies being built, connections' buffers beyond their bases (grown read buffers, queued output and frames, request bodies, TLS records of a write) — together within --memory-limit — and open connections' bases, counted beside it.",
             None,
-            open.metric_type(),
+            gauge_type,
         )?;
         for (part, value) in [
             ("bodies_cached", cached),
@@ -188,12 +218,12 @@ impl Collector for Collect {
             "memory_limit_bytes",
             "The memory account's limits: the whole (--memory-limit), connections' buffers (--connection-memory), the cache (--cache-bytes).",
             None,
-            open.metric_type(),
+            gauge_type,
         )?;
         for (part, value) in [
             ("total", memory.limit()),
             (Part::Connections.label(), memory.connections_limit()),
-            ("cache", c.bodies.cache_limit()),
+            ("cache", self.bodies.cache_limit()),
         ] {
             gauge(value).encode(family.encode_family(&[("part", part)])?)?;
         }
@@ -203,25 +233,21 @@ impl Collector for Collect {
             "Requests answered 503 and connections refused because the memory account was at a limit.",
             None,
             refusals.metric_type(),
-        )?)?;
-        let (builds, shared) = c.bodies.builds();
+        )?)
+    }
+
+    /// Bodies built, and requests that shared a build in flight.
+    fn encode_builds(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (builds, shared) = self.bodies.builds();
         let mut family = encoder.encode_descriptor(
             "body_builds",
             "Bodies built (shared=false), and requests that waited for a build already in flight instead (shared=true).",
             None,
-            refusals.metric_type(),
+            ConstCounter::new(0u64).metric_type(),
         )?;
         for (label, n) in [("false", builds), ("true", shared)] {
             ConstCounter::new(n).encode(family.encode_family(&[("shared", label)])?)?;
         }
-
-        let resets = ConstCounter::new(load(&c.send_timeouts));
-        resets.encode(encoder.encode_descriptor(
-            "send_timeout_resets",
-            "Connections reset because the peer took no bytes for --send-timeout.",
-            None,
-            resets.metric_type(),
-        )?)?;
         Ok(())
     }
 }

@@ -1,74 +1,27 @@
 //! What a request is answered with, and how each answer writes itself.
 //!
-//! [`crate::routes`] chooses a [`Reply`] from the request head; the session
-//! calls [`Reply::respond`] once the request body has been read, and the
-//! reply turns itself into a [`Response`] for the server's
-//! [`Writer`](crate::response::Writer): the help text, an `/end-string`
-//! body or a `/large` payload (from the cache, or built first by a [`Job`]),
-//! the echo (JSON or raw), the health check, the metrics, or an error with
-//! its reason. Nothing else in the server knows what a reply's response
-//! looks like.
+//! The routes (`routes.rs`) choose a [`Reply`] from the request head; the
+//! session calls [`Reply::respond`] once the request body has been read,
+//! and the reply turns itself into a [`Response`] for the server's
+//! [`Writer`]: the help text, an `/end-string` body or a `/large` payload
+//! (from the cache, or built first by a [`Job`]), the echo (JSON or raw),
+//! the health check, the metrics, or an error with its reason. Nothing else
+//! in the server knows what a reply's response looks like.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
-use std::future::Future;
-use std::net::SocketAddr;
-use std::path::Path;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use base64::Engine as _;
-use unflat::head::{Line, Status};
+use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
-use crate::bodies::{Body as Built, BodyKey, Memo, Text, Unavailable};
-use crate::config::Strategy;
+use super::bodies::{Memo, Unavailable};
+use super::body::{Body as Built, BodyKey, Text};
+use super::echo::EchoJson;
+use super::job::Job;
+use super::{Fields, Site};
+use crate::h1::RequestHead;
 use crate::memory::{Full, Lease};
-use crate::request::RequestHead;
-use crate::response::{Body, Exchange, Response, Written};
-use crate::App;
-
-/// The routes, for the help text and 404s.
-pub const ROUTES: &str = "\
-GET|HEAD /end-string/{len}?kind=ascii|latin1|twobyte&body=flat|rope
-GET|HEAD /large/{bytes}
-*        /echo[?format=json|raw]
-GET|HEAD /healthz     200 ok; 503 while shutting down
-GET|HEAD /metrics     OpenMetrics text (Prometheus)
-GET|HEAD /
-OPTIONS  * and every path above (204 with Allow)
-";
-
-/// The text of `GET /` and of the start-up banner: over HTTPS when
-/// `https`, naming the self-signed certificate's PEM (`trust`) if there is
-/// one.
-pub fn help_text(
-    addr: SocketAddr,
-    strategy: Strategy,
-    https: bool,
-    trust: Option<&Path>,
-) -> String {
-    let scheme = if https { "https" } else { "http" };
-    let trust = trust.map_or(String::new(), |pem| {
-        format!(
-            "\nSelf-signed certificate for localhost (removed when the server stops): {}\n  curl --cacert {} https://localhost:{}/\n",
-            pem.display(),
-            pem.display(),
-            addr.port()
-        )
-    });
-    format!(
-        "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n\
-         Routes:\n{ROUTES}\n\
-         /end-string bodies: body=flat (the default) keeps the text as one flat\n\
-         string, sent as one iovec (ascii) or encoded behind the head (latin1,\n\
-         twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, copied\n\
-         behind the head (a frame at a time when longer than one): chunks that\n\
-         short cost the kernel more as iovecs than as a copy.\n\n\
-         Benchmark it:\n  wrk -s wrk_scripts/end-string.lua {scheme}://{addr} -- 1024\n",
-        strategy = strategy.name()
-    )
-}
+use crate::response::{Body, Exchange, Response, Writer, Written};
 
 /// What a request is answered with.
 #[derive(Debug)]
@@ -87,7 +40,7 @@ pub enum Reply {
     /// `/metrics`: the counters, in the OpenMetrics text format.
     Metrics,
     /// `/echo`: the request as received; the body is added once read.
-    Echo(Echo),
+    Echo(Echoed),
     /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
     /// of the server for `OPTIONS *`.
     Options {
@@ -116,7 +69,7 @@ pub enum ErrorField {
 
 /// How `/echo` answers.
 #[derive(Debug)]
-pub enum Echo {
+pub enum Echoed {
     /// `format=json` (the default): method, target, version, fields and
     /// body, each base64-encoded.
     Json(EchoJson),
@@ -152,14 +105,6 @@ impl Reply {
         ))
     }
 
-    /// 404, with the routes there are.
-    pub fn not_found(path: &str) -> Reply {
-        Reply::error(
-            Status::NOT_FOUND,
-            format!("no route for {path}; routes:\n{ROUTES}"),
-        )
-    }
-
     /// 405 for a path that takes GET, HEAD and OPTIONS, with `Allow`.
     pub fn method_not_allowed(method: &str, path: &str) -> Reply {
         Reply::Error {
@@ -173,7 +118,7 @@ impl Reply {
 
     /// The JSON echo of `head`, waiting for its body.
     pub fn echo_json(head: &RequestHead<'_>) -> Reply {
-        Reply::Echo(Echo::Json(EchoJson::new(head)))
+        Reply::Echo(Echoed::Json(EchoJson::new(head)))
     }
 
     /// True for `/echo`, whose request body is kept.
@@ -186,7 +131,7 @@ impl Reply {
     /// reason made for this request.
     pub fn held(&self) -> usize {
         match self {
-            Reply::Echo(Echo::Json(echo)) => echo.prefix.capacity(),
+            Reply::Echo(Echoed::Json(echo)) => echo.prefix.capacity(),
             Reply::Error {
                 reason: Cow::Owned(reason),
                 ..
@@ -199,7 +144,12 @@ impl Reply {
     /// body of a `GET` that is not at hand (`memo` remembers an
     /// `/end-string` one), to wait for while it is built off the async
     /// workers. A `HEAD` needs no body: it is answered from the key.
-    pub fn prepare(&mut self, app: &App, exchange: Exchange, memo: &mut Memo) -> Option<Job> {
+    pub fn prepare(
+        &mut self,
+        site: &Site,
+        exchange: Exchange,
+        memo: &mut Memo,
+    ) -> Option<Job<Reply>> {
         let Reply::Body(key) = *self else {
             return None;
         };
@@ -207,14 +157,14 @@ impl Reply {
             return None;
         }
         let at_hand = match key {
-            BodyKey::Text(text) => app.bodies.text(text, memo),
-            BodyKey::Large(_) => app.bodies.cached(key),
+            BodyKey::Text(text) => site.bodies.text(text, memo),
+            BodyKey::Large(_) => site.bodies.cached(key),
         };
         if let Some(body) = at_hand {
             *self = Reply::Ready(body);
             return None;
         }
-        let bodies = app.bodies.clone();
+        let bodies = site.bodies.clone();
         Some(Job::new(async move {
             match bodies.get(key).await {
                 Ok(body) => Reply::Ready(body),
@@ -235,20 +185,53 @@ impl Reply {
 
     /// Queues the response; says what was written. Refused with [`Full`],
     /// queueing nothing, when the connection's lease cannot cover it.
-    pub fn respond(&self, to: To<'_>, queue: &mut WriteQueue) -> Result<Written, Full> {
-        let app = to.app;
-        let fields = &app.fields;
+    pub fn respond(&self, to: ReplyContext<'_>, queue: &mut WriteQueue) -> Result<Written, Full> {
+        if let Reply::Ready(body) = self {
+            // What nearly every request is: a built body, nothing made.
+            let r = built(body, &to.site.fields);
+            return to
+                .writer
+                .write(queue, &r, to.exchange, to.lease, to.besides);
+        }
         let mut besides = to.besides;
-        // Bodies made here for this response live until it is queued.
-        let json: Vec<u8>;
-        let text: Cow<'_, str>;
-        let metrics: String;
-        let r = match self {
-            Reply::Help => Response::new(
-                Status::OK,
-                [Some(&fields.text_plain), None],
-                Body::Bytes(app.help.as_bytes()),
-            ),
+        // A document made for this response (the echo's JSON) is counted
+        // before it is made.
+        if let Reply::Echo(Echoed::Json(echo)) = self {
+            besides += echo.len(to.request_body.len());
+            to.lease.cover(besides)?;
+        }
+        let made = self.make(to.site, to.request_body);
+        let r = self.response(to.site, &made, to.request_body);
+        to.writer.write(queue, &r, to.exchange, to.lease, besides)
+    }
+
+    /// What the response is made of that does not live in the reply or the
+    /// site: a document or a reason made for it.
+    fn make(&self, site: &Site, request_body: &[u8]) -> Made {
+        match self {
+            Reply::Metrics => Made::Text(site.metrics.render()),
+            Reply::Echo(Echoed::Json(echo)) => {
+                Made::Bytes(echo.finish(request_body, echo.len(request_body.len())))
+            }
+            Reply::Error { reason, .. } if !reason.ends_with('\n') => {
+                Made::Text(format!("{reason}\n"))
+            }
+            _ => Made::Nothing,
+        }
+    }
+
+    /// The response: its status, its field lines, its body in its form.
+    fn response<'a>(
+        &'a self,
+        site: &'a Site,
+        made: &'a Made,
+        request_body: &'a [u8],
+    ) -> Response<'a> {
+        let fields = &site.fields;
+        let text_plain =
+            |status, body| Response::new(status, [Some(&fields.text_plain), None], body);
+        match self {
+            Reply::Help => text_plain(Status::OK, Body::Bytes(site.help.as_bytes())),
             // A GET is prepared into a body first: only a HEAD gets here,
             // answered from the key alone.
             Reply::Body(key) => Response::new(
@@ -256,35 +239,16 @@ impl Reply {
                 [Some(fields.content_type(*key)), None],
                 Body::Unsent(key.len()),
             ),
-            Reply::Ready(body) => {
-                let (form, content_type) = match &body.text {
-                    Text::Ascii(b) => (Body::Ascii(b), &fields.text_plain),
-                    Text::Rope(rope) => (Body::Rope(rope.get(), body.len), &fields.text_plain),
-                    Text::Transcoded(text) => {
-                        (Body::Transcoded(text, body.len), &fields.text_plain)
-                    }
-                    Text::Payload(b) => (Body::Shared(b), &fields.octet_stream),
-                };
-                Response::new(Status::OK, [Some(content_type), None], form)
+            Reply::Ready(body) => built(body, fields),
+            Reply::Health if site.is_draining() => {
+                text_plain(Status::SERVICE_UNAVAILABLE, Body::Bytes(b"shutting down\n"))
             }
-            Reply::Health if app.is_draining() => Response::new(
-                Status::SERVICE_UNAVAILABLE,
-                [Some(&fields.text_plain), None],
-                Body::Bytes(b"shutting down\n"),
-            ),
-            Reply::Health => Response::new(
+            Reply::Health => text_plain(Status::OK, Body::Bytes(b"ok\n")),
+            Reply::Metrics => Response::new(
                 Status::OK,
-                [Some(&fields.text_plain), None],
-                Body::Bytes(b"ok\n"),
+                [Some(&fields.openmetrics), None],
+                Body::Bytes(made.bytes()),
             ),
-            Reply::Metrics => {
-                metrics = app.metrics.render();
-                Response::new(
-                    Status::OK,
-                    [Some(&fields.openmetrics), None],
-                    Body::Bytes(metrics.as_bytes()),
-                )
-            }
             Reply::Options { server_wide } => {
                 let allow = if *server_wide {
                     &fields.allow_any
@@ -293,140 +257,72 @@ impl Reply {
                 };
                 Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
-            Reply::Echo(Echo::Json(echo)) => {
-                // The document is made before it is queued: counted first.
-                let len = echo.len(to.request_body.len());
-                besides += len;
-                to.lease.cover(besides)?;
-                json = echo.finish(to.request_body, len);
-                Response::new(Status::OK, [Some(&fields.json), None], Body::Bytes(&json))
-            }
-            Reply::Echo(Echo::Raw) => Response::new(
+            Reply::Echo(Echoed::Json(_)) => Response::new(
+                Status::OK,
+                [Some(&fields.json), None],
+                Body::Bytes(made.bytes()),
+            ),
+            Reply::Echo(Echoed::Raw) => Response::new(
                 Status::OK,
                 [Some(&fields.octet_stream), None],
-                Body::Bytes(to.request_body),
+                Body::Bytes(request_body),
             ),
             Reply::Error {
                 status,
                 reason,
                 field,
             } => {
-                text = if reason.ends_with('\n') {
-                    Cow::Borrowed(reason)
-                } else {
-                    Cow::Owned(format!("{reason}\n"))
+                let text = match made {
+                    Made::Nothing => reason.as_bytes(),
+                    made => made.bytes(),
                 };
-                let field = field.map(|f| match f {
-                    ErrorField::Allow => &fields.allow,
-                    ErrorField::RetryAfter => &fields.retry_after,
-                });
+                let field = field.map(|f| fields.error_field(f));
                 Response::new(
                     *status,
                     [Some(&fields.text_plain), field],
-                    Body::Bytes(text.as_bytes()),
+                    Body::Bytes(text),
                 )
             }
-        };
-        app.writer.write(queue, &r, to.exchange, to.lease, besides)
-    }
-}
-
-/// The field lines the routes send, rendered once at start-up.
-#[derive(Debug)]
-pub struct Fields {
-    /// `Content-Type: text/plain; charset=utf-8`.
-    pub text_plain: Line,
-    /// `Content-Type: application/json`.
-    pub json: Line,
-    /// `Content-Type: application/octet-stream`.
-    pub octet_stream: Line,
-    /// The OpenMetrics text format's `Content-Type`.
-    pub openmetrics: Line,
-    /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
-    pub allow: Line,
-    /// The methods of `OPTIONS *`: those of some path of the server (/echo
-    /// takes any).
-    pub allow_any: Line,
-    /// `Retry-After: 1`: a 503 for a limit the server is at now.
-    pub retry_after: Line,
-}
-
-impl Fields {
-    /// Renders the lines.
-    pub fn new() -> Fields {
-        let line = |n, v| Line::parse(n, v).expect("a valid static header line");
-        Fields {
-            text_plain: line("Content-Type", "text/plain; charset=utf-8"),
-            json: line("Content-Type", "application/json"),
-            octet_stream: line("Content-Type", "application/octet-stream"),
-            openmetrics: line(
-                "Content-Type",
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            ),
-            allow: line("Allow", "GET, HEAD, OPTIONS"),
-            allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
-            retry_after: line("Retry-After", "1"),
-        }
-    }
-
-    /// The `Content-Type` of a body: text for `/end-string`, bytes for
-    /// `/large`.
-    pub fn content_type(&self, key: BodyKey) -> &Line {
-        match key {
-            BodyKey::Text(_) => &self.text_plain,
-            BodyKey::Large(_) => &self.octet_stream,
         }
     }
 }
 
-/// What a reply waits for before it can be written — a body being built on
-/// the blocking pool, by this request or another — and the reply it then
-/// becomes. The session hands it to the connection
-/// ([`crate::session::Step::Defer`]), which awaits it (no thread is held
-/// while it waits) and gives back what it made
-/// ([`crate::session::Session::resume`]); nothing in the session knows what
-/// the job does.
-pub struct Job(Pin<Box<dyn Future<Output = Reply> + Send>>);
-
-/// What a [`Job`] made: the reply, ready to write.
-#[derive(Debug)]
-pub struct Finished(pub(crate) Reply);
-
-impl Job {
-    fn new(work: impl Future<Output = Reply> + Send + 'static) -> Job {
-        Job(Box::pin(work))
-    }
-
-    /// Waits for the work; on a tokio runtime, whose blocking pool builds.
-    pub async fn run(self) -> Finished {
-        Finished(self.0.await)
-    }
-
-    /// Waits for the work from outside an async context — a session driven
-    /// in memory, by tests or the fuzzer — on a runtime of this thread's
-    /// own.
-    pub fn wait(self) -> Finished {
-        thread_local! {
-            static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime for jobs run in memory");
-        }
-        RUNTIME.with(|rt| rt.block_on(self.run()))
-    }
+/// The response of a built body: in the form it is kept, with its
+/// `Content-Type`.
+fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
+    let (form, content_type) = match &body.text {
+        Text::Ascii(b) => (Body::SharedText(b), &fields.text_plain),
+        Text::Rope(rope) => (Body::Rope(rope.get(), body.len), &fields.text_plain),
+        Text::Transcoded(text) => (Body::Transcoded(text, body.len), &fields.text_plain),
+        Text::Payload(b) => (Body::SharedBytes(b), &fields.octet_stream),
+    };
+    Response::new(Status::OK, [Some(content_type), None], form)
 }
 
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Job")
+/// A document or a reason made for one response, alive until it is queued.
+enum Made {
+    Nothing,
+    Bytes(Vec<u8>),
+    Text(String),
+}
+
+impl Made {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Made::Nothing => &[],
+            Made::Bytes(b) => b,
+            Made::Text(t) => t.as_bytes(),
+        }
     }
 }
 
 /// Who a reply answers, and what it needs from the connection.
 #[derive(Debug)]
-pub struct To<'a> {
-    /// The server.
-    pub app: &'a App,
+pub struct ReplyContext<'a> {
+    /// The site the reply comes from.
+    pub site: &'a Site,
+    /// The writer that queues it.
+    pub writer: &'a Writer,
     /// The request body, for the echo.
     pub request_body: &'a [u8],
     /// What the request asked of its response.
@@ -436,72 +332,4 @@ pub struct To<'a> {
     pub lease: &'a mut Lease,
     /// What the connection's buffers occupy outside the queue.
     pub besides: usize,
-}
-
-/// The JSON `/echo` answers with: method, target, version, fields (name,
-/// value pairs in order) and body, every one base64-encoded — the origin
-/// format of the HTTP Garden differential harness.
-#[derive(Debug)]
-pub struct EchoJson {
-    /// Everything up to the body's value.
-    prefix: String,
-}
-
-/// What ends the echo's JSON document.
-const SUFFIX: &[u8] = b"\"}\n";
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-impl EchoJson {
-    /// The JSON for `head`, waiting for its body.
-    pub fn new(head: &RequestHead<'_>) -> EchoJson {
-        let version = if head.version == 0 {
-            "HTTP/1.0"
-        } else {
-            "HTTP/1.1"
-        };
-        let mut prefix = String::with_capacity(256);
-        // base64 has no character JSON must escape, so plain formatting is
-        // well-formed JSON.
-        let _ = write!(
-            prefix,
-            "{{\"method\":\"{}\",\"target\":\"{}\",\"version\":\"{}\",\"headers\":[",
-            b64(head.method.as_bytes()),
-            b64(head.target.as_bytes()),
-            b64(version.as_bytes())
-        );
-        for (i, f) in head.fields.iter().enumerate() {
-            let sep = if i == 0 { "" } else { "," };
-            let _ = write!(
-                prefix,
-                "{sep}[\"{}\",\"{}\"]",
-                b64(f.name.as_bytes()),
-                b64(f.value)
-            );
-        }
-        prefix.push_str("],\"body\":\"");
-        EchoJson { prefix }
-    }
-
-    /// The length of the whole document for a body of `body_len` bytes.
-    pub fn len(&self, body_len: usize) -> usize {
-        self.prefix.len() + body_len.div_ceil(3) * 4 + SUFFIX.len()
-    }
-
-    /// The whole JSON document, with `body`, in one allocation of `len`
-    /// ([`EchoJson::len`]) bytes.
-    pub fn finish(&self, body: &[u8], len: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len);
-        out.extend_from_slice(self.prefix.as_bytes());
-        let at = out.len();
-        out.resize(len - SUFFIX.len(), 0);
-        let n = base64::engine::general_purpose::STANDARD
-            .encode_slice(body, &mut out[at..])
-            .expect("room for the base64 of the body");
-        debug_assert_eq!(at + n, len - SUFFIX.len());
-        out.extend_from_slice(SUFFIX);
-        out
-    }
 }

@@ -1,23 +1,17 @@
-//! Which reply a request gets: the routes, their arguments and their errors.
-//! No IO and no encoding here; [`crate::reply`] writes the reply.
-//!
-//! Queries are `application/x-www-form-urlencoded`: percent-escapes are
-//! decoded and `+` is a space (`form_urlencoded`), so `kind=%74wobyte` is
-//! `kind=twobyte`. A parameter the route reads may be given once: a repeated
-//! one is refused with 400, as is a `%` not followed by two hex digits and
-//! a value that is not UTF-8 once decoded — each error names the
-//! parameter. (The request's checks leave the query's escapes to the
-//! routes, which know its parameters; a bad escape in the path is refused
-//! there.)
+//! Which reply a request gets: the routes — each path written once, in
+//! [`TABLE`], which also gives the help text and the metrics' labels — and
+//! their arguments and errors. No IO and no encoding here; the reply
+//! writes itself (`reply.rs`); queries are read by `query.rs`.
 
-use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use unflat::head::Status;
 
-use crate::bodies::{BodyKey, Form, Key, Kind};
-use crate::reply::{Echo, Reply};
-use crate::request::{begins_escape, RequestHead};
-use crate::App;
+use super::body::{BodyKey, Form, Key, Kind};
+use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
+use super::reply::Reply;
+use super::Limits;
+use crate::h1::RequestHead;
 
 /// The routes, as the metrics count requests by them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +35,54 @@ pub enum Route {
     Unmatched,
 }
 
+/// A route's path and what the help text says of it. A path that ends in
+/// `/` takes an argument: it matches every path that begins with it.
+struct Entry {
+    route: Route,
+    path: &'static str,
+    /// The methods, the argument and the query, as the help text shows.
+    usage: &'static str,
+}
+
+/// Every route that has a path, in the order the help text lists them.
+const TABLE: [Entry; 7] = [
+    Entry {
+        route: Route::EndString,
+        path: "/end-string/",
+        usage: "GET|HEAD /end-string/{len}?kind=ascii|latin1|twobyte&body=flat|rope",
+    },
+    Entry {
+        route: Route::Large,
+        path: "/large/",
+        usage: "GET|HEAD /large/{bytes}",
+    },
+    Entry {
+        route: Route::Echo,
+        path: "/echo",
+        usage: "*        /echo[?format=json|raw]",
+    },
+    Entry {
+        route: Route::Healthz,
+        path: "/healthz",
+        usage: "GET|HEAD /healthz     200 ok; 503 while shutting down",
+    },
+    Entry {
+        route: Route::Metrics,
+        path: "/metrics",
+        usage: "GET|HEAD /metrics     OpenMetrics text (Prometheus)",
+    },
+    Entry {
+        route: Route::Help,
+        path: "/",
+        usage: "GET|HEAD /",
+    },
+    Entry {
+        route: Route::ServerWide,
+        path: "*",
+        usage: "OPTIONS  * and every path above (204 with Allow)",
+    },
+];
+
 impl Route {
     /// Every route, in the order of [`Route::index`].
     pub const ALL: [Route; 8] = [
@@ -59,45 +101,51 @@ impl Route {
         self as usize
     }
 
-    /// The route as a metric label.
+    /// The route as a metric label: its path without the argument.
     pub fn label(self) -> &'static str {
-        match self {
-            Route::Help => "/",
-            Route::EndString => "/end-string",
-            Route::Large => "/large",
-            Route::Echo => "/echo",
-            Route::Healthz => "/healthz",
-            Route::Metrics => "/metrics",
-            Route::ServerWide => "*",
-            Route::Unmatched => "unmatched",
-        }
+        TABLE
+            .iter()
+            .find(|e| e.route == self)
+            .map_or("unmatched", |e| match e.path {
+                "/" => "/",
+                path => path.trim_end_matches('/'),
+            })
     }
 
-    /// The route a path takes, if any.
-    fn of(path: &str) -> Option<Route> {
-        Some(match path {
-            "*" => Route::ServerWide,
-            "/" => Route::Help,
-            "/echo" => Route::Echo,
-            "/healthz" => Route::Healthz,
-            "/metrics" => Route::Metrics,
-            _ if path.starts_with("/end-string/") => Route::EndString,
-            _ if path.starts_with("/large/") => Route::Large,
-            _ => return None,
+    /// The route `path` takes, and its argument (what follows the route's
+    /// path, for a path that takes one).
+    fn of(path: &str) -> Option<(Route, &str)> {
+        TABLE.iter().find_map(|e| {
+            if e.path.len() > 1 && e.path.ends_with('/') {
+                path.strip_prefix(e.path)
+                    .map(|argument| (e.route, argument))
+            } else {
+                (path == e.path).then_some((e.route, ""))
+            }
         })
     }
 }
 
-/// Chooses the reply for a request head, and says which route gave it.
-pub fn route(app: &App, head: &RequestHead<'_>) -> (Route, Reply) {
-    let path = head.path;
-    let Some(route) = Route::of(path) else {
-        return (Route::Unmatched, Reply::not_found(path));
-    };
-    (route, reply(app, route, head))
+/// The routes, a line each, for the help text and 404s.
+pub fn usage() -> String {
+    TABLE.iter().fold(String::new(), |mut text, e| {
+        let _ = writeln!(text, "{}", e.usage);
+        text
+    })
 }
 
-fn reply(app: &App, route: Route, head: &RequestHead<'_>) -> Reply {
+/// Chooses the reply for a request head within `limits`, and says which
+/// route gave it.
+pub fn route(limits: Limits, head: &RequestHead<'_>) -> (Route, Reply) {
+    let path = head.path;
+    let Some((route, argument)) = Route::of(path) else {
+        return (Route::Unmatched, not_found(path));
+    };
+    (route, reply(limits, route, argument, head))
+}
+
+#[inline]
+fn reply(limits: Limits, route: Route, argument: &str, head: &RequestHead<'_>) -> Reply {
     let path = head.path;
     match route {
         // Only OPTIONS gets this far with `*` (the request's checks).
@@ -119,185 +167,20 @@ fn reply(app: &App, route: Route, head: &RequestHead<'_>) -> Reply {
         Route::Help => no_query(Reply::Help),
         Route::Healthz => no_query(Reply::Health),
         Route::Metrics => no_query(Reply::Metrics),
-        Route::EndString => {
-            let len = &path["/end-string/".len()..];
-            end_string(app, len, head.query).unwrap_or_else(|e| e)
-        }
-        Route::Large => {
-            let size = &path["/large/".len()..];
-            large(app, size, head.query).unwrap_or_else(|e| e)
-        }
+        Route::EndString => end_string(limits, argument, head.query).unwrap_or_else(|e| e),
+        Route::Large => large(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::ServerWide | Route::Echo | Route::Unmatched => {
             unreachable!("answered above, or never routed")
         }
     }
 }
 
-fn bad_request(reason: String) -> Reply {
-    Reply::error(Status::BAD_REQUEST, reason)
-}
-
-/// `s` as a decimal count: digits only (refused naming `what` otherwise),
-/// and within `usize` (refused as out of range). One pass: digits are
-/// checked and summed together (the count is in every end-string request).
-fn parse_count(what: &str, s: &str) -> Result<usize, Reply> {
-    let mut n: Option<usize> = Some(0);
-    for b in s.bytes() {
-        let digit = b.wrapping_sub(b'0');
-        if digit > 9 {
-            return Err(not_a_count(what, s));
-        }
-        // An overflow is reported only once every byte is known to be a
-        // digit: "not a number" comes first, as it did with `str::parse`.
-        n = n.and_then(|n| n.checked_mul(10)?.checked_add(usize::from(digit)));
-    }
-    match n {
-        _ if s.is_empty() => Err(not_a_count(what, s)),
-        Some(n) => Ok(n),
-        None => Err(bad_request(format!("{what} {s} is out of range"))),
-    }
-}
-
-#[cold]
-fn not_a_count(what: &str, s: &str) -> Reply {
-    bad_request(format!("{what} must be a decimal number, got {s:?}"))
-}
-
-/// Passes every `name=value` pair of `query`, decoded, to `set`; a pair
-/// without `=` is refused. Decoding borrows from the query unless a pair
-/// holds an escape or a `+`: a plain query allocates nothing.
-fn query_pairs(
-    query: Option<&str>,
-    mut set: impl FnMut(&str, &str) -> Result<(), Reply>,
-) -> Result<(), Reply> {
-    for pair in query_parts(query).filter(|p| !p.is_empty()) {
-        let Some((name, value)) = decode_pair(pair)? else {
-            return Err(bad_request(format!(
-                "query parameter {pair:?} has no value"
-            )));
-        };
-        set(&name, &value)?;
-    }
-    Ok(())
-}
-
-/// The `&`-separated parts of a query, empty ones included (none for no
-/// query).
-fn query_parts(query: Option<&str>) -> impl Iterator<Item = &str> {
-    let mut rest = query;
-    std::iter::from_fn(move || {
-        let s = rest?;
-        let (part, tail) = split_once_byte(s, b'&').map_or((s, None), |(p, t)| (p, Some(t)));
-        rest = tail;
-        Some(part)
-    })
-}
-
-/// `s` split around its first `sep`, an ASCII byte; `None` when there is
-/// none. A byte search: for a query of a few bytes, `str`'s search for a
-/// `char` cost about 100 instructions per request (callgrind, pipelined
-/// end-string requests with `?kind=ascii`), and a target is ASCII anyway
-/// (the request's checks).
-fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
-    debug_assert!(sep.is_ascii(), "a separator is one byte of UTF-8");
-    let at = s.bytes().position(|b| b == sep)?;
-    Some((&s[..at], &s[at + 1..]))
-}
-
-/// Sets a parameter read once at most: the refusal of a repeated one.
-fn once<T>(slot: &mut Option<T>, name: &str, value: T) -> Result<(), Reply> {
-    match slot.replace(value) {
-        None => Ok(()),
-        Some(_) => Err(repeated(name)),
-    }
-}
-
-fn repeated(name: &str) -> Reply {
-    bad_request(format!(
-        "query parameter {name:?} is given more than once; give it once"
-    ))
-}
-
-/// A decoded query parameter: name and value.
-type Pair<'q> = (Cow<'q, str>, Cow<'q, str>);
-
-/// One `name=value` pair, percent-decoded with `+` as a space; `None`
-/// when it has no `=`. A name or value that is not UTF-8 once decoded is
-/// refused, naming the parameter.
-#[inline]
-fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Reply> {
-    let Some((name, value)) = split_once_byte(pair, b'=') else {
-        return Ok(None);
-    };
-    if pair.bytes().any(|b| b == b'%' || b == b'+') {
-        return decode_escaped(pair, name, value).map(Some);
-    }
-    // Nothing to decode, and ASCII (the request's checks): what nearly
-    // every query is, answered without the decoder's walk.
-    Ok(Some((Cow::Borrowed(name), Cow::Borrowed(value))))
-}
-
-/// [`decode_pair`] for a pair with an escape or a `+`: `raw_name` and
-/// `raw_value` are its two sides.
-#[cold]
-fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<Pair<'q>, Reply> {
-    // form_urlencoded keeps a `%` that begins no escape as it is; here it
-    // is an error, in the name or the value.
-    if bad_escape(raw_name) {
-        return Err(bad_request(format!(
-            "query parameter name {raw_name:?}: a % not followed by two hex digits"
-        )));
-    }
-    if bad_escape(raw_value) {
-        return Err(bad_request(format!(
-            "query parameter {raw_name:?}: a % not followed by two hex digits in {raw_value:?}"
-        )));
-    }
-    let (name, value) = form_urlencoded::parse(pair.as_bytes())
-        .next()
-        .expect("a pair with = is one name and one value");
-    if !utf8_once_decoded(raw_name, &name) {
-        return Err(bad_request(format!(
-            "query parameter name {raw_name:?} is not UTF-8 once percent-decoded"
-        )));
-    }
-    if !utf8_once_decoded(raw_value, &value) {
-        return Err(bad_request(format!(
-            "query parameter {name:?}: {raw_value:?} is not UTF-8 once percent-decoded"
-        )));
-    }
-    Ok((name, value))
-}
-
-/// Whether some `%` of `raw` does not begin an escape ([`begins_escape`]).
-fn bad_escape(raw: &str) -> bool {
-    let b = raw.as_bytes();
-    (0..b.len()).any(|i| b[i] == b'%' && !begins_escape(b, i))
-}
-
-/// Whether `raw` decoded to UTF-8 without loss. `form_urlencoded` puts
-/// U+FFFD where the decoded bytes are not UTF-8; a target is ASCII (the
-/// request's checks), so the only other way to a U+FFFD is its own
-/// escape, `%EF%BF%BD`. Bytes that are not UTF-8 never swallow the `EF`
-/// that begins it (no sequence continues with `EF`), so each is counted
-/// apart: equal counts mean nothing was replaced.
-fn utf8_once_decoded(raw: &str, decoded: &str) -> bool {
-    let replaced = decoded.matches('\u{FFFD}').count();
-    replaced == 0
-        || replaced
-            == raw
-                .as_bytes()
-                .windows(9)
-                .filter(|w| w.eq_ignore_ascii_case(b"%EF%BF%BD"))
-                .count()
-}
-
-fn end_string(app: &App, len: &str, query: Option<&str>) -> Result<Reply, Reply> {
+fn end_string(limits: Limits, len: &str, query: Option<&str>) -> Result<Reply, Reply> {
     let len = parse_count("len", len)?;
-    if len > app.config.max_len {
+    if len > limits.max_len {
         return Err(bad_request(format!(
             "len {len} exceeds the limit of {} characters (--max-len)",
-            app.config.max_len
+            limits.max_len
         )));
     }
     let (mut kind, mut form) = (None, None);
@@ -327,15 +210,15 @@ fn end_string(app: &App, len: &str, query: Option<&str>) -> Result<Reply, Reply>
     })))
 }
 
-fn large(app: &App, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
+fn large(limits: Limits, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
     if query.is_some() {
         return Err(bad_request("/large/{bytes} takes no query".into()));
     }
     let n = parse_count("bytes", size)?;
-    if n > app.config.max_large() {
+    if n > limits.max_large {
         return Err(bad_request(format!(
             "{n} bytes exceeds the limit of {} (--max-large)",
-            app.config.max_large()
+            limits.max_large
         )));
     }
     Ok(Reply::Body(BodyKey::Large(n)))
@@ -351,81 +234,49 @@ fn echo(head: &RequestHead<'_>) -> Reply {
     }
 }
 
-/// The reply `format` asks for: `None` for JSON (the default), or the raw
-/// echo, or an error.
-fn echo_format(query: Option<&str>) -> Result<Option<Reply>, Reply> {
-    let mut format = None;
-    for pair in query_parts(query) {
-        // Only pairs whose name decodes to `format` are the server's.
-        let named = split_once_byte(pair, b'=').is_some_and(|(name, _)| {
-            form_urlencoded::parse(name.as_bytes()).any(|(n, _)| n == "format")
-        });
-        if !named {
-            continue;
-        }
-        let (_, value) = decode_pair(pair)?.expect("a pair with a name has =");
-        once(&mut format, "format", value)?;
-    }
-    match format.as_deref() {
-        None | Some("json") => Ok(None),
-        Some("raw") => Ok(Some(Reply::Echo(Echo::Raw))),
-        Some(other) => Err(bad_request(format!(
-            "unknown format {other:?}: expected json or raw"
-        ))),
-    }
+/// 404, with the routes there are.
+fn not_found(path: &str) -> Reply {
+    Reply::error(
+        Status::NOT_FOUND,
+        format!("no route for {path}; routes:\n{}", usage()),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The byte searches split a query as `str::split` and
-    /// `str::split_once` do, empty parts and missing separators included.
     #[test]
-    fn queries_split_as_the_standard_library_splits_them() {
-        let queries = [
-            "", "a", "a=1", "a=1&b=2", "&", "a=1&&b=", "=&=", "a==b&", "%3D=x&y",
-        ];
-        for q in queries {
-            let parts: Vec<&str> = query_parts(Some(q)).collect();
-            assert_eq!(parts, q.split('&').collect::<Vec<_>>(), "{q:?}");
-            for part in parts {
-                assert_eq!(
-                    split_once_byte(part, b'='),
-                    part.split_once('='),
-                    "{part:?}"
-                );
-            }
-        }
-        assert_eq!(query_parts(None).count(), 0);
-    }
-
-    /// A count is read as `str::parse` reads it, digits only; a byte that
-    /// is not a digit is named before an overflow, wherever it is.
-    #[test]
-    fn counts_parse_as_the_standard_library_parses_them() {
-        let reason = |s: &str| match parse_count("len", s) {
-            Ok(n) => Ok(n),
-            Err(Reply::Error { reason, .. }) => Err(reason.into_owned()),
-            Err(other) => panic!("{s:?}: not an error reply: {other:?}"),
-        };
-        for s in ["0", "4", "007", "102400", &usize::MAX.to_string()] {
-            assert_eq!(reason(s), Ok(s.parse::<usize>().unwrap()), "{s:?}");
-        }
-        let not_a_number = |s: &str| Err(format!("len must be a decimal number, got {s:?}"));
-        for s in [
-            "",
-            "+4",
-            "-4",
-            " 4",
-            "4 ",
-            "4a",
-            "0x10",
-            "99999999999999999999999x",
+    fn each_path_is_routed_and_labelled_from_the_table() {
+        for (path, route, argument) in [
+            ("/", Route::Help, ""),
+            ("/echo", Route::Echo, ""),
+            ("/healthz", Route::Healthz, ""),
+            ("/metrics", Route::Metrics, ""),
+            ("*", Route::ServerWide, ""),
+            ("/end-string/42", Route::EndString, "42"),
+            ("/large/", Route::Large, ""),
         ] {
-            assert_eq!(reason(s), not_a_number(s), "{s:?}");
+            assert_eq!(Route::of(path), Some((route, argument)), "{path}");
         }
-        let over = format!("{}0", usize::MAX);
-        assert_eq!(reason(&over), Err(format!("len {over} is out of range")));
+        for path in ["/echo/", "/end-string", "/healthz2", "/x", "//"] {
+            assert_eq!(Route::of(path), None, "{path}");
+        }
+        let labels: Vec<&str> = Route::ALL.iter().map(|r| r.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "/",
+                "/end-string",
+                "/large",
+                "/echo",
+                "/healthz",
+                "/metrics",
+                "*",
+                "unmatched"
+            ]
+        );
+        assert!(usage().starts_with("GET|HEAD /end-string/{len}"));
+        assert_eq!(usage().lines().count(), TABLE.len());
     }
 }

@@ -1,0 +1,92 @@
+//! How an option is declared: once, as a field of [`Config`] with its help
+//! (the doc comment), its flag (the field's name, `--max-body` for
+//! `max_body`), its environment variable (`UNFLAT_` and the name in upper
+//! case), its default (`#[arg(default_value = …)]`) and, for a number, a
+//! size or a duration, its [`Range`] (`#[range(…)]`). The `options!` macro
+//! turns that one declaration into the clap argument — whose parser checks
+//! the range — and into an entry of [`RANGED`], through which
+//! [`Config::validate`] checks a `Config` built in code and `--help` states
+//! each range.
+//!
+//! [`Config`]: super::Config
+//! [`Config::validate`]: super::Config::validate
+//! [`RANGED`]: super::RANGED
+
+use super::range::Range;
+use super::Config;
+
+/// A ranged option: its field's name, its range, and its value in a
+/// [`Config`] (`None`: not set).
+#[derive(Clone, Copy)]
+pub(super) struct Ranged {
+    /// The field's name (`max_body`).
+    pub id: &'static str,
+    /// The values it accepts.
+    pub range: Range,
+    /// Its value in a configuration.
+    pub value: fn(&Config) -> Option<u64>,
+}
+
+impl Ranged {
+    /// The flag, as a user writes it (`--max-body`).
+    pub fn flag(&self) -> String {
+        flag(self.id)
+    }
+
+    /// `v` in the range's unit (`64 KiB`, `30s`).
+    pub fn show(&self, v: u64) -> String {
+        self.range.show(v)
+    }
+}
+
+/// The flag of the field `id` (`--max-body` for `max_body`).
+pub(super) fn flag(id: &str) -> String {
+    format!("--{}", id.replace('_', "-"))
+}
+
+/// The environment variable of the field `id` (`UNFLAT_MAX_BODY`).
+pub(super) fn env(id: &str) -> String {
+    format!("UNFLAT_{}", id.to_uppercase())
+}
+
+/// Declares the configuration: a struct whose fields are the options, each
+/// `#[arg(…)]` completed with `long` and, under `#[range(R)]`, the parser
+/// of `R`; and `RANGED`, the list of the ranged options.
+macro_rules! options {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $(#[arg($($arg:tt)*)])?
+                $(#[range($range:expr)])?
+                pub $field:ident: $ty:ty,
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $(
+                $(#[doc = $doc])*
+                #[arg(
+                    long
+                    $(, value_parser = $range.parser::<<$ty as $crate::config::Field>::Value>())?
+                    $(, $($arg)*)?
+                )]
+                pub $field: $ty,
+            )*
+        }
+
+        /// Every option with a range: the one list `--help` (each range)
+        /// and [`Config::validate`] go through.
+        const RANGED: &[$crate::config::declare::Ranged] = &[
+            $($(
+                $crate::config::declare::Ranged {
+                    id: stringify!($field),
+                    range: $range,
+                    value: |c: &$name| $crate::config::Field::value(&c.$field),
+                },
+            )?)*
+        ];
+    };
+}

@@ -1,0 +1,153 @@
+use std::any::TypeId;
+
+use super::*;
+
+fn parse(args: &[&str]) -> Result<Config, String> {
+    let mut argv = vec!["unflat-server"];
+    argv.extend_from_slice(args);
+    let config = Config::from_args(argv).map_err(|e| e.to_string())?;
+    config.validate()?;
+    Ok(config)
+}
+
+#[test]
+fn durations_take_units_or_seconds() {
+    assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+    assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+    assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+    assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+    assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+    for bad in ["1e30", "inf", "NaN", "-1", "5 parsecs", ""] {
+        assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+#[test]
+fn values_that_cannot_work_are_refused_with_the_option_named() {
+    for (args, names) in [
+        (&["--send-timeout", "1e30"][..], "1e30"),
+        (&["--head-timeout", "0"], "--head-timeout"),
+        (&["--idle-timeout", "300ms"], "--idle-timeout"),
+        (&["--handshake-timeout", "1ms"], "--handshake-timeout"),
+        (&["--head-timeout", "1ns"], "--head-timeout"),
+        (&["--send-timeout", "999ms"], "--send-timeout"),
+        (&["--body-timeout", "25h"], "1s to 24h"),
+        (&["--max-queued-responses", "0"], "max-queued-responses"),
+        (&["--max-connections", "0"], "max-connections"),
+        (&["--workers", "0"], "workers"),
+        (&["--max-fields", "1000"], "max-fields"),
+        (&["--max-requests", "0"], "max-requests"),
+        (&["--max-large", "68719476737"], "max-large"),
+        (&["--max-head", "10"], "max-head"),
+        (&["--frame", "2"], "--frame"),
+        (
+            &["--max-large", "3000000000", "--memory-limit", "2GiB"],
+            "--max-large",
+        ),
+        (&["--cache-bytes", "2GiB"], "--cache-bytes"),
+        (&["--max-builds", "0"], "max-builds"),
+        (&["--grace", "2d"], "0s to 24h"),
+    ] {
+        let err = parse(args).expect_err(&format!("{args:?} accepted"));
+        assert!(err.contains(names), "{args:?}: {err}");
+    }
+    assert!(parse(&["--send-timeout", "2m", "--grace", "0", "--workers", "3"]).is_ok());
+}
+
+#[test]
+fn a_config_built_in_code_is_checked_by_the_same_ranges() {
+    let bad = Config {
+        head_timeout: Duration::from_millis(10),
+        ..Config::default()
+    };
+    assert_eq!(
+        bad.validate().unwrap_err(),
+        "--head-timeout 10ms: must be 1s to 24h"
+    );
+    let bad = Config {
+        max_fields: 300,
+        ..Config::default()
+    };
+    assert_eq!(
+        bad.validate().unwrap_err(),
+        "--max-fields 300: must be 1 to 256"
+    );
+}
+
+#[test]
+fn every_ranged_option_states_its_range_and_its_variable() {
+    let cmd = Config::command();
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if id == "help" || id == "version" {
+            continue;
+        }
+        // Every number, size and duration has a range.
+        let parsed = arg.get_value_parser().type_id();
+        let ranged_type = [
+            TypeId::of::<u16>(),
+            TypeId::of::<u64>(),
+            TypeId::of::<usize>(),
+            TypeId::of::<Duration>(),
+        ]
+        .iter()
+        .any(|t| parsed == *t);
+        let ranged = RANGED.iter().find(|r| r.id == id);
+        assert_eq!(ranged_type, ranged.is_some(), "--{id}");
+        let help = arg.get_help().unwrap().to_string();
+        if let Some(r) = ranged {
+            assert!(
+                help.ends_with(&format!("Accepts {}.", r.range.describe())),
+                "{help}"
+            );
+        }
+        let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+        assert_eq!(env, Some(format!("UNFLAT_{}", id.to_uppercase())));
+    }
+    let d = Config::default();
+    for r in RANGED {
+        if let Some(v) = (r.value)(&d) {
+            r.range.check(v).unwrap();
+        }
+    }
+}
+
+#[test]
+fn ranges_are_stated_in_their_units() {
+    assert_eq!(Range::bytes(64, MIB).describe(), "64 bytes to 1 MiB");
+    assert_eq!(Range::bytes(0, 64 * GIB).describe(), "0 bytes to 64 GiB");
+    assert_eq!(Range::count(1, u64::MAX).describe(), "at least 1");
+    assert_eq!(
+        Range::duration(MIN_TIMEOUT, MAX_DURATION).describe(),
+        "1s to 24h"
+    );
+    assert_eq!(
+        Range::duration(Duration::ZERO, Duration::from_millis(1500)).describe(),
+        "0s to 1500ms"
+    );
+    assert_eq!(Range::bytes(0, TIB).show(3 * 1024), "3 KiB");
+}
+
+#[test]
+fn the_defaults_are_those_documented_and_valid() {
+    // docs/robustness.md, "Limits and timeouts".
+    let d = Config::default();
+    assert_eq!(d.addr, "127.0.0.1:3000".parse().unwrap());
+    assert_eq!(
+        (d.max_head, d.max_fields, d.max_body),
+        (16 << 10, 100, 1 << 20)
+    );
+    assert_eq!(
+        (d.head_timeout, d.body_timeout),
+        (Duration::from_secs(10), Duration::from_secs(30))
+    );
+    assert_eq!((d.body_min_rate, d.connection_memory()), (500, 512 << 20));
+    assert_eq!((d.memory_limit, d.cache_bytes()), (1 << 30, 256 << 20));
+    assert_eq!(d.max_large(), 256 << 20);
+    assert_eq!((d.max_connections, d.max_requests), (10_000, None));
+    assert_eq!(
+        (d.copy_below, d.frame),
+        (Policy::DEFAULT.copy_below, Policy::DEFAULT.frame)
+    );
+    d.validate().unwrap();
+}

@@ -1,0 +1,228 @@
+//! The URI grammar of a request: the request target's forms and bytes
+//! (RFC 9112 §3.2, RFC 3986) and a Host's (RFC 9110 §7.2), checked byte by
+//! byte through tables on every request.
+
+use unflat::head::Status;
+
+use super::{reject, Reject};
+
+/// What follows `http://` or `https://` (in any case) at the start of an
+/// absolute-form target.
+fn after_scheme(target: &str) -> Option<&str> {
+    // Compared as bytes: the target may hold any UTF-8, and a scheme that
+    // matches ends with an ASCII '/', so slicing after it is safe.
+    ["http://", "https://"].iter().find_map(|scheme| {
+        let head = target.as_bytes().get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme.as_bytes())
+            .then(|| &target[scheme.len()..])
+    })
+}
+
+/// Checks the request target and splits it into `(path, query)`, in one
+/// pass over its bytes.
+///
+/// The forms of RFC 9112 §3.2: origin-form (`/path?query`) and
+/// absolute-form (`http://host/path?query`, no userinfo: RFC 9110 §4.2.4;
+/// its path is `/` when empty) for every method, asterisk-form (`*`) for
+/// OPTIONS only. A `CONNECT` (authority-form) is refused with 501: this
+/// server is no proxy, and the connection is closed so that tunnel bytes
+/// behind it are never read as requests. Every byte must be one a URI
+/// allows (RFC 3986: no space, no `"`, `\`, `|`, `{`, `}`, `^`, backtick,
+/// control or non-ASCII byte, a `%` of the path only before two hex
+/// digits: the query's are the routes' to check), and a fragment (`#`) is
+/// never part of a target.
+pub(super) fn parse_target<'t>(
+    method: &str,
+    target: &'t str,
+) -> Result<(&'t str, Option<&'t str>), Reject> {
+    let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
+    if method == "CONNECT" {
+        return if target.contains(':') && valid_host(target.as_bytes()) {
+            Err(reject(
+                Status::NOT_IMPLEMENTED,
+                "CONNECT is not supported: this server is not a proxy",
+            ))
+        } else {
+            bad("a CONNECT target must be host:port")
+        };
+    }
+    // Origin form, what nearly every request has, needs no scheme search.
+    let rest = if target.starts_with('/') {
+        target
+    } else if target == "*" {
+        return if method == "OPTIONS" {
+            Ok(("*", None))
+        } else {
+            bad("the asterisk-form target (*) is only for OPTIONS")
+        };
+    } else if let Some(after) = after_scheme(target) {
+        let end = after.find(['/', '?']).unwrap_or(after.len());
+        let authority = &after[..end];
+        if authority.contains('#') {
+            return bad(FRAGMENT);
+        }
+        if authority.contains('@') {
+            return bad("userinfo (user@) is not allowed in a request target");
+        }
+        if !valid_host(authority.as_bytes()) {
+            return bad("invalid authority in an absolute-form target");
+        }
+        &after[end..]
+    } else {
+        return bad("the request target must begin with / (or be http://host/… or * for OPTIONS)");
+    };
+    // The target of every request is checked. Nearly every target holds
+    // URI bytes only, no `%`: one tight pass through the table, and the
+    // query found by a byte search. Any other byte takes the detailed pass,
+    // which says what is wrong.
+    let bytes = rest.as_bytes();
+    let query_at = if all_in(bytes, &URI_BYTE) {
+        bytes.iter().position(|&b| b == b'?')
+    } else {
+        query_in_escaped(bytes)?
+    };
+    // Every byte is ASCII now, so slicing anywhere is safe.
+    let (path, query) = match query_at {
+        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
+        None => (rest, None),
+    };
+    Ok((if path.is_empty() { "/" } else { path }, query))
+}
+
+/// Where the query of a target's path and query begins (its `?`), for a
+/// target with bytes besides [`URI_BYTE`]'s: each `%` of the path must
+/// begin an escape (two hex digits), and no other byte is allowed. A `%`
+/// of the query is left to the route that reads it, which refuses a bad
+/// escape naming the parameter it is in (`routes.rs`).
+fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
+    let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
+    let mut query_at = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'?' if query_at.is_none() => query_at = Some(i),
+            b if URI_BYTE[usize::from(b)] => {}
+            b'%' if query_at.is_some() => {}
+            b'%' => {
+                if !begins_escape(bytes, i) {
+                    return bad("a % not followed by two hex digits in the request target");
+                }
+                i += 3;
+                continue;
+            }
+            b'#' => return bad(FRAGMENT),
+            _ => return bad("a byte not allowed in a URI in the request target"),
+        }
+        i += 1;
+    }
+    Ok(query_at)
+}
+
+const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";
+
+/// Whether the `%` at `at` begins an escape: two hex digits follow it
+/// (RFC 3986 §2.1). The path's escapes are checked here, the query's by the
+/// routes that read it.
+pub fn begins_escape(bytes: &[u8], at: usize) -> bool {
+    let hex = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_hexdigit);
+    hex(at + 1) && hex(at + 2)
+}
+
+/// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
+/// unreserved, sub-delims, `:`, `@`, `/` and `?`.
+static URI_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
+
+/// `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2); empty is
+/// allowed (RFC 9112 §3.2, for targets without an authority).
+pub(super) fn valid_host(v: &[u8]) -> bool {
+    let (host, port) = if v.first() == Some(&b'[') {
+        let Some(end) = v.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let literal = &v[1..end];
+        if literal.is_empty()
+            || !literal
+                .iter()
+                .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return false;
+        }
+        match &v[end + 1..] {
+            [] => return true,
+            [b':', port @ ..] => (&v[..0], port),
+            _ => return false,
+        }
+    } else {
+        match v.iter().rposition(|&b| b == b':') {
+            Some(i) => (&v[..i], &v[i + 1..]),
+            None => (v, &v[..0]),
+        }
+    };
+    port.len() <= 5 && port.iter().all(u8::is_ascii_digit) && all_in(host, &REG_NAME)
+}
+
+/// Whether every byte of `bytes` is one `table` allows. No early exit, so
+/// the loop unrolls: a Host or a target is a few dozen bytes, checked in
+/// every request, and nearly always passes.
+fn all_in(bytes: &[u8], table: &[bool; 256]) -> bool {
+    bytes.iter().fold(true, |ok, &b| ok & table[usize::from(b)])
+}
+
+/// The bytes of a reg-name (RFC 3986 §3.2.2): unreserved, sub-delims and
+/// `%` (a table: every request's Host is checked byte by byte).
+static REG_NAME: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=");
+
+/// A table of the ASCII letters and digits and the bytes of `allowed`.
+const fn alphanumeric_and(allowed: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < allowed.len() {
+        table[allowed[i] as usize] = true;
+        i += 1;
+    }
+    let mut b = 0;
+    while b < 256 {
+        if (b as u8).is_ascii_alphanumeric() {
+            table[b] = true;
+        }
+        b += 1;
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_into_path_and_query() {
+        let get = |t| parse_target("GET", t).map_err(|r| r.reason);
+        assert_eq!(get("/a/b?x=1&y"), Ok(("/a/b", Some("x=1&y"))));
+        assert_eq!(get("/a?b?c"), Ok(("/a", Some("b?c"))));
+        assert_eq!(get("/a"), Ok(("/a", None)));
+        assert_eq!(get("HTTP://host:80/p?q"), Ok(("/p", Some("q"))));
+        assert_eq!(get("https://host"), Ok(("/", None)));
+        assert_eq!(get("http://host?q=1"), Ok(("/", Some("q=1"))));
+        assert_eq!(get("/%41%7e"), Ok(("/%41%7e", None)));
+        // The query's escapes are checked by the route that reads them.
+        assert_eq!(get("/a?q=%zz&r=%4"), Ok(("/a", Some("q=%zz&r=%4"))));
+        assert_eq!(parse_target("OPTIONS", "*"), Ok(("*", None)));
+        // Multi-byte characters where a scheme would end (found by the
+        // session fuzz target: slicing at byte 7 used to panic), and
+        // anywhere else: not URI bytes.
+        assert!(get("httpsܫx").is_err());
+        assert!(get("/ééé?q").is_err());
+        for bad in [
+            "*",
+            "a/b",
+            "/a#b",
+            "/a b",
+            "/%4",
+            "/%zz",
+            "/a|b",
+            "http://u@h/",
+        ] {
+            assert!(get(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

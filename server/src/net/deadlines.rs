@@ -1,0 +1,124 @@
+//! Every deadline a connection keeps, in one place: how long it may take
+//! to send a request head or body, stay idle, or leave a write untaken
+//! ([`Timeouts`]); the deadline each wait gets ([`Deadlines`]); and the
+//! send timeout around a write ([`in_time`]). The TLS handshake's deadline
+//! is [`Timeouts::handshake`], applied around the handshake (`tls/`).
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+
+use super::Ended;
+use crate::session::Waiting;
+
+/// The most a body's payload earns beyond `--body-timeout`: a day, so that
+/// a deadline stays within what tokio's timers take however many bytes
+/// arrive.
+const MOST_EARNED: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The connection's timeouts.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// To complete the TLS handshake (`--handshake-timeout`).
+    pub handshake: Duration,
+    /// To receive a whole request head, from its first byte
+    /// (`--head-timeout`).
+    pub head: Duration,
+    /// To keep an idle keep-alive connection open (`--idle-timeout`).
+    pub idle: Duration,
+    /// For a write to make progress (`--send-timeout`).
+    pub send: Duration,
+    /// To receive a whole request body, from the end of its head, before
+    /// what its payload earns (`--body-timeout`).
+    pub body: Duration,
+    /// Bytes of payload that earn a body a second more (`--body-min-rate`;
+    /// 0: none).
+    pub body_min_rate: u64,
+}
+
+impl Timeouts {
+    /// How long after the end of its head a body of which `payload` bytes
+    /// have arrived may take in all (see `--body-timeout`): only payload
+    /// earns time, never framing (chunk sizes, extensions, trailers).
+    pub fn body_deadline(&self, payload: u64) -> Duration {
+        let earned = match self.body_min_rate {
+            0 => Duration::ZERO,
+            rate => Duration::from_millis(payload.saturating_mul(1000) / rate).min(MOST_EARNED),
+        };
+        self.body + earned
+    }
+}
+
+/// When the head and the body being read began to arrive, each with the
+/// count of requests answered then: a head or a body that follows another
+/// answered request is a new one, with a deadline of its own. For the
+/// body, also when its payload last grew.
+#[derive(Debug, Default)]
+pub(super) struct Deadlines {
+    head: Option<(u64, Instant)>,
+    body: Option<(u64, Instant)>,
+    /// Payload bytes of the body as last seen, and when they last grew.
+    progress: (u64, Option<Instant>),
+}
+
+impl Deadlines {
+    /// The deadline for what the session is waiting for.
+    ///
+    /// - idle: `--idle-timeout` from now;
+    /// - a head: `--head-timeout` from its first byte;
+    /// - a body (trailers included): `--body-timeout` from the end of its
+    ///   head, plus a second for every `--body-min-rate` bytes of payload
+    ///   received (Apache's `mod_reqtimeout` `body=…,MinRate=…`) — and
+    ///   never more than `--body-timeout` after the payload last grew. A
+    ///   timer restarted on every read, as nginx's `client_body_timeout`
+    ///   is, would let one byte per timeout hold a connection forever;
+    ///   credit alone would let a client that sent a large body fast buy
+    ///   as long a silence. Framing earns nothing.
+    pub(super) fn next(&mut self, waiting: Waiting, served: u64, t: &Timeouts) -> Instant {
+        let now = Instant::now();
+        let began = |slot: &mut Option<(u64, Instant)>| match *slot {
+            Some((n, t)) if n == served => t,
+            _ => slot.insert((served, now)).1,
+        };
+        match waiting {
+            Waiting::Idle => now + t.idle,
+            Waiting::Head => began(&mut self.head) + t.head,
+            Waiting::Body { payload } => {
+                let start = began(&mut self.body);
+                let grew = match self.progress {
+                    (seen, Some(at)) if start <= at && seen == payload => at,
+                    _ => {
+                        self.progress = (payload, Some(now));
+                        now
+                    }
+                };
+                (start + t.body_deadline(payload)).min(grew + t.body)
+            }
+        }
+    }
+}
+
+/// Polls `op` until it is ready, failing with [`Ended::SendTimeout`] when it
+/// stays pending for `send_timeout`; arms `timer` only then.
+pub(super) async fn in_time<T>(
+    send_timeout: Duration,
+    mut timer: Pin<&mut Sleep>,
+    mut op: impl FnMut(&mut Context<'_>) -> Poll<io::Result<T>>,
+) -> Result<T, Ended> {
+    let mut armed = false;
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = op(cx) {
+            return Poll::Ready(r.map_err(Ended::from));
+        }
+        if !armed {
+            timer.as_mut().reset(Instant::now() + send_timeout);
+            armed = true;
+        }
+        timer.as_mut().poll(cx).map(|()| Err(Ended::SendTimeout))
+    })
+    .await
+}

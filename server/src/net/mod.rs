@@ -1,0 +1,67 @@
+//! The network side: one connection's IO over a [`Socket`] (TCP, or TLS
+//! after its handshake), its deadlines, and the shutdown signal it
+//! listens to. A connection reads bytes, hands them to its
+//! [`Session`](crate::session::Session), and writes what the session
+//! queued; it knows nothing of HTTP itself.
+//!
+//! - `socket.rs`: the [`Socket`] trait and its TCP implementation;
+//! - `tls/`: HTTPS — the certificate, the handshake, the TLS socket;
+//! - `deadlines.rs`: every timeout and the deadline each wait gets;
+//! - `connection.rs`: serving one connection, read to write;
+//! - `shutdown.rs`: the signal that stops the connections.
+
+mod connection;
+mod deadlines;
+pub mod shutdown;
+mod socket;
+pub mod tls;
+
+use std::io;
+
+use unflat::queue::Policy;
+
+pub use connection::{flush, handle, lease, serve, READ_CHUNK};
+pub use deadlines::Timeouts;
+pub use shutdown::Shutdown;
+pub use socket::Socket;
+
+use crate::session::Service;
+
+/// What every connection shares: the service its sessions answer with, its
+/// timeouts, and the write queue's copy-or-share policy.
+#[derive(Debug)]
+pub struct Connections {
+    /// The sessions' site, writer, memory account and limits.
+    pub service: Service,
+    /// Every timeout a connection keeps.
+    pub timeouts: Timeouts,
+    /// Copy or share, and the frame of long bodies (`--copy-below`,
+    /// `--frame`).
+    pub policy: Policy,
+}
+
+/// Why a connection ended, when it was not a clean close.
+#[derive(Debug)]
+pub enum Ended {
+    /// The peer did not take a write for `--send-timeout`: its socket
+    /// buffer is full of unsent data, which the caller should discard
+    /// (reset the connection) rather than leave to drain.
+    SendTimeout,
+    /// Any other IO error.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::SendTimeout => f.write_str("send timeout: the peer stopped reading"),
+            Ended::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<io::Error> for Ended {
+    fn from(e: io::Error) -> Ended {
+        Ended::Io(e)
+    }
+}

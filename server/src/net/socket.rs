@@ -1,0 +1,76 @@
+//! What a connection reads from and writes to: the [`Socket`] trait, and
+//! its implementation for a TCP stream (TLS's is in `tls/`).
+//!
+//! Writes use `sendmsg` rather than `writev`: for a socket the two do the
+//! same, and `sendmsg` skips the file layer's work per call (the
+//! measurement is in docs/design.md, "What a request costs besides the
+//! kernel").
+
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, Interest};
+use tokio::net::TcpStream;
+
+/// What a connection reads from and writes to. A vectored write defaults to
+/// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
+pub trait Socket: AsyncRead + AsyncWrite + Unpin {
+    /// Writes the slices, in order, as one call; how many bytes were taken.
+    fn poll_send_vectored(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(self).poll_write_vectored(cx, bufs)
+    }
+
+    /// The peer's address, for the access log (`None`: unknown).
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        None
+    }
+
+    /// Bytes the socket's own buffers may hold beyond what a write adds
+    /// ([`Socket::send_memory`]): for TLS, records being read and one
+    /// record being written. Counted against the connection's lease from
+    /// its start.
+    fn fixed_memory(&self) -> usize {
+        0
+    }
+
+    /// Bytes the socket may hold of a write of `pending` bytes, beyond its
+    /// fixed memory (TLS: the encrypted records the peer has not taken).
+    fn send_memory(&self, _pending: usize) -> usize {
+        0
+    }
+
+    /// Bounds what the socket holds of the next write to `bytes` beyond its
+    /// fixed memory: what the lease covers.
+    fn limit_send_memory(&mut self, _bytes: usize) {}
+}
+
+impl Socket for TcpStream {
+    fn poll_send_vectored(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.poll_write_ready(cx))?;
+            let sent = self.try_io(Interest::WRITABLE, || {
+                socket2::SockRef::from(&*self).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+            });
+            match sent {
+                // Readiness was stale; `try_io` cleared it, so the next poll
+                // waits for the socket.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        TcpStream::peer_addr(self).ok()
+    }
+}

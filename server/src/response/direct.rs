@@ -1,0 +1,31 @@
+//! The direct strategy: the head encoded straight into the write buffer,
+//! the body in the form its route keeps it — shared, copied, or encoded
+//! behind the head — as the queue's copy-or-share policy decides.
+
+use bytes::Buf;
+use unflat::queue::WriteQueue;
+use unflat::{Encoding, Mode};
+
+use super::{encode, Body, MeasuredHead};
+
+/// Queues `head` and `body`.
+pub(super) fn write(queue: &mut WriteQueue, head: &MeasuredHead<'_, '_>, body: &Body<'_>) {
+    encode(queue, head, Encoding::Latin1);
+    let before = queue.remaining();
+    match body {
+        Body::Empty | Body::Unsent(_) => {}
+        Body::Bytes(b) => queue.copy(b),
+        Body::SharedText(b) | Body::SharedBytes(b) => queue.share(b),
+        Body::Rope(rope, len) => queue.share_rope(rope, 0..*len),
+        Body::Transcoded(text, _) => {
+            queue
+                .stream(text, Encoding::Utf8, Mode::Strict)
+                .expect("utf8 refuses nothing");
+        }
+    }
+    debug_assert_eq!(
+        queue.remaining() - before,
+        body.content_length(),
+        "the body bytes queued are the Content-Length sent"
+    );
+}

@@ -1,0 +1,84 @@
+//! The flatten strategy, the old copying path kept to be measured: the
+//! head and the body collected into one new flat string, then encoded into
+//! the write buffer (the head part as latin1, the body as UTF-8), so every
+//! byte is copied twice; a `/large` payload copied into a fresh owned
+//! buffer first (the Deno write path before its fix).
+
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use unflat::flatten::{flatten, Flat};
+use unflat::queue::WriteQueue;
+use unflat::{Encoding, Latin1, Rope, Utf16};
+
+use super::{encode, Body, MeasuredHead};
+use crate::memory::{Charge, Full, Memory, Part};
+
+/// Queues `head` and `body` as the old path did; a shared payload's owned
+/// copy is charged to `memory` for as long as the queue holds it.
+pub(super) fn write(
+    queue: &mut WriteQueue,
+    head: &MeasuredHead<'_, '_>,
+    body: &Body<'_>,
+    memory: &Arc<Memory>,
+) -> Result<(), Full> {
+    match body {
+        Body::Empty | Body::Unsent(_) => flatten_into(queue, head, &[head]),
+        Body::Bytes(b) => {
+            // Bytes are no text: they join the flat head as they are,
+            // and the whole is copied into the write buffer.
+            let Flat::OneByte(mut flat) = flatten(head.get()) else {
+                unreachable!("a head is one-byte text");
+            };
+            flat.extend_from_slice(b);
+            queue.copy(&flat);
+        }
+        Body::SharedText(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
+        Body::Rope(r, _) => flatten_into(queue, head, &[head, *r]),
+        Body::Transcoded(r, _) => flatten_into(queue, head, &[head, &***r]),
+        Body::SharedBytes(payload) => {
+            // The pre-fix Deno path: the payload is copied into an owned
+            // buffer, which is then written; the copy is charged for as
+            // long as the queue holds it.
+            let charge = memory.charge(Part::Connections, payload.len())?;
+            flatten_into(queue, head, &[head]);
+            let owned = Bytes::from_owner(Charged {
+                bytes: payload.to_vec(),
+                _charge: charge,
+            });
+            let before = queue.remaining();
+            queue.share(&owned);
+            debug_assert_eq!(queue.remaining() - before, payload.len());
+        }
+    }
+    Ok(())
+}
+
+/// A buffer and the charge of its memory, dropped together.
+struct Charged {
+    bytes: Vec<u8>,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for Charged {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Collects `parts` — the head first — into one new flat string (copy 1),
+/// then encodes it into the write buffer (copy 2): the head's part as
+/// latin1, as a head is sent, and the rest as UTF-8.
+fn flatten_into(queue: &mut WriteQueue, head: &MeasuredHead<'_, '_>, parts: &[&dyn Rope]) {
+    let head_len = head.shape().one_byte;
+    match flatten(parts) {
+        Flat::OneByte(flat) => {
+            encode(queue, &Latin1(&flat[..head_len]), Encoding::Latin1);
+            encode(queue, &Latin1(&flat[head_len..]), Encoding::Utf8);
+        }
+        Flat::TwoByte(flat) => {
+            encode(queue, &Utf16(&flat[..head_len]), Encoding::Latin1);
+            encode(queue, &Utf16(&flat[head_len..]), Encoding::Utf8);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! What a connection's buffers occupy, as its session counts them against
+//! its lease on the memory account: the queue's own (which the queue
+//! reports), and those it does not show — the read buffer, the socket's
+//! own buffers, a request body or a document a reply holds, the access
+//! log's line — and the bodies queued responses keep alive.
+
+use unflat::queue::WriteQueue;
+
+use super::{Service, Session, State, WRITE_BUFFER_FIRST};
+use crate::memory::Full;
+
+/// Bytes of memory a connection's buffers occupy that its queue does not
+/// show, as the session counts them against its lease.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Outside {
+    /// The read buffer's allocation.
+    pub read_buffer: usize,
+    /// The socket's own buffers, always (TLS records being read).
+    pub socket: usize,
+    /// What the socket may hold of the write in progress (TLS records).
+    pub sending: usize,
+}
+
+impl Session {
+    /// A connection's base ([`Lease`](crate::memory::Lease)): its read buffer of `read_buffer`
+    /// bytes, its socket's buffers of `socket`, a write buffer for a small
+    /// response, and the access log's line when it is on.
+    pub fn base_memory(service: &Service, read_buffer: usize, socket: usize) -> usize {
+        let logged = if service.limits.access_log {
+            service.limits.head.request_line
+        } else {
+            0
+        };
+        read_buffer + socket + WRITE_BUFFER_FIRST + logged
+    }
+
+    /// Bytes the connection's buffers occupy outside `queue`.
+    pub(super) fn besides(&self) -> usize {
+        let o = self.outside;
+        let body = match &self.state {
+            State::Body { pending, .. } | State::Ready(pending) | State::Deferred(pending) => {
+                pending.held()
+            }
+            State::Head | State::Closed => 0,
+        };
+        o.read_buffer + o.socket + o.sending + body + self.log.capacity()
+    }
+
+    /// Makes the lease cover the read buffer grown to `bytes`, or fails (the
+    /// buffer must then not grow).
+    pub fn grow_read_buffer(&mut self, queue: &WriteQueue, bytes: usize) -> Result<(), Full> {
+        let need = self.besides() - self.outside.read_buffer + bytes + queue.footprint();
+        self.lease.cover(need)?;
+        self.outside.read_buffer = bytes;
+        Ok(())
+    }
+
+    /// Makes the lease cover `bytes` the socket may hold of the write about
+    /// to begin, or fails (the socket must then hold no more than its own
+    /// buffers allow); [`Session::settle`] gives it back.
+    pub fn cover_sending(&mut self, queue: &WriteQueue, bytes: usize) -> Result<(), Full> {
+        let need = self.besides() - self.outside.sending + bytes + queue.footprint();
+        self.lease.cover(need)?;
+        self.outside.sending = bytes;
+        Ok(())
+    }
+
+    /// After a write: lets go of the bodies responses no longer need, and
+    /// gives back what the buffers no longer occupy.
+    pub fn settle(&mut self, queue: &WriteQueue) {
+        self.release_written(queue);
+        self.outside.sending = 0;
+        self.lease.trim(self.besides() + queue.footprint());
+    }
+
+    /// Drops the bodies of the responses the queue has written whole.
+    #[inline]
+    pub(super) fn release_written(&mut self, queue: &WriteQueue) {
+        let written = queue.written_total();
+        while self
+            .referenced
+            .front()
+            .is_some_and(|&(end, _)| end <= written)
+        {
+            self.referenced.pop_front();
+        }
+    }
+
+    /// Bytes the session's lease covers.
+    pub fn leased(&self) -> usize {
+        self.lease.held()
+    }
+}

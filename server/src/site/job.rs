@@ -1,0 +1,47 @@
+//! What a reply waits for before it can be written, as a future the
+//! connection awaits: a body being built on the blocking pool.
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// What a reply waits for before it can be written — a body being built on
+/// the blocking pool, by this request or another — and what it then
+/// becomes (`T`: the site's reply, ready to write). The session hands it
+/// to the connection (`Step::Defer`), which awaits it (no thread is held
+/// while it waits) and gives back what it made (`Session::resume`);
+/// nothing in the session knows what the job does.
+pub struct Job<T>(Pin<Box<dyn Future<Output = T> + Send>>);
+
+/// What a [`Job`] made.
+#[derive(Debug)]
+pub struct Finished<T>(pub(crate) T);
+
+impl<T: 'static> Job<T> {
+    pub(super) fn new(work: impl Future<Output = T> + Send + 'static) -> Job<T> {
+        Job(Box::pin(work))
+    }
+
+    /// Waits for the work; on a tokio runtime, whose blocking pool builds.
+    pub async fn run(self) -> Finished<T> {
+        Finished(self.0.await)
+    }
+
+    /// Waits for the work from outside an async context — a session driven
+    /// in memory, by tests or the fuzzer — on a runtime of this thread's
+    /// own.
+    pub fn wait(self) -> Finished<T> {
+        thread_local! {
+            static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for jobs run in memory");
+        }
+        RUNTIME.with(|rt| rt.block_on(self.run()))
+    }
+}
+
+impl<T> std::fmt::Debug for Job<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Job")
+    }
+}

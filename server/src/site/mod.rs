@@ -1,0 +1,206 @@
+//! The demo site: its routes (`routes.rs`, every path in one table), the
+//! replies they give (`reply.rs`), the queries they read (`query.rs`), the
+//! bodies they send (`bodies.rs` and `body.rs`: built off the async
+//! workers, cached, counted), the echo's JSON (`echo.rs`), the jobs a reply
+//! waits for (`job.rs`), and the counters of `GET /metrics`
+//! (`metrics.rs`). It knows nothing of connections or of the command line:
+//! [`Site::new`] takes what it needs ([`Settings`]).
+
+mod bodies;
+mod body;
+mod echo;
+mod job;
+mod metrics;
+mod query;
+mod reply;
+mod routes;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use unflat::head::Line;
+
+pub use bodies::Memo;
+pub use body::Body;
+pub use job::{Finished, Job};
+pub use metrics::{Metrics, OpenConnection};
+pub use reply::{Reply, ReplyContext};
+pub use routes::Route;
+
+use bodies::Bodies;
+use body::BodyKey;
+use reply::ErrorField;
+
+use crate::h1::RequestHead;
+use crate::memory::Memory;
+use crate::response::Strategy;
+
+/// The limits of the routes' arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The longest `/end-string` body, in characters (`--max-len`).
+    pub max_len: usize,
+    /// The largest `/large` payload, in bytes (`--max-large`).
+    pub max_large: usize,
+}
+
+/// What the site is made with.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings<'a> {
+    /// The strategy responses are written by, for the help text and the
+    /// metrics' label.
+    pub strategy: Strategy,
+    /// The limits of the routes' arguments.
+    pub limits: Limits,
+    /// Bytes of bodies the cache keeps (`--cache-bytes`).
+    pub cache_bytes: usize,
+    /// Bodies built at once (`--max-builds`).
+    pub builders: usize,
+    /// The address the server listens on, for the help text.
+    pub address: SocketAddr,
+    /// Whether it speaks HTTPS.
+    pub https: bool,
+    /// The self-signed certificate's PEM, for the help text.
+    pub trust: Option<&'a Path>,
+}
+
+/// The site: its field lines, its bodies, its counters, its help text and
+/// whether the server is shutting down.
+#[derive(Debug)]
+pub struct Site {
+    fields: Fields,
+    bodies: Arc<Bodies>,
+    metrics: Metrics,
+    help: String,
+    draining: AtomicBool,
+    limits: Limits,
+}
+
+impl Site {
+    /// The site `settings` describe, charging its bodies to `memory`.
+    pub fn new(settings: Settings<'_>, memory: &Arc<Memory>) -> Site {
+        let bodies = Arc::new(Bodies::new(
+            memory.clone(),
+            settings.cache_bytes,
+            settings.builders,
+        ));
+        Site {
+            fields: Fields::new(),
+            metrics: Metrics::new(settings.strategy, memory.clone(), bodies.clone()),
+            bodies,
+            help: help_text(&settings),
+            draining: AtomicBool::new(false),
+            limits: settings.limits,
+        }
+    }
+
+    /// The reply for a request head, and the route that gives it.
+    pub fn route(&self, head: &RequestHead<'_>) -> (Route, Reply) {
+        routes::route(self.limits, head)
+    }
+
+    /// The text of `GET /` and of the start-up banner.
+    pub fn help(&self) -> &str {
+        &self.help
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Marks the server as shutting down: from now on `/healthz` answers
+    /// 503 while the connections drain.
+    pub fn begin_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Site::begin_draining`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+}
+
+/// The text of `GET /` and of the start-up banner: the address, the
+/// self-signed certificate's PEM if there is one, the routes.
+fn help_text(s: &Settings<'_>) -> String {
+    let (addr, strategy) = (s.address, s.strategy.name());
+    let scheme = if s.https { "https" } else { "http" };
+    let trust = s.trust.map_or(String::new(), |pem| {
+        format!(
+            "\nSelf-signed certificate for localhost (removed when the server stops): {}\n  curl --cacert {} https://localhost:{}/\n",
+            pem.display(),
+            pem.display(),
+            addr.port()
+        )
+    });
+    format!(
+        "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n\
+         Routes:\n{}\n\
+         /end-string bodies: body=flat (the default) keeps the text as one flat\n\
+         string, sent as one iovec (ascii) or encoded behind the head (latin1,\n\
+         twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, copied\n\
+         behind the head (a frame at a time when longer than one): chunks that\n\
+         short cost the kernel more as iovecs than as a copy.\n\n\
+         Benchmark it:\n  wrk -s wrk_scripts/end-string.lua {scheme}://{addr} -- 1024\n",
+        routes::usage()
+    )
+}
+
+/// The field lines the routes send, rendered once at start-up.
+#[derive(Debug)]
+struct Fields {
+    /// `Content-Type: text/plain; charset=utf-8`.
+    text_plain: Line,
+    /// `Content-Type: application/json`.
+    json: Line,
+    /// `Content-Type: application/octet-stream`.
+    octet_stream: Line,
+    /// The OpenMetrics text format's `Content-Type`.
+    openmetrics: Line,
+    /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
+    allow: Line,
+    /// The methods of `OPTIONS *`: those of some path of the server (/echo
+    /// takes any).
+    allow_any: Line,
+    /// `Retry-After: 1`: a 503 for a limit the server is at now.
+    retry_after: Line,
+}
+
+impl Fields {
+    /// Renders the lines.
+    fn new() -> Fields {
+        let line = |n, v| Line::parse(n, v).expect("a valid static header line");
+        Fields {
+            text_plain: line("Content-Type", "text/plain; charset=utf-8"),
+            json: line("Content-Type", "application/json"),
+            octet_stream: line("Content-Type", "application/octet-stream"),
+            openmetrics: line(
+                "Content-Type",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
+            allow: line("Allow", "GET, HEAD, OPTIONS"),
+            allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
+            retry_after: line("Retry-After", "1"),
+        }
+    }
+
+    /// The field line an error response carries besides its type.
+    fn error_field(&self, field: ErrorField) -> &Line {
+        match field {
+            ErrorField::Allow => &self.allow,
+            ErrorField::RetryAfter => &self.retry_after,
+        }
+    }
+
+    /// The `Content-Type` of a body: text for `/end-string`, bytes for
+    /// `/large`.
+    fn content_type(&self, key: BodyKey) -> &Line {
+        match key {
+            BodyKey::Text(_) => &self.text_plain,
+            BodyKey::Large(_) => &self.octet_stream,
+        }
+    }
+}
