@@ -79,15 +79,12 @@ fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
         (&["--body-min-rate", "x"], &[], "not a whole number"),
         // Every timeout has a floor of 1 s: below it a server listens but
         // cannot serve.
-        (
-            &["--handshake-timeout", "1ms"],
-            &[],
-            "under 1s, the shortest timeout accepted",
-        ),
-        (&["--head-timeout", "1ns"], &[], "under 1s"),
-        (&["--send-timeout", "1ns"], &[], "under 1s"),
-        (&[], &[("UNFLAT_BODY_TIMEOUT", "0.5")], "under 1s"),
-        (&["--idle-timeout", "999ms"], &[], "under 1s"),
+        (&["--handshake-timeout", "1ms"], &[], "must be 1s to 24h"),
+        (&["--head-timeout", "1ns"], &[], "must be 1s to 24h"),
+        (&["--send-timeout", "1ns"], &[], "must be 1s to 24h"),
+        (&[], &[("UNFLAT_BODY_TIMEOUT", "0.5")], "must be 1s to 24h"),
+        (&["--idle-timeout", "999ms"], &[], "must be 1s to 24h"),
+        (&["--grace", "25h"], &[], "must be 0s to 24h"),
         // Parts of the memory limit cannot be larger than it.
         (
             &["--connection-memory", "2GiB"],

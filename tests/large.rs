@@ -36,7 +36,7 @@ fn a_large_payload_is_built_off_the_event_loop() {
     let mut big = connect(&server);
     big.write_all(format!("GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
         .unwrap();
-    let memory = &server.app().memory;
+    let memory = &server.stack().memory();
     let begun = Instant::now();
     while memory.used(Part::Building) == 0 {
         assert!(
@@ -80,7 +80,7 @@ fn head_of_a_large_payload_is_answered_from_its_size_alone() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-length"), Some("1073741824"));
     assert!(r.body.is_empty());
-    let memory = &server.app().memory;
+    let memory = &server.stack().memory();
     assert_eq!(
         (memory.used(Part::Bodies), memory.used(Part::Building)),
         (0, 0),

@@ -432,7 +432,7 @@ fn rope_bodies_cost_a_frame_per_connection() {
     };
     let (bound, frame) = (config.max_queued_bytes as u64, config.frame as u64);
     let server = Running::start(config).unwrap();
-    let connections = || server.app().memory.used(Part::Connections) as u64;
+    let connections = || server.stack().memory().used(Part::Connections) as u64;
     let per_kind = 4;
     for kind in ["ascii", "latin1", "twobyte"] {
         let request =
@@ -506,7 +506,7 @@ fn long_heads_are_counted() {
             _ => waiting.push(s),
         }
     }
-    let held = server.app().memory.used(Part::Connections);
+    let held = server.stack().memory().used(Part::Connections);
     eprintln!(
         "100 clients with 60 KiB of a head each: {} waiting, {refused} refused, their buffers beyond their bases {} KiB",
         waiting.len(),
@@ -529,7 +529,7 @@ fn an_echo_waiting_for_its_body_counts_its_json() {
         ..Config::default()
     })
     .unwrap();
-    let memory = &server.app().memory;
+    let memory = &server.stack().memory();
     let fields: String = (0..80)
         .map(|i| format!("X-Field-{i}: {}\r\n", "v".repeat(140)))
         .collect();

@@ -29,7 +29,7 @@ const FIXED_HEAP: usize = 4096;
 /// `connections` keep-alive connections each served one response of
 /// `target` and left open.
 fn heap_beyond_the_lease(server: &Running, target: &str, connections: usize) -> f64 {
-    let memory = &server.app().memory;
+    let memory = &server.stack().memory();
     let counted = || memory.used(Part::Bases) + memory.used(Part::Connections);
     let request = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes();
     let mut kept = Vec::with_capacity(connections);

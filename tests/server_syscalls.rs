@@ -1,5 +1,5 @@
 //! System calls per batch, counted on an in-memory socket: the connection is
-//! generic over its IO ([`connection::Socket`]), so a fake socket that takes
+//! generic over its IO ([`net::Socket`]), so a fake socket that takes
 //! every byte shows how many vectored writes a batch of pipelined responses
 //! costs (on a TCP stream, each is one `sendmsg`).
 
@@ -10,8 +10,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use unflat_server::net::{self, shutdown};
 use unflat_server::session::TURN;
-use unflat_server::{connection, shutdown, App, Strategy};
+use unflat_server::{Stack, Strategy};
 
 /// Hands out `input` in one read, then end of stream; takes every write
 /// whole and counts the calls.
@@ -44,7 +45,7 @@ impl FakeSocket {
     }
 }
 
-impl connection::Socket for FakeSocket {}
+impl net::Socket for FakeSocket {}
 
 impl AsyncRead for FakeSocket {
     fn poll_read(
@@ -100,8 +101,8 @@ impl AsyncWrite for FakeSocket {
     }
 }
 
-fn app(strategy: Strategy) -> App {
-    App::new(
+fn app(strategy: Strategy) -> Stack {
+    Stack::new(
         common::config(strategy),
         "127.0.0.1:0".parse().unwrap(),
         None,
@@ -121,11 +122,11 @@ fn pipelined_with(lens: &[usize], query: &str) -> Vec<u8> {
         .collect()
 }
 
-async fn run(app: &App, input: Vec<u8>) -> FakeSocket {
+async fn run(app: &Stack, input: Vec<u8>) -> FakeSocket {
     let mut socket = FakeSocket::new(input);
     let (_trigger, shutdown) = shutdown::channel();
-    let lease = connection::lease(app, 0);
-    connection::serve(&mut socket, app, &shutdown, lease)
+    let lease = net::lease(app.connections(), 0);
+    net::serve(&mut socket, app.connections(), &shutdown, lease)
         .await
         .unwrap();
     socket

@@ -103,7 +103,7 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
         ..common::config(Strategy::Direct)
     })
     .unwrap();
-    let help = &server.app().help;
+    let help = &server.stack().site().help();
     assert!(
         help.contains(&format!("https://{}", server.addr())),
         "{help}"

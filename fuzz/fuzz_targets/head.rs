@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         let framing = name.eq_ignore_ascii_case(b"content-length")
             || name.eq_ignore_ascii_case(b"transfer-encoding");
         if framing {
-            assert!(matches!(head.field(n, v), Err(HeadError::Framing(_))));
+            assert!(matches!(head.field(n, v), Err(HeadError::FramingField)));
             return;
         }
         head.field(n, v).unwrap();

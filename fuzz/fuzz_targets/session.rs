@@ -10,10 +10,10 @@ use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
-use unflat_server::{App, Config};
+use unflat_server::{Config, Stack};
 
-fn app() -> &'static App {
-    static APP: OnceLock<App> = OnceLock::new();
+fn app() -> &'static Stack {
+    static APP: OnceLock<Stack> = OnceLock::new();
     APP.get_or_init(|| {
         let config = Config {
             // Small limits, so the fuzzer reaches them.
@@ -27,7 +27,7 @@ fn app() -> &'static App {
             max_queued_responses: 8,
             ..Config::default()
         };
-        App::new(config, "127.0.0.1:0".parse().unwrap(), None)
+        Stack::new(config, "127.0.0.1:0".parse().unwrap(), None)
     })
 }
 
@@ -77,17 +77,17 @@ fuzz_target!(|data: &[u8]| {
     let Some((&chunk, stream)) = data.split_first() else { return };
     let chunk = usize::from(chunk).max(1);
     let app = app();
-    let mut session = Session::new(app);
+    let mut session = Session::new(app.service());
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
     let mut out = Vec::new();
     'feed: for part in stream.chunks(chunk) {
         input.extend_from_slice(part);
         loop {
-            let step = session.process(&mut input, &mut queue, app);
+            let step = session.process(&mut input, &mut queue, app.service());
             // Bounded: past its limits the session asks for a flush before
             // it queues more than one more response.
-            assert!(queue.pending_responses() <= app.config.max_queued_responses + 1);
+            assert!(queue.pending_responses() <= app.config().max_queued_responses + 1);
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,

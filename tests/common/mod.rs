@@ -11,7 +11,7 @@ use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
-use unflat_server::{App, Config, Running, Strategy};
+use unflat_server::{Config, Running, Stack, Strategy};
 
 pub mod built;
 pub mod tls;
@@ -252,8 +252,8 @@ pub fn non_readers_bounded_and_closed(
 
 /// The shared state of a server with the default configuration (direct
 /// strategy), for driving sessions in memory.
-pub fn app() -> App {
-    App::new(
+pub fn app() -> Stack {
+    Stack::new(
         config(Strategy::Direct),
         "127.0.0.1:0".parse().unwrap(),
         None,
@@ -262,15 +262,15 @@ pub fn app() -> App {
 
 /// Feeds `parts` one after the other, as separate reads, to a new sans-IO
 /// session; returns all its output and whether it closed.
-pub fn serve_in_memory(app: &App, parts: &[&[u8]]) -> (Vec<u8>, bool) {
-    let mut session = Session::new(app);
+pub fn serve_in_memory(app: &Stack, parts: &[&[u8]]) -> (Vec<u8>, bool) {
+    let mut session = Session::new(app.service());
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
     let mut out = Vec::new();
     for part in parts {
         input.extend_from_slice(part);
         loop {
-            let step = session.process(&mut input, &mut queue, app);
+            let step = session.process(&mut input, &mut queue, app.service());
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,

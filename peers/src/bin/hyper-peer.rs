@@ -13,7 +13,7 @@
 //! TLS against 388 276 without it (callgrind, `benches/instructions.py`).
 //!
 //! With `--tls-cert`/`--tls-key` it serves HTTPS through tokio-rustls with
-//! the rustls configuration unflat-server builds (`unflat_server::tls`: the
+//! the rustls configuration unflat-server builds (`unflat_server::net::tls`: the
 //! same provider, protocol versions, cipher suites and ALPN) and the same
 //! bound on the records rustls holds, so that the two servers differ only
 //! in their HTTP layers.
@@ -36,7 +36,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use unflat_server::tls;
+use unflat_server::net::tls;
 
 /// hyper-peer: the end-string route on hyper, for comparison.
 #[derive(Parser, Debug)]
