@@ -12,8 +12,18 @@ use std::time::Duration;
 use common::tls::{client, Cert};
 use unflat_server::{Config, Running, Strategy};
 
+/// The tests of this file one at a time: the memory test reads the
+/// resident memory of this process, in which the other tests' servers and
+/// clients run too.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn every_body_form_arrives_whole_over_https() {
+    let _serial = one_at_a_time();
     let cert = Cert::new("bodies");
     for strategy in [Strategy::Direct, Strategy::Flatten] {
         let server = Running::start(cert.config(strategy)).unwrap();
@@ -67,6 +77,7 @@ fn every_body_form_arrives_whole_over_https() {
 
 #[test]
 fn a_stalled_handshake_or_a_cleartext_client_is_closed_and_others_are_served() {
+    let _serial = one_at_a_time();
     let cert = Cert::new("stall");
     let config = Config {
         // The shortest accepted.
@@ -98,6 +109,7 @@ fn a_stalled_handshake_or_a_cleartext_client_is_closed_and_others_are_served() {
 
 #[test]
 fn a_self_signed_server_names_the_certificate_it_wrote() {
+    let _serial = one_at_a_time();
     let server = Running::start(Config {
         tls_self_signed: true,
         ..common::config(Strategy::Direct)
@@ -143,6 +155,7 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
 /// directory, and removed when SIGTERM stops the server.
 #[test]
 fn the_self_signed_certificate_is_removed_when_the_server_stops() {
+    let _serial = one_at_a_time();
     use std::io::BufRead;
     let mut child = std::process::Command::new(common::server_binary())
         .args(["--addr", "127.0.0.1:0", "--tls-self-signed"])
@@ -169,7 +182,8 @@ fn the_self_signed_certificate_is_removed_when_the_server_stops() {
         .status()
         .unwrap();
     assert!(stopped.success());
-    assert!(child.wait().unwrap().success(), "exits 0 on SIGTERM");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exits 0 on SIGTERM, not {status}");
     assert!(
         !path.exists() && !path.parent().unwrap().exists(),
         "{} left behind",
@@ -179,6 +193,7 @@ fn the_self_signed_certificate_is_removed_when_the_server_stops() {
 
 #[test]
 fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
+    let _serial = one_at_a_time();
     let cert = Cert::new("nonreaders");
     let config = Config {
         send_timeout: Duration::from_secs(1),
@@ -226,6 +241,7 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
 
 #[test]
 fn graceful_shutdown_ends_an_idle_connection_with_close_notify() {
+    let _serial = one_at_a_time();
     let cert = Cert::new("shutdown");
     let server = Running::start(cert.config(Strategy::Direct)).unwrap();
     let mut tls = client(&server, &cert.der);

@@ -216,6 +216,66 @@ impl WriteQueue {
         self.retain = bytes;
     }
 
+    /// Takes the write buffer out of an empty queue, so that a connection
+    /// waiting for its next request need not hold it (a server may keep it
+    /// in a pool its connections share); `None` while output is pending or
+    /// when the queue has no buffer. The queue allocates a new one when it
+    /// next needs one, unless it is given one back first
+    /// ([`WriteQueue::reuse_buffer`]).
+    ///
+    /// ```
+    /// use bytes::Buf;
+    /// use unflat::queue::WriteQueue;
+    ///
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// assert!(q.take_buffer().is_none()); // output pending
+    /// let mut sink = Vec::new();
+    /// while q.has_remaining() {
+    ///     q.write_to(&mut sink).unwrap();
+    /// }
+    /// let buffer = q.take_buffer().expect("an empty queue lends its buffer");
+    /// q.reuse_buffer(buffer);
+    /// ```
+    pub fn take_buffer(&mut self) -> Option<Vec<u8>> {
+        if self.pending > 0 || self.buf.capacity() == 0 {
+            return None;
+        }
+        self.filled = 0;
+        Some(std::mem::take(&mut self.buf))
+    }
+
+    /// Gives an empty queue without a write buffer `buffer` to write into
+    /// (its bytes are overwritten, never sent); a queue that has a buffer
+    /// keeps its own and drops `buffer`.
+    pub fn reuse_buffer(&mut self, mut buffer: Vec<u8>) {
+        if self.buf.capacity() == 0 && self.pending == 0 {
+            // The whole length is initialised memory the queue reuses.
+            buffer.resize(buffer.capacity(), 0);
+            self.buf = buffer;
+            self.filled = 0;
+        }
+    }
+
+    /// Takes the frame buffer (what streamed segments are encoded into)
+    /// out of a queue with no streamed segment queued, as
+    /// [`WriteQueue::take_buffer`] does the write buffer; `None` when a
+    /// streamed segment is queued or the queue keeps no frame buffer.
+    pub fn take_frame_buffer(&mut self) -> Option<Vec<u8>> {
+        if self.framed > 0 || self.spare_frame.capacity() == 0 {
+            return None;
+        }
+        Some(std::mem::take(&mut self.spare_frame))
+    }
+
+    /// Gives a queue without a frame buffer `buffer` to encode streamed
+    /// segments into; a queue that has one keeps its own.
+    pub fn reuse_frame_buffer(&mut self, buffer: Vec<u8>) {
+        if self.framed == 0 && self.spare_frame.capacity() == 0 {
+            self.spare_frame = buffer;
+        }
+    }
+
     /// Of the bytes waiting, those held in the queue's own write buffer
     /// (the memory the queue costs beyond what it references).
     pub fn copied_len(&self) -> usize {

@@ -24,15 +24,20 @@
 //! ([`Socket::send_memory`]) before the write begins; see
 //! [`crate::memory`].
 //!
+//! Idle: a connection waiting for its next request, with nothing unread
+//! and nothing queued, puts its read and write buffers away (`idle.rs`)
+//! until the socket is readable, and holds only its task and its state.
+//!
 //! Timeouts cost little per request: the connection has **one** timer,
-//! moved to each new deadline (tokio moves a timer to a later deadline
-//! without touching its wheel; the deadlines are `deadlines.rs`'s), and a
-//! write arms it only when the socket cannot take the bytes at once. The
-//! shutdown future is pinned once ([`Shutdown::stopped`]).
+//! moved only when a deadline comes earlier than it is set for (the
+//! deadlines, and why, are `deadlines.rs`'s), and a write arms it only when
+//! the socket cannot take the bytes at once. The shutdown future is pinned
+//! once ([`Shutdown::stopped`]).
 //!
 //! The connection is generic over its IO, so tests drive it with in-memory
 //! sockets that count calls.
 
+use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -42,11 +47,12 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 use tracing::debug;
 use unflat::queue::{WriteQueue, IOV_MAX};
 
-use super::deadlines::{in_time, Deadlines};
+use super::deadlines::{arm, in_time, passed, poll_passed, Deadlines};
+use super::idle;
 use super::shutdown::{Shutdown, Stopped};
 use super::tls::{self, Tls, TlsSocket};
 use super::{Connections, Ended, Socket};
@@ -62,7 +68,7 @@ pub const READ_CHUNK: usize = 16 * 1024;
 const YIELD_AFTER: usize = 256 << 10;
 
 /// iovecs tried first per `write_vectored`.
-const FEW_IOVECS: usize = 64;
+const FEW_IOVECS: usize = 8;
 
 /// The lease of a connection, its base covering what it needs before it
 /// reads a byte: its read buffer, the socket's `socket` bytes of own
@@ -98,17 +104,14 @@ pub async fn handle(
             let ended = serve(&mut stream, connections, shutdown, lease).await;
             (ended, stream)
         }
+        // Boxed: a TLS connection's state (the handshake, rustls's
+        // session) is large, and a cleartext connection's task would
+        // otherwise be as large as it.
         Some(tls) => {
-            let timeout = connections.timeouts.handshake;
-            let Some(stream) = tls::handshake(&tls.acceptor, stream, peer, timeout).await else {
-                return;
-            };
-            let mut socket = TlsSocket {
-                stream,
-                fixed_memory: tls.fixed_memory,
-            };
-            let ended = serve(&mut socket, connections, shutdown, lease).await;
-            (ended, socket.stream.into_inner().0)
+            match Box::pin(serve_tls(stream, peer, tls, connections, shutdown, lease)).await {
+                Some(ended) => ended,
+                None => return,
+            }
         }
     };
     match ended {
@@ -120,6 +123,27 @@ pub async fn handle(
         }
         (Err(e), _) => debug!(%peer, "connection ended: {e}"),
     }
+}
+
+/// Serves one TLS connection: the handshake within `--handshake-timeout`,
+/// then [`serve`]; what it ended with and its TCP stream, or `None` when
+/// the handshake did not complete.
+async fn serve_tls(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: &Tls,
+    connections: &Connections,
+    shutdown: &Shutdown,
+    lease: Lease,
+) -> Option<(Result<(), Ended>, TcpStream)> {
+    let timeout = connections.timeouts.handshake;
+    let stream = tls::handshake(&tls.acceptor, stream, peer, timeout).await?;
+    let mut socket = TlsSocket {
+        stream,
+        fixed_memory: tls.fixed_memory,
+    };
+    let ended = serve(&mut socket, connections, shutdown, lease).await;
+    Some((ended, socket.stream.into_inner().0))
 }
 
 /// Serves one connection until the peer closes it, a response closes it, a
@@ -165,16 +189,37 @@ pub async fn serve<S: Socket>(
             break;
         }
         let served = c.session.served();
-        timer
-            .as_mut()
-            .reset(deadlines.next(waiting, served, &connections.timeouts));
-        if !c.read(waiting, timer.as_mut(), stopped.as_mut()).await? {
-            break;
+        let deadline = deadlines.next(waiting, served, &connections.timeouts);
+        arm(timer.as_mut(), deadline);
+        match c
+            .read(waiting, deadline, timer.as_mut(), stopped.as_mut())
+            .await?
+        {
+            Read::More => {}
+            Read::End => break,
+            Read::Answered => {
+                // Written here rather than inside `read`, so that the
+                // connection's future holds one write's state, not two.
+                c.write(timer.as_mut()).await?;
+                break;
+            }
         }
     }
     // Best effort: the peer may already be gone.
     let _ = c.io.shutdown().await;
     Ok(())
+}
+
+/// What a read ended with.
+enum Read {
+    /// Bytes arrived.
+    More,
+    /// The connection ends without a word: the peer closed its side, it
+    /// was idle past its deadline, or the server is stopping.
+    End,
+    /// The connection ends with the answer the session queued (408: a head
+    /// or a body late; 503: no room to read), once it is written.
+    Answered,
 }
 
 /// A connection being served: its socket, its buffers, its session.
@@ -188,13 +233,15 @@ struct Connection<'a, S> {
     read_buffer: usize,
     queue: WriteQueue,
     session: Session,
+    /// Whether the queue had a frame buffer when it was put away.
+    had_frame: bool,
 }
 
 impl<'a, S: Socket> Connection<'a, S> {
     /// A connection on `io` before its first read, its memory on `lease`.
     fn open(io: &'a mut S, connections: &'a Connections, lease: Lease) -> Self {
         let service = &connections.service;
-        let input = BytesMut::with_capacity(READ_CHUNK);
+        let (input, _) = idle::take_out();
         let mut session = Session::open(service, lease, input.capacity(), io.fixed_memory());
         if service.limits.access_log {
             if let Some(peer) = io.peer_addr() {
@@ -208,48 +255,115 @@ impl<'a, S: Socket> Connection<'a, S> {
             input,
             queue: WriteQueue::with_policy(connections.policy),
             session,
+            had_frame: false,
         }
     }
 
-    /// Reads more of what the session is `waiting` for, by the deadline
-    /// `timer` is set to; false when the connection is to end: the peer
-    /// closed its side, the deadline passed (a head or a body late is
-    /// answered 408 first), the read buffer could not grow (503 first),
+    /// Reads more of what the session is `waiting` for, by `deadline`
+    /// (`timer` [`arm`]ed for it); or says why the connection is to end
+    /// ([`Read`]): the peer closed its side, the deadline passed (a head or
+    /// a body late is answered 408), the read buffer could not grow (503),
     /// or the server is stopping while the connection is idle.
     async fn read(
         &mut self,
         waiting: Waiting,
+        deadline: Instant,
         mut timer: Pin<&mut Sleep>,
-        stopped: Pin<&mut Stopped<'_>>,
-    ) -> Result<bool, Ended> {
+        mut stopped: Pin<&mut Stopped<'_>>,
+    ) -> Result<Read, Ended> {
         let service = &self.connections.service;
+        if S::READY_WITHOUT_BUFFER
+            && waiting == Waiting::Idle
+            && self.input.is_empty()
+            && !self.queue.has_remaining()
+        {
+            // Nothing unread, nothing queued: the buffers wait in the pool.
+            self.put_buffers_away();
+            let io = &mut *self.io;
+            let ready = poll_fn(|cx| {
+                if let Poll::Ready(ready) = io.poll_read_ready(cx) {
+                    return Poll::Ready(Some(ready));
+                }
+                if poll_passed(timer.as_mut(), deadline, cx).is_ready()
+                    || stopped.as_mut().poll(cx).is_ready()
+                {
+                    return Poll::Ready(None);
+                }
+                Poll::Pending
+            })
+            .await;
+            self.take_buffers_out();
+            match ready {
+                Some(ready) => ready?,
+                None => return Ok(Read::End),
+            }
+        }
         if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
             if let Err(full) = self.room_to_read() {
                 let (input, queue) = (&self.input, &mut self.queue);
                 self.session.no_room_to_read(input, queue, service, full);
-                self.write(timer).await?;
-                return Ok(false);
+                return Ok(Read::Answered);
             }
         }
         let read = tokio::select! {
             biased;
             read = self.io.read_buf(&mut self.input) => Some(read),
-            () = timer.as_mut() => None,
-            () = stopped, if waiting == Waiting::Idle => return Ok(false),
+            () = passed(timer.as_mut(), deadline) => None,
+            () = stopped, if waiting == Waiting::Idle => return Ok(Read::End),
         };
         match read {
-            Some(Ok(0)) => Ok(false), // the peer closed its side
-            Some(Ok(_)) => Ok(true),
+            Some(Ok(0)) => Ok(Read::End), // the peer closed its side
+            Some(Ok(_)) => Ok(Read::More),
             Some(Err(e)) => Err(e.into()),
             None => {
                 // A head or a body that did not arrive in time is answered
                 // 408; an idle connection is closed without a word.
-                if waiting != Waiting::Idle {
-                    let (input, queue) = (&self.input, &mut self.queue);
-                    self.session.timed_out(input, queue, service);
-                    self.write(timer).await?;
+                if waiting == Waiting::Idle {
+                    return Ok(Read::End);
                 }
-                Ok(false)
+                let (input, queue) = (&self.input, &mut self.queue);
+                self.session.timed_out(input, queue, service);
+                Ok(Read::Answered)
+            }
+        }
+    }
+
+    /// Puts the empty read buffer and the empty queue's write buffer away
+    /// (`idle.rs`). A read buffer that had grown is freed, and the lease
+    /// then covers a buffer of the first size again.
+    fn put_buffers_away(&mut self) {
+        let input = std::mem::take(&mut self.input);
+        let read = if self.read_buffer == READ_CHUNK {
+            Some(input)
+        } else {
+            // Grown: freed, and the next one is of the first size.
+            drop(input);
+            self.read_buffer = READ_CHUNK;
+            // Smaller than what the lease covers: cannot fail.
+            let _ = self.session.grow_read_buffer(&self.queue, READ_CHUNK);
+            None
+        };
+        let frame = self.queue.take_frame_buffer();
+        self.had_frame = frame.is_some();
+        idle::put_away(idle::Buffers {
+            read,
+            write: self.queue.take_buffer(),
+            frame,
+        });
+    }
+
+    /// Takes a read buffer, and a write buffer if the pool has one, out of
+    /// the pool for the request that is arriving; and a frame buffer for a
+    /// connection that had one (it streams bodies).
+    fn take_buffers_out(&mut self) {
+        let (input, write) = idle::take_out();
+        self.input = input;
+        if let Some(buffer) = write {
+            self.queue.reuse_buffer(buffer);
+        }
+        if self.had_frame {
+            if let Some(frame) = idle::take_frame() {
+                self.queue.reuse_frame_buffer(frame);
             }
         }
     }

@@ -1,13 +1,23 @@
 //! Every deadline a connection keeps, in one place: how long it may take
 //! to send a request head or body, stay idle, or leave a write untaken
 //! ([`Timeouts`]); the deadline each wait gets ([`Deadlines`]); and the
-//! send timeout around a write ([`in_time`]). The TLS handshake's deadline
+//! send timeout around a write ([`in_time`]); and how the connection's one
+//! timer follows them ([`arm`], [`passed`]). The TLS handshake's deadline
 //! is [`Timeouts::handshake`], applied around the handshake (`tls/`).
+//!
+//! **No timer work for a request that arrives in time.** Between requests
+//! the deadline moves later (`--idle-timeout` from now), and moving a tokio
+//! timer costs a clock read and the timer entry's update on every request.
+//! So the timer is moved only when it would fire *late*; one that fires
+//! early — it was left at an older, earlier deadline — is moved then, once,
+//! to the deadline in force. A keep-alive connection's timer thus moves
+//! about once per `--idle-timeout`, not once per request (the count is in
+//! docs/measurements.md, "Server").
 
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
@@ -99,6 +109,40 @@ impl Deadlines {
                 (start + t.body_deadline(payload)).min(grew + t.body)
             }
         }
+    }
+}
+
+/// Makes `timer` fire no later than `deadline`, moving it only when it
+/// would fire later. Its firing is then only a hint: [`passed`] says
+/// whether `deadline` has come.
+#[inline]
+pub(super) fn arm(timer: Pin<&mut Sleep>, deadline: Instant) {
+    if deadline < timer.deadline() {
+        timer.reset(deadline);
+    }
+}
+
+/// Completes once `deadline` has passed, on a `timer` [`arm`]ed no later
+/// than it. A timer that fires early is moved to `deadline` and awaited
+/// again.
+pub(super) async fn passed(mut timer: Pin<&mut Sleep>, deadline: Instant) {
+    poll_fn(|cx| poll_passed(timer.as_mut(), deadline, cx)).await
+}
+
+/// [`passed`], polled.
+pub(super) fn poll_passed(
+    mut timer: Pin<&mut Sleep>,
+    deadline: Instant,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    loop {
+        ready!(timer.as_mut().poll(cx));
+        // Invariant: the timer never fires after `deadline` (`arm`), so a
+        // deadline that has come is seen the first time it fires after it.
+        if Instant::now() >= deadline {
+            return Poll::Ready(());
+        }
+        timer.as_mut().reset(deadline);
     }
 }
 

@@ -8,10 +8,12 @@
 //! - `tls/`: HTTPS — the certificate, the handshake, the TLS socket;
 //! - `deadlines.rs`: every timeout and the deadline each wait gets;
 //! - `connection.rs`: serving one connection, read to write;
+//! - `idle.rs`: the buffers an idle connection puts away, pooled per worker;
 //! - `shutdown.rs`: the signal that stops the connections.
 
 mod connection;
 mod deadlines;
+mod idle;
 pub mod shutdown;
 mod socket;
 pub mod tls;

@@ -17,6 +17,18 @@ use tokio::net::TcpStream;
 /// What a connection reads from and writes to. A vectored write defaults to
 /// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
 pub trait Socket: AsyncRead + AsyncWrite + Unpin {
+    /// Whether [`Socket::poll_read_ready`] says when a read would find
+    /// bytes, so that a connection may wait for its next request without a
+    /// read buffer (`idle.rs`). A socket that reads into buffers of its own
+    /// (TLS) keeps `false`.
+    const READY_WITHOUT_BUFFER: bool = false;
+
+    /// Waits until a read would find bytes, or the peer's close (only
+    /// called when [`Socket::READY_WITHOUT_BUFFER`]).
+    fn poll_read_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
     /// Writes the slices, in order, as one call; how many bytes were taken.
     fn poll_send_vectored(
         &mut self,
@@ -51,6 +63,12 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
 }
 
 impl Socket for TcpStream {
+    const READY_WITHOUT_BUFFER: bool = true;
+
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TcpStream::poll_read_ready(self, cx)
+    }
+
     fn poll_send_vectored(
         &mut self,
         cx: &mut Context<'_>,

@@ -63,20 +63,20 @@ fn log(entry: &Entry<'_>) {
     });
 }
 
-/// One connection's access log: its peer, as the lines write it (rendered
-/// once), and the request being answered; nothing at all without
-/// `--access-log`.
+/// One connection's access log: nothing at all without `--access-log`
+/// (one pointer in the session, which every idle connection keeps).
 #[derive(Debug, Default)]
 pub(super) struct AccessLog {
-    peer: Option<String>,
-    request: Option<Request>,
+    request: Option<Box<Request>>,
 }
 
-/// The request being answered (a session answers one at a time): its
-/// method and target in one buffer, allocated once at the longest request
-/// line, so that it never grows.
+/// The peer, as the lines write it (rendered once), and the request being
+/// answered (a session answers one at a time): its method and target in one
+/// buffer, allocated once at the longest request line, so that it never
+/// grows.
 #[derive(Debug)]
 struct Request {
+    peer: Option<String>,
     line: String,
     method_len: usize,
     /// When its head was complete.
@@ -88,18 +88,22 @@ impl AccessLog {
     /// `on`.
     pub(super) fn new(on: bool, line: usize) -> AccessLog {
         AccessLog {
-            peer: None,
-            request: on.then(|| Request {
-                line: String::with_capacity(line),
-                method_len: 0,
-                began: Instant::now(),
+            request: on.then(|| {
+                Box::new(Request {
+                    peer: None,
+                    line: String::with_capacity(line),
+                    method_len: 0,
+                    began: Instant::now(),
+                })
             }),
         }
     }
 
     /// Names the peer in the lines.
     pub(super) fn set_peer(&mut self, peer: SocketAddr) {
-        self.peer = Some(peer.to_string());
+        if let Some(request) = &mut self.request {
+            request.peer = Some(peer.to_string());
+        }
     }
 
     /// Notes the request about to be answered: its method and target (`-`
@@ -123,7 +127,7 @@ impl AccessLog {
         if let Some(request) = &self.request {
             let (method, target) = request.line.split_at(request.method_len);
             log(&Entry {
-                peer: self.peer.as_deref().unwrap_or("-"),
+                peer: request.peer.as_deref().unwrap_or("-"),
                 method,
                 target,
                 status,

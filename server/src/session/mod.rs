@@ -667,4 +667,4 @@ pub const TURN: usize = 64 * 1024;
 /// The write buffer a connection's base covers: room for a small response
 /// (a refusal, `/healthz`, `/metrics`, a short body), so that a client
 /// asking for one is answered whatever other connections hold.
-const WRITE_BUFFER_FIRST: usize = 8 * 1024;
+pub const WRITE_BUFFER_FIRST: usize = 8 * 1024;

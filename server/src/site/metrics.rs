@@ -5,13 +5,20 @@
 //!
 //! The request path only adds to atomics (relaxed: each counter is
 //! independent, and a scrape may see one a request ahead of another); no
-//! lock and no map is touched per request. A scrape reads them and writes
+//! lock and no map is touched per request. **Nothing shared is written per
+//! request:** the counters a request adds to (its route and status, the
+//! bytes written) live in one [`Shard`] per worker thread, on cache lines
+//! of their own, and a scrape sums the shards. A cache line written by
+//! every core on every request is what stops a server scaling to many
+//! cores; a shard is written by its thread only (docs/design.md, "Scaling
+//! to many cores"). Statuses other than the common ones ([`COMMON`]) are
+//! counted in one shared table: a rare status costs a shared write. A scrape reads them and writes
 //! the OpenMetrics text format, which Prometheus reads, through
 //! `prometheus-client`'s [`Collector`]: only the (route, status) pairs seen
 //! so far are listed.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
@@ -29,6 +36,62 @@ use crate::response::Strategy;
 /// The status codes counted: 100 to 999, what a [`Status`] can be.
 const STATUSES: usize = 900;
 
+/// The statuses each worker counts in its own shard: every status the
+/// server's own replies and refusals send.
+const COMMON: [u16; 18] = [
+    100, 200, 204, 304, 400, 404, 405, 408, 411, 413, 414, 417, 431, 500, 501, 503, 505, 206,
+];
+
+/// For each status code (`code - 100`), its slot in a shard plus one; 0:
+/// counted in the shared table.
+const SLOT_OF: [u8; STATUSES] = {
+    let mut t = [0u8; STATUSES];
+    let mut i = 0;
+    while i < COMMON.len() {
+        t[COMMON[i] as usize - 100] = i as u8 + 1;
+        i += 1;
+    }
+    t
+};
+
+/// The fewest shards: one each for the first 16 threads that count, even
+/// on a machine with fewer cores (`--workers` may exceed them; 16 shards
+/// take 22 KiB).
+const FEWEST_SHARDS: usize = 16;
+
+/// The most shards: more worker threads than this share them.
+const MOST_SHARDS: usize = 256;
+
+/// One worker thread's counters, on cache lines no other thread writes
+/// (128 bytes: two lines, as the adjacent-line prefetcher pairs them).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Shard {
+    /// Responses by route and common status ([`COMMON`]).
+    requests: [[AtomicU64; COMMON.len()]; Route::ALL.len()],
+    /// Bytes the sockets took (heads and bodies).
+    written: AtomicU64,
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard {
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            written: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The index of this thread's shard: threads are numbered as they first
+/// count, and take the shards in turn.
+fn thread_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    INDEX.with(|i| *i)
+}
+
 /// The counters, shared by every connection.
 #[derive(Debug)]
 pub struct Metrics {
@@ -38,10 +101,11 @@ pub struct Metrics {
 
 #[derive(Debug)]
 struct Counters {
-    /// Responses by route and status code (`code - 100`).
+    /// Per worker thread: what every request adds to.
+    shards: Box<[Shard]>,
+    /// Responses by route and status code (`code - 100`), of the statuses
+    /// not in [`COMMON`].
     requests: Box<[[AtomicU64; STATUSES]]>,
-    /// Bytes the sockets took (heads and bodies).
-    written: AtomicU64,
     /// Connections accepted and not yet closed.
     open: AtomicU64,
     /// Connections reset because the peer stopped reading.
@@ -55,12 +119,15 @@ impl Metrics {
     /// Counters at zero, for a server writing by `strategy`, whose memory
     /// `memory` counts and whose bodies are `bodies`.
     pub fn new(strategy: Strategy, memory: Arc<Memory>, bodies: Arc<Bodies>) -> Metrics {
+        let shards = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(FEWEST_SHARDS, MOST_SHARDS);
         let counters = Arc::new(Counters {
+            shards: (0..shards).map(|_| Shard::new()).collect(),
             requests: Route::ALL
                 .iter()
                 .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
                 .collect(),
-            written: AtomicU64::new(0),
             open: AtomicU64::new(0),
             send_timeouts: AtomicU64::new(0),
             strategy,
@@ -73,16 +140,23 @@ impl Metrics {
     }
 
     /// Counts a response of `status` to a request of `route`.
+    #[inline]
     pub fn request(&self, route: Route, status: Status) {
-        let slot = usize::from(status.code()).saturating_sub(100);
-        if let Some(n) = self.counters.requests[route.index()].get(slot) {
-            n.fetch_add(1, Ordering::Relaxed);
+        let code = usize::from(status.code()).saturating_sub(100);
+        match SLOT_OF.get(code) {
+            Some(&slot @ 1..) => add(
+                &self.counters.shard().requests[route.index()][usize::from(slot) - 1],
+                1,
+            ),
+            Some(_) => add(&self.counters.requests[route.index()][code], 1),
+            None => {}
         }
     }
 
     /// Counts `n` bytes the socket took.
+    #[inline]
     pub fn written(&self, n: usize) {
-        self.counters.written.fetch_add(n as u64, Ordering::Relaxed);
+        add(&self.counters.shard().written, n as u64);
     }
 
     /// Counts an open connection until the guard is dropped.
@@ -135,12 +209,50 @@ fn load(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
 }
 
+/// Adds `n` to a counter. An atomic add even on a shard: more worker
+/// threads than shards share one, and a count must never be lost; on a
+/// line no other core writes it costs what an add to memory costs.
+#[inline]
+fn add(a: &AtomicU64, n: u64) {
+    a.fetch_add(n, Ordering::Relaxed);
+}
+
 /// A gauge of `v`.
 fn gauge(v: usize) -> ConstGauge {
     ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
 impl Counters {
+    /// This thread's shard.
+    #[inline]
+    fn shard(&self) -> &Shard {
+        &self.shards[thread_index() % self.shards.len()]
+    }
+
+    /// Responses to `route` of the status code `code - 100`, summed.
+    fn requests(&self, route: Route, code: usize) -> u64 {
+        let shared = load(&self.requests[route.index()][code]);
+        match SLOT_OF[code] {
+            0 => shared,
+            slot => {
+                let slot = usize::from(slot) - 1;
+                let sharded = self
+                    .shards
+                    .iter()
+                    .map(|s| load(&s.requests[route.index()][slot]));
+                sharded.fold(shared, u64::wrapping_add)
+            }
+        }
+    }
+
+    /// Bytes the sockets took, summed.
+    fn written(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| load(&s.written))
+            .fold(0, u64::wrapping_add)
+    }
+
     /// Responses by route and status, for the pairs seen so far.
     fn encode_requests(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut family = encoder.encode_descriptor(
@@ -151,8 +263,8 @@ impl Counters {
         )?;
         let mut code = String::new();
         for route in Route::ALL {
-            for (slot, n) in self.requests[route.index()].iter().enumerate() {
-                let n = load(n);
+            for slot in 0..STATUSES {
+                let n = self.requests(route, slot);
                 if n == 0 {
                     continue;
                 }
@@ -167,7 +279,7 @@ impl Counters {
 
     /// Bytes written, connections open, connections reset.
     fn encode_connections(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let written = ConstCounter::new(load(&self.written));
+        let written = ConstCounter::new(self.written());
         let mut family = encoder.encode_descriptor(
             "response_bytes",
             "Bytes of responses (heads and bodies) the sockets took, by strategy.",
