@@ -176,10 +176,11 @@ fn main() {
             }
         })
         .collect();
+    // Before pinning: machine() counts the cores this thread may use.
+    println!("machine: {}", machine());
     if cores > 1 {
         pin_self(1);
     }
-    println!("machine: {}", machine());
     println!(
         "servers with 1 worker{}; {n} × {SMALL} B and 1 × {} MiB; {runs} run(s), servers alternating\n",
         if cores > 1 { " on core 0, the client on core 1" } else { "" },
