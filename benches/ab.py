@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """A/B comparison of server variants under wrk, alternating run by run.
 
-    python3 benches/ab.py LEN ROUNDS SECONDS NAME=COMMAND... [--kind K] [--body flat|rope] [--pipeline DEPTH]
-
-Each COMMAND starts a server; the word PORT in it is replaced by a free
-port (4201, 4202, ...). Every round runs `wrk -t1 -c50 -d{SECONDS}s -s
-wrk_scripts/end-string.lua` (with `--pipeline DEPTH`,
+Each COMMAND starts a server; the word PORT in it is replaced by a port the
+kernel reports free (bound to port 0 and read back), and the harness waits
+until the server accepts there. Every round runs `wrk -t1 -c50
+-d{SECONDS}s -s wrk_scripts/end-string.lua` (with `--pipeline DEPTH`,
 `wrk_scripts/pipeline.lua`: DEPTH requests per write, TechEmpower's
-plaintext shape) against each server in turn, reading the
-server's user and system CPU time from /proc/PID/stat around the run.
-Prints, per variant, the median req/s and CPU µs per request (user + sys),
-each as a ratio to the first variant. Used for the measurements in
-docs/design.md and docs/results.md that are not the end-string suite's:
+plaintext shape) against each server in turn, reading the server's user
+and system CPU time from /proc/PID/stat around the run.
 
+Prints on stdout, per variant, the median req/s and CPU µs per request
+(user + sys), each as a ratio to the first variant, and every run's req/s;
+progress (round k of N, time elapsed and left) goes to stderr. Writes no
+files. It takes ROUNDS × variants × SECONDS seconds, and needs wrk. Used
+for the measurements in docs/design.md and docs/results.md that are not
+the end-string suite's:
+
+    cargo build --release
     B=target/release
     python3 benches/ab.py 16384 6 3 \\
         share="$B/unflat-server --addr 127.0.0.1:PORT --workers 2 --copy-below 0" \\
@@ -21,14 +25,22 @@ docs/design.md and docs/results.md that are not the end-string suite's:
 Pinned, as the end-string suite runs: `taskset -c 1 python3 benches/ab.py
 …` (wrk inherits core 1) with each COMMAND under `taskset -c 0`.
 """
+import argparse
 import os
 import re
+import shlex
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import time
 
+from common import Parser, Progress, free_port, positive, variant
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The servers' default --max-len.
+MAX_LEN = 16 << 20
 
 
 def cpu(pid):
@@ -37,42 +49,78 @@ def cpu(pid):
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
-def main(argv):
-    opts = {"--kind": "ascii", "--body": "flat", "--pipeline": None}
-    pos = []
-    it = iter(argv)
-    for a in it:
-        if a in opts:
-            opts[a] = next(it)
-        else:
-            pos.append(a)
-    if len(pos) < 4:
-        sys.exit(__doc__)
-    length, rounds, secs, specs = pos[0], int(pos[1]), pos[2], pos[3:]
+def length(text):
+    value = positive(text)
+    if value > MAX_LEN:
+        raise argparse.ArgumentTypeError(f"{value} is above {MAX_LEN}, the servers' --max-len")
+    return value
+
+
+def wait_accepting(name, proc, port):
+    """Waits until the server accepts on `port`; exits if it ends first."""
+    for _ in range(300):
+        if proc.poll() is not None:
+            sys.exit(f"{name}: exited with status {proc.returncode} before accepting on port {port}"
+                     " (run its command alone to see why)")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"{name}: not accepting on port {port} after 30 s")
+
+
+def main():
+    a = Parser(__doc__)
+    a.add_argument("len", metavar="LEN", type=length,
+                   help=f"body length in characters (1 to {MAX_LEN})")
+    a.add_argument("rounds", metavar="ROUNDS", type=positive, help="rounds; each runs every variant once")
+    a.add_argument("seconds", metavar="SECONDS", type=positive, help="seconds per wrk run")
+    a.add_argument("variants", metavar="NAME=COMMAND", nargs="+", type=variant,
+                   help="a variant: its name, and the command that starts its server on PORT")
+    a.add_argument("--kind", choices=["ascii", "latin1", "twobyte"], default="ascii",
+                   help="the text of the body (default: ascii)")
+    a.add_argument("--body", choices=["flat", "rope"], default="flat",
+                   help="how unflat-server keeps the body (default: flat)")
+    a.add_argument("--pipeline", metavar="DEPTH", type=positive,
+                   help="requests per write (wrk_scripts/pipeline.lua)")
+    o = a.parse_args()
+    names = [n for n, _ in o.variants]
+    if len(set(names)) < len(names):
+        a.error(f"a variant is named twice: {', '.join(names)}")
+    if not shutil.which("wrk"):
+        sys.exit("ab.py: wrk is not installed (apt-get install wrk)")
     servers = []
     try:
-        for port, spec in enumerate(specs, start=4201):
-            name, cmd = spec.split("=", 1)
-            p = subprocess.Popen(cmd.replace("PORT", str(port)).split(),
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, cmd in o.variants:
+            port = free_port()
+            argv = shlex.split(cmd.replace("PORT", str(port)))
+            try:
+                p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            except OSError as e:
+                sys.exit(f"{name}: cannot start {argv[0]}: {e.strerror}")
             servers.append((name, p, port))
-        time.sleep(1.5)
+            wait_accepting(name, p, port)
         results = {name: [] for name, _, _ in servers}
-        depth = opts["--pipeline"]
-        script = os.path.join(ROOT, "wrk_scripts", "pipeline.lua" if depth else "end-string.lua")
-        script_args = ([depth] if depth else []) + [length, opts["--kind"], opts["--body"]]
-        for _ in range(rounds):
+        script = os.path.join(ROOT, "wrk_scripts", "pipeline.lua" if o.pipeline else "end-string.lua")
+        script_args = ([str(o.pipeline)] if o.pipeline else []) + [str(o.len), o.kind, o.body]
+        progress = Progress("ab.py", o.rounds * len(servers), guess=o.seconds + 0.2)
+        for r in range(o.rounds):
             for name, p, port in servers:
+                progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
-                out = subprocess.run(
-                    ["wrk", "-t1", "-c50", f"-d{secs}s", "-s", script,
+                run = subprocess.run(
+                    ["wrk", "-t1", "-c50", f"-d{o.seconds}s", "-s", script,
                      f"http://127.0.0.1:{port}", "--", *script_args],
-                    capture_output=True, text=True, check=True).stdout
+                    capture_output=True, text=True)
                 after = cpu(p.pid)
-                requests = int(re.search(r"(\d+) requests in", out).group(1))
-                rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+                out = run.stdout
+                if run.returncode != 0:
+                    sys.exit(f"{name}: wrk exited with status {run.returncode}:\n{out}{run.stderr}")
                 if "Non-2xx" in out or "Socket errors" in out:
                     sys.exit(f"{name}: errors in the run:\n{out}")
+                requests = max(int(re.search(r"(\d+) requests in", out).group(1)), 1)
+                rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
                 user = (after[0] - before[0]) * 1e6 / requests
                 system = (after[1] - before[1]) * 1e6 / requests
                 results[name].append((rate, user + system, user, system))
@@ -83,10 +131,10 @@ def main(argv):
     base = [statistics.median(r[i] for r in results[first]) for i in (0, 1)]
     for name, _, _ in servers:
         rate, total, user, system = (statistics.median(r[i] for r in results[name]) for i in range(4))
-        print(f"{name:>12} len={length:<6} req/s {rate:9.0f} ({rate / base[0]:4.2f}x)  "
+        print(f"{name:>12} len={o.len:<6} req/s {rate:9.0f} ({rate / base[0]:4.2f}x)  "
               f"CPU µs/req {total:6.2f} ({total / base[1]:4.2f}x; user {user:5.2f}, sys {system:5.2f})  "
               f"runs {[round(r[0]) for r in results[name]]}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """The attacks of docs/robustness.md's threat model, against one server binary.
 
-    python3 benches/attacks.py [--bin PATH] [--old] [--only NAME,...] [--quick]
-
 Each attack starts the binary afresh (its own port, its banner read for
 the address), reads its resident memory idle, runs the attack, and prints
 one line: what the server held (resident memory above idle, from
@@ -36,12 +34,17 @@ limits (--memory-limit 256MiB for /large, --connection-memory 32MiB for the
 non-readers); --defaults runs them with the server's defaults. --old speaks
 the flags of the binary before the memory account (--large-bytes for the
 limit of /large payloads). --quick runs smaller attacks (a smoke run, for
-CI). The figures in docs/robustness.md come from
+CI).
 
+Prints one line per attack on stdout; progress (attack k of N, time
+elapsed and left) goes to stderr. Writes no files. With --quick the set
+takes some 15 s; the full attacks are larger and take longer. Needs
+taskset and, for `startup`, openssl. The figures in docs/robustness.md come from
+
+    cargo build --release
     python3 benches/attacks.py --bin target/release/unflat-server [--defaults]
     python3 benches/attacks.py --bin OLD-BUILD --old [--defaults]
 """
-import argparse
 import os
 import re
 import socket
@@ -51,6 +54,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from common import Parser, Progress
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1 << 20
@@ -435,11 +440,12 @@ ATTACKS = {
 
 
 def main():
-    a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    a = Parser(__doc__)
     a.add_argument("--bin", default=os.path.join(ROOT, "target/release/unflat-server"),
                    help="the server binary (default: target/release/unflat-server)")
     a.add_argument("--old", action="store_true", help="the flags of the binary before the memory account")
-    a.add_argument("--only", default=",".join(ATTACKS), help="attacks to run, comma-separated")
+    a.add_argument("--only", default=",".join(ATTACKS), metavar="NAME,...",
+                   help=f"attacks to run, comma-separated, of {', '.join(ATTACKS)} (default: all)")
     a.add_argument("--quick", action="store_true", help="smaller attacks, a smoke run")
     a.add_argument("--defaults", action="store_true", help="the server's default limits")
     o = a.parse_args()
@@ -450,8 +456,12 @@ def main():
         a.error(f"--bin {o.bin}: not an executable (cargo build --release first)")
     if os.cpu_count() > 1:
         os.sched_setaffinity(0, {os.cpu_count() - 1})
-    print(f"attacks on {o.bin} (the server pinned to CPU 0, the clients to CPU {os.cpu_count() - 1})")
-    for name in o.only.split(","):
+    print(f"attacks on {o.bin} (the server pinned to CPU 0, the clients to CPU {os.cpu_count() - 1})",
+          flush=True)
+    names = o.only.split(",")
+    progress = Progress("attacks.py", len(names))
+    for name in names:
+        progress.step(name)
         ATTACKS[name](o)
 
 

@@ -25,11 +25,36 @@ use std::path::Path;
 use std::process::Command;
 
 use clap::Parser;
-use support::{cli, connect, installed, machine, out_dir, server_args, Proc, Responses, Tls};
+use support::{
+    cli, connect, installed, machine, out_dir, server_args, Proc, Progress, Responses, Tls,
+};
 
-/// The copies benchmark.
+/// How many times unflat-server writes each body byte into its memory, per
+/// strategy (flatten, direct), over cleartext and over HTTPS: bytes
+/// written to the heap per request and per body byte, counted by
+/// valgrind's DHAT, and the allocation sites that take the writes.
+///
+/// The server is this binary re-run in server mode under DHAT (with the
+/// system allocator, whose heap DHAT sees). Each (transport, strategy,
+/// length) runs twice, 20 warm-up requests and then 20 + --requests, on
+/// one keep-alive connection ended by SIGTERM; the difference over
+/// --requests is what one request writes. Under valgrind the server runs
+/// many times slower. Progress (run k of N, time elapsed and left) goes
+/// to stderr; the tables to stdout. Needs valgrind.
+///
+/// Writes to target/unflat-bench/: DHAT's output of the last run,
+/// copies-PID.dhat.json, and the certificate of the HTTPS server,
+/// copies-cert.pem and copies-key.pem.
+///
+/// Examples:
+///   cargo bench --bench copies -- --quick    10 requests, the longer body only
+///   cargo bench --bench copies -- --requests 500
 #[derive(Parser, Debug)]
-#[command(name = "copies", bin_name = "cargo bench --bench copies --")]
+#[command(
+    name = "copies",
+    bin_name = "cargo bench --bench copies --",
+    verbatim_doc_comment
+)]
 struct Opts {
     /// Requests counted per (transport, strategy, length), after the
     /// warm-up (1 to 100000).
@@ -184,12 +209,19 @@ fn main() {
         "", "strategy", "len", "written/request", "per body byte"
     );
     let mut breakdowns = Vec::new();
+    // Two runs of each (transport, strategy, length), each under valgrind.
+    let mut progress = Progress::new("copies", 2 * 2 * lens.len() * 2, None);
     for transport in [None, Some(&tls)] {
         let name = if transport.is_some() { "tls" } else { "clear" };
         for strategy in ["flatten", "direct"] {
             let mut per_request = Vec::new();
             for &len in lens {
+                progress.step(&format!("{name} {strategy} len={len}, {WARM_UP} requests"));
                 let warm = run(transport, strategy, len, WARM_UP);
+                progress.step(&format!(
+                    "{name} {strategy} len={len}, {} requests",
+                    WARM_UP + n
+                ));
                 let all = run(transport, strategy, len, WARM_UP + n);
                 let bytes = all.total().saturating_sub(warm.total()) as f64 / n as f64;
                 per_request.push(bytes);

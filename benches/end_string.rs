@@ -61,8 +61,8 @@ use clap::{Parser, ValueEnum};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
 use support::{
-    build_release, children_cpu_time, cli, connect, installed, machine, on_cpus, out_dir, root,
-    Proc, Responses, Tls,
+    build_release, children_cpu_time, cli, connect, hms, installed, machine, on_cpus, out_dir,
+    root, Proc, Progress, Responses, Tls,
 };
 
 /// A server the benchmark runs, in the default order (may-peer by default
@@ -156,9 +156,38 @@ const TABLE_PAIRS: usize = 3;
 /// limit too).
 const MAX_LEN: u64 = 16 * 1024 * 1024;
 
-/// The end-string benchmark.
+/// Node's end-string benchmark under wrk: requests per second and server CPU
+/// µs per request of unflat-server (--strategy flatten and direct),
+/// hyper-peer, may-peer (with --pipeline) and a ceiling server (parse, one
+/// write of a prebuilt response), each as a ratio to the ceiling.
+///
+/// Builds the release binaries, starts every server pinned to cores of its
+/// own, warms each up with one unrecorded 1 s wrk run per length, then runs
+/// wrk against the variants in turn, round after round: up to --runs
+/// rounds, fewer once every variant's CPU per request is known to within
+/// --accuracy, and none begins that would end past --budget (20 minutes,
+/// warm-up not counted). Progress (warm-up, run k of N, time elapsed and
+/// left) goes to stderr; every run's figures, the summary and Node's
+/// comparison tables (Welch's, then paired by round) to stdout.
+///
+/// Writes to target/unflat-bench/: end-string.csv (Node's compare.js
+/// layout), end-string.OLD-NEW.csv per comparison (for compare.R),
+/// end-string-runs.csv (every figure of every run, read by --from-runs) and
+/// end-string.svg; with --pipeline or --tls they are named
+/// end-string-pipeline… or end-string-tls…; with --syscalls also
+/// strace-VARIANT-LEN.txt. Needs wrk (strace for --syscalls, valgrind for
+/// --instructions).
+///
+/// Examples:
+///   cargo bench --bench end-string -- --quick    a smoke run, 1 to 2 minutes
+///   cargo bench --bench end-string               the full run, up to about 20 minutes
+///   cargo bench --bench end-string -- --lens 1024 --runs 10 --tls
 #[derive(Parser, Debug, Clone)]
-#[command(name = "end-string", bin_name = "cargo bench --bench end-string --")]
+#[command(
+    name = "end-string",
+    bin_name = "cargo bench --bench end-string --",
+    verbatim_doc_comment
+)]
 struct Opts {
     /// Most runs per (variant, len, kind), Node's default; fewer when every
     /// variant's mean CPU per request is known to within --accuracy first,
@@ -418,10 +447,17 @@ fn main() {
         o.accuracy,
         o.budget
     );
+    println!("warm-up: one 1 s run per server, kind and length\n");
     // Warm-up: one short unrecorded run per server, kind and length, so
     // that caches are filled and the first recorded run is like the rest.
+    let mut warming = Progress::new(
+        "end-string",
+        o.kinds.len() * o.lens.len(),
+        Some(servers.len() as u32 * Duration::from_millis(1100)),
+    );
     for kind in o.kinds.iter().map(|k| k.name()) {
         for &len in &o.lens {
+            warming.step(&format!("warm-up, kind={kind} len={len}"));
             for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                 wrk(
                     &Opts {
@@ -437,11 +473,19 @@ fn main() {
             }
         }
     }
-    println!("warm-up: one 1 s run per server, kind and length\n");
     let started = Instant::now();
     let mut settled: Vec<(String, usize)> = Vec::new();
     let mut runs = Vec::new();
+    let mut last_round: Option<Duration> = None;
     for run in 0..o.runs {
+        round_progress(
+            &o,
+            &settled,
+            servers.len(),
+            run,
+            started.elapsed(),
+            last_round,
+        );
         let round = Instant::now();
         for kind in o.kinds.iter().map(|k| k.name()) {
             for &len in o
@@ -482,6 +526,7 @@ fn main() {
                 }
             }
         }
+        last_round = Some(round.elapsed());
         if settled.len() == o.kinds.len() * o.lens.len() {
             break;
         }
@@ -520,6 +565,45 @@ fn main() {
         eprintln!("some runs had socket errors or non-2xx responses");
         std::process::exit(1);
     }
+}
+
+/// `run k of N` on stderr as round `run` begins, with the time elapsed and
+/// an estimate of what is left: the last round's time (or, before the
+/// first, the wrk runs it holds) for each round still possible, capped by
+/// --budget. Lengths that settle early make it shorter.
+fn round_progress(
+    o: &Opts,
+    settled: &[(String, usize)],
+    servers: usize,
+    run: usize,
+    elapsed: Duration,
+    last_round: Option<Duration>,
+) {
+    let cells = o.kinds.len() * o.lens.len() - settled.len();
+    let per_round = last_round.unwrap_or_else(|| {
+        (cells * servers) as u32 * Duration::from_millis(o.duration * 1000 + 100)
+    });
+    let mut left = per_round * (o.runs - run) as u32;
+    let mut why = "";
+    // No round begins that would end past the budget (see main); this one
+    // has begun.
+    let cap = Duration::from_secs_f64(o.budget * 60.0)
+        .saturating_sub(elapsed)
+        .max(per_round);
+    if left > cap {
+        (left, why) = (cap, " (--budget)");
+    }
+    let of = if o.min_runs < o.runs && o.runs > 1 {
+        format!("of up to {}", o.runs)
+    } else {
+        format!("of {}", o.runs)
+    };
+    eprintln!(
+        "end-string: run {} {of}, {} elapsed, up to about {} left{why}",
+        run + 1,
+        hms(elapsed),
+        hms(left)
+    );
 }
 
 /// The summary table, then the comparisons: Welch's, then paired by round.
@@ -604,6 +688,12 @@ fn command(o: &Opts, p: &Plan, variant: &str, addr: &str) -> (&'static str, Vec<
 /// variant at a time (each with its own `body` parameter).
 fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, String), f64> {
     let mut counts = BTreeMap::new();
+    let each_len = o
+        .kinds
+        .iter()
+        .flat_map(|k| o.variants.iter().filter(|v| serves(v.name(), k.name())))
+        .count();
+    let mut progress = Progress::new("end-string", each_len * o.lens.len(), None);
     for kind in o.kinds.iter().map(|k| k.name()) {
         for &len in &o.lens {
             for v in o
@@ -612,6 +702,7 @@ fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, Stri
                 .map(|v| v.name())
                 .filter(|v| serves(v, kind))
             {
+                progress.step(&format!("callgrind, {v} kind={kind} len={len}"));
                 let mut cmd = on_cpus(
                     p.cpus.as_ref().map(|(server, _)| server.as_str()),
                     "python3",

@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
 """User-space instructions per request, counted by valgrind's callgrind.
 
-    python3 benches/instructions.py [--len N] [--kind ascii|latin1|twobyte] [--body flat|rope] [--tls CA_PEM] [--pipeline DEPTH] [--top K] NAME=COMMAND...
-
-Each COMMAND starts a server; the word PORT in it is replaced by a free
-port. Every server runs twice under `valgrind --tool=callgrind`, answering
-1000 and then 3000 sequential keep-alive `GET /end-string/{N}?kind=K`
-(`ascii` unless `--kind` says otherwise)
-requests (`&body=rope` added with `--body rope`) from one connection
-(with `--pipeline DEPTH`, DEPTH requests in each write, TechEmpower's
-plaintext shape; every answer of a write read before the next); the difference between the two runs, divided
-by 2000, is what one request costs in user space — start-up and shutdown
-cancel out. Unlike CPU time under wrk, the count does not depend on what
-else the machine is doing, so small differences between variants show.
-With `--top K`, also prints the K functions with the most inclusive
+Each COMMAND starts a server; the word PORT in it is replaced by a port the
+kernel reports free (bound to port 0 and read back). Every server runs
+twice under `valgrind --tool=callgrind`, answering 1000 and then 3000
+sequential keep-alive `GET /end-string/{N}?kind=K` requests (`&body=rope`
+added with `--body rope`) from one connection (with `--pipeline DEPTH`,
+DEPTH requests in each write, TechEmpower's plaintext shape; every answer
+of a write read before the next); the difference between the two runs,
+divided by 2000, is what one request costs in user space — start-up and
+shutdown cancel out. Unlike CPU time under wrk, the count does not depend
+on what else the machine is doing, so small differences between variants
+show. With `--top K`, also prints the K functions with the most inclusive
 instructions per request (build with
 `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only` for file names).
 
+Prints on stdout each variant's instructions per request and its ratio to
+the first; progress (run k of N, time elapsed and left) goes to stderr.
+Writes no files (callgrind's go to a temporary directory). Under valgrind
+a server runs many times slower: each of the 2 runs per variant takes
+seconds, longer over TLS and for long bodies. Needs valgrind.
+
+    cargo build --release --workspace
     B=target/release
     python3 benches/instructions.py \\
         direct="$B/unflat-server --addr 127.0.0.1:PORT --workers 1" \\
@@ -28,18 +33,19 @@ the certificate in CA_PEM, for the name localhost); the commands then
 start their servers with that certificate (`--tls-cert`/`--tls-key`). The
 handshake happens in both runs, so it cancels out too; aws-lc's seeding
 from CPU timing jitter, whose cost differs from run to run, is not
-counted. Under valgrind,
-aws-lc sees no AVX-512 or AVX2 and takes its portable code, so the
-cipher's share is larger than on the bare CPU; it is the same for every
-server that uses it.
+counted. Under valgrind, aws-lc sees no AVX-512 or AVX2 and takes its
+portable code, so the cipher's share is larger than on the bare CPU; it
+is the same for every server that uses it.
 
 One connection and one request at a time means one trip through the
 runtime's event loop per request; under wrk's 50 connections one trip
 serves several, so the runtime's share is larger here than there.
 """
+import argparse
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import ssl
@@ -48,15 +54,11 @@ import sys
 import tempfile
 import time
 
+from common import Parser, Progress, free_port, positive, variant
+
 RUNS = (1000, 3000)
 # aws-lc's one-time seeding from timing jitter (see `count`).
 JITTER = "tree_jitter_initialize_once"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def connect(port, proc, ca):
@@ -146,40 +148,46 @@ def inclusive(out):
     return table
 
 
-def main(argv):
-    length, kind, body, top, ca, depth, variants = 4, "ascii", "flat", 0, None, 1, []
-    it = iter(argv)
-    for a in it:
-        if a == "--len":
-            length = int(next(it))
-        elif a == "--kind":
-            kind = next(it)
-            if kind not in ("ascii", "latin1", "twobyte"):
-                sys.exit(f"--kind: ascii, latin1 or twobyte, not {kind!r}")
-        elif a == "--body":
-            body = next(it)
-            if body not in ("flat", "rope"):
-                sys.exit(f"--body: flat or rope, not {body!r}")
-        elif a == "--tls":
-            ca = next(it)
-        elif a == "--pipeline":
-            depth = int(next(it))
-            if depth < 1:
-                sys.exit(f"--pipeline: a depth of 1 or more, not {depth}")
-        elif a == "--top":
-            top = int(next(it))
-        elif "=" in a:
-            variants.append(a.split("=", 1))
-        else:
-            sys.exit(__doc__)
-    if not variants:
-        sys.exit(__doc__)
+def readable(path):
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{path}: no such file, or not readable")
+    return path
+
+
+def main():
+    a = Parser(__doc__)
+    a.add_argument("variants", metavar="NAME=COMMAND", nargs="+", type=variant,
+                   help="a variant: its name, and the command that starts its server on PORT")
+    a.add_argument("--len", type=positive, default=4, help="body length in characters (default: 4)")
+    a.add_argument("--kind", choices=["ascii", "latin1", "twobyte"], default="ascii",
+                   help="the text of the body (default: ascii)")
+    a.add_argument("--body", choices=["flat", "rope"], default="flat",
+                   help="how unflat-server keeps the body (default: flat)")
+    a.add_argument("--tls", metavar="CA_PEM", type=readable,
+                   help="speak TLS, trusting only this certificate (for localhost)")
+    a.add_argument("--pipeline", metavar="DEPTH", type=positive, default=1,
+                   help="requests per write (default: 1, one at a time)")
+    a.add_argument("--top", metavar="K", type=int, default=0,
+                   help="also print the K functions with the most inclusive instructions per request")
+    o = a.parse_args()
+    if o.top < 0:
+        a.error(f"argument --top: {o.top} is below 0")
+    names = [n for n, _ in o.variants]
+    if len(set(names)) < len(names):
+        a.error(f"a variant is named twice: {', '.join(names)}")
+    if not shutil.which("valgrind"):
+        sys.exit("instructions.py: valgrind is not installed (apt-get install valgrind)")
+    length, kind, body, top, ca, depth, variants = o.len, o.kind, o.body, o.top, o.tls, o.pipeline, o.variants
     path = f"/end-string/{length}?kind={kind}" + ("&body=rope" if body == "rope" else "")
     results = []
+    progress = Progress("instructions.py", len(variants) * len(RUNS))
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
             outs = [os.path.join(tmp, f"{name}.{n}.out") for n in RUNS]
-            totals = [count(command, n, path, out, ca, depth) for n, out in zip(RUNS, outs)]
+            totals = []
+            for n, out in zip(RUNS, outs):
+                progress.step(f"{name}, {n} requests under callgrind")
+                totals.append(count(command, n, path, out, ca, depth))
             per = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
             results.append((name, per))
             if top:
@@ -197,4 +205,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

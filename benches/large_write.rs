@@ -25,15 +25,38 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use sha2::{Digest, Sha256};
-use support::{build_release, cli, connect, machine, median, out_dir, rss_of, Proc, Tls};
+use support::{build_release, cli, connect, machine, median, out_dir, rss_of, Proc, Progress, Tls};
 
 /// The largest payload, in MiB (the harness gives the server a memory limit
 /// that holds it twice: cached, and the flatten strategy's copy).
 const MAX_SIZE_MIB: u64 = 2048;
 
-/// The large-write benchmark.
+/// How unflat-server writes one large response, --strategy flatten against
+/// direct: time from request to last byte, the server's peak resident
+/// memory (and how far above idle), and the body's integrity (SHA-256
+/// against a digest computed here from the payload's description).
+///
+/// Builds the release server; per strategy starts it, fetches
+/// /large/{size} once to build and cache the payload, then --runs times
+/// with a client that streams the body into SHA-256 while the server's RSS
+/// is sampled from /proc every 5 ms. Progress (run k of N, time elapsed and
+/// left) goes to stderr; one line per strategy, medians over the runs and
+/// `integrity: OK <first 16 hex>` (FAIL exits 1), to stdout.
+///
+/// Writes target/unflat-bench/large-write.svg, RSS over time for both
+/// strategies (large-write-tls.svg with --tls, and then the certificate,
+/// large-write-cert.pem and large-write-key.pem).
+///
+/// Examples:
+///   cargo bench --bench large-write -- --quick    64 MiB, 1 run: a smoke run
+///   cargo bench --bench large-write -- --verify   512 MiB, 7 runs per strategy
+///   cargo bench --bench large-write -- --size-mib 1024 --runs 3 --tls
 #[derive(Parser, Debug)]
-#[command(name = "large-write", bin_name = "cargo bench --bench large-write --")]
+#[command(
+    name = "large-write",
+    bin_name = "cargo bench --bench large-write --",
+    verbatim_doc_comment
+)]
 struct Opts {
     /// Payload size in MiB (1 to 2048).
     #[arg(long, default_value_t = 512, value_parser = cli::count(1..=MAX_SIZE_MIB))]
@@ -181,6 +204,8 @@ fn main() {
     });
     let mut traces: Vec<(String, Vec<(f64, u64)>)> = Vec::new();
     let mut failed = false;
+    // The warm-up fetch, which builds the payload, is a step too.
+    let mut progress = Progress::new("large-write", 2 * (o.runs + 1), None);
     for strategy in ["flatten", "direct"] {
         let mut args: Vec<String> = [
             "--addr",
@@ -204,10 +229,12 @@ fn main() {
         let idle = server.rss();
         // Warm-up: the server builds and caches the payload on first use;
         // the runs then measure writing it.
+        progress.step(&format!("{strategy} warm-up"));
         let _ = fetch(&server, size, tls.as_ref());
         let (mut times, mut peaks, mut above) = (Vec::new(), Vec::new(), Vec::new());
         let mut digests_ok = true;
         for run in 0..o.runs {
+            progress.step(&format!("{strategy} run {} of {}", run + 1, o.runs));
             let sampler = Sampler::start(server.pid());
             std::thread::sleep(Duration::from_millis(20));
             let (elapsed, digest) = fetch(&server, size, tls.as_ref());

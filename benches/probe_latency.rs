@@ -23,14 +23,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use support::{build_release, cli, machine, pin_self, Proc, Responses};
+use support::{build_release, cli, machine, pin_self, Proc, Progress, Responses};
 
-/// The probe-latency benchmark.
+/// The latency of a normal client's GET /healthz while other clients
+/// pipeline builds of distinct large bodies: p50, p99 and max, first with no
+/// attack (the baseline), then under it; and the bodies built meanwhile.
+///
+/// Builds the release server and runs it with --workers 1 (the hardest
+/// case) pinned to CPU 0, the clients on CPU 1. --attackers connections
+/// each pipeline --pipeline requests for distinct
+/// /end-string/{len}?kind=twobyte&body=rope bodies, round after round; a
+/// probe sends GET /healthz on a keep-alive connection every 10 ms. Each
+/// round takes about 1.5 × --seconds. Progress (round k of N, time
+/// elapsed and left) goes to stderr; the latencies to stdout. Writes no
+/// files.
+///
+/// Examples:
+///   cargo bench --bench probe-latency -- --quick    2 s, bodies of 256 Ki characters
+///   cargo bench --bench probe-latency -- --rounds 3 --compare OLD-BUILD/unflat-server
 #[derive(Parser, Debug)]
 #[command(
     name = "probe-latency",
     bin_name = "cargo bench --bench probe-latency --",
-    about = "The latency of GET /healthz while other clients pipeline builds of distinct large bodies"
+    verbatim_doc_comment
 )]
 struct Opts {
     /// Seconds each measurement lasts (1 to 3600).
@@ -182,8 +197,15 @@ fn main() {
         servers.push((format!("compare ({})", other.display()), other.clone()));
     }
     pin_self(1);
+    let mut progress = Progress::new(
+        "probe-latency",
+        o.rounds * servers.len(),
+        // The baseline's half, the attack's whole, start and stop.
+        Some(Duration::from_secs_f64(1.5 * o.seconds as f64 + 0.5)),
+    );
     for round in 0..o.rounds {
         for (name, bin) in &servers {
+            progress.step(&format!("round {} of {}, {name}", round + 1, o.rounds));
             let args: Vec<String> = ["--addr", "127.0.0.1:0", "--workers", "1"]
                 .map(String::from)
                 .to_vec();

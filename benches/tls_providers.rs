@@ -18,7 +18,7 @@ use rustls::pki_types::{PrivateKeyDer, ServerName};
 use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
-use support::cli;
+use support::{cli, Progress};
 
 /// A rustls crypto provider.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -48,11 +48,25 @@ impl Provider {
     }
 }
 
-/// The tls-providers benchmark.
+/// Handshakes per second and bulk throughput of rustls's two crypto
+/// providers, ring and aws-lc-rs, in memory: no sockets, one thread, a
+/// server and a client connection passing records through a buffer. TLS
+/// 1.3, each provider's default suites, an ECDSA P-256 certificate.
+///
+/// Per round, every provider in turn: --handshakes full handshakes (after
+/// 200 untimed), then --bulk-mib MiB encrypted by the server in 256 KiB
+/// writes and decrypted by the client (after 64 MiB untimed). Progress
+/// (round k of N, time elapsed and left) goes to stderr; one line per
+/// provider and round to stdout. Writes no files.
+///
+/// Examples:
+///   cargo bench --bench tls-providers -- --rounds 1 --handshakes 500 --bulk-mib 64    a quick look
+///   cargo bench --bench tls-providers -- --providers aws-lc-rs
 #[derive(Parser, Debug)]
 #[command(
     name = "tls-providers",
-    bin_name = "cargo bench --bench tls-providers --"
+    bin_name = "cargo bench --bench tls-providers --",
+    verbatim_doc_comment
 )]
 struct Opts {
     /// Rounds; each measures every provider once, in turn (1 to 100).
@@ -104,8 +118,15 @@ fn flow(a: &mut Connection, b: &mut Connection, buf: &mut Vec<u8>, sink: &mut [u
 fn main() {
     let o: Opts = cli::parse();
     // The providers alternate, round after round.
-    for _ in 0..o.rounds {
+    let mut progress = Progress::new("tls-providers", o.rounds * o.providers.len(), None);
+    for round in 0..o.rounds {
         for p in &o.providers {
+            progress.step(&format!(
+                "round {} of {}, {}",
+                round + 1,
+                o.rounds,
+                p.name()
+            ));
             measure(&o, p.name(), p.provider());
         }
     }

@@ -29,14 +29,35 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use support::{
-    build_release, cli, connect, machine, median, pin_self, server_args, Proc, Responses, Tls,
+    build_release, cli, connect, machine, median, pin_self, server_args, Proc, Progress, Responses,
+    Tls,
 };
 
-/// The write-patterns benchmark.
+/// The Deno write-up's TLS write patterns as HTTP responses from
+/// unflat-server, --strategy flatten and direct, over cleartext and HTTPS:
+/// wall time and server CPU time per pattern, and their ratios (direct
+/// against flatten, TLS against cleartext).
+///
+/// The patterns, each on one keep-alive connection: 2000 requests for a
+/// 4096-byte body, each written once the previous answer is read (4k
+/// awaited), 16 per write (4k corked), or all in one write (4k
+/// fire-and-forget); and one 32 MiB /large body (32m). Builds the release
+/// server and starts four (two strategies, two transports), one worker
+/// each on core 0, the client on core 1; the servers alternate, run after
+/// run. Progress (run k of N, time elapsed and left) goes to stderr; the
+/// medians and ratios to stdout.
+///
+/// Writes only the certificate the HTTPS servers use:
+/// target/unflat-bench/write-patterns-cert.pem and write-patterns-key.pem.
+///
+/// Examples:
+///   cargo bench --bench write-patterns -- --quick    1 run of 200 requests: a smoke run
+///   cargo bench --bench write-patterns -- --runs 15
 #[derive(Parser, Debug)]
 #[command(
     name = "write-patterns",
-    bin_name = "cargo bench --bench write-patterns --"
+    bin_name = "cargo bench --bench write-patterns --",
+    verbatim_doc_comment
 )]
 struct Opts {
     /// Runs per (pattern, server) (1 to 1000).
@@ -155,10 +176,11 @@ fn main() {
             }
         })
         .collect();
+    // Before pinning: machine() counts the cores this thread may use.
+    println!("machine: {}", machine());
     if cores > 1 {
         pin_self(1);
     }
-    println!("machine: {}", machine());
     println!(
         "servers with 1 worker{}; {n} × {SMALL} B and 1 × {} MiB; {runs} run(s), servers alternating\n",
         if cores > 1 { " on core 0, the client on core 1" } else { "" },
@@ -177,8 +199,10 @@ fn main() {
     // (pattern, server) → wall ms, server CPU ms, per run.
     let mut wall = vec![vec![Vec::new(); servers.len()]; patterns.len()];
     let mut cpu = wall.clone();
-    for _ in 0..runs {
+    let mut progress = Progress::new("write-patterns", runs * patterns.len(), None);
+    for r in 0..runs {
         for (p, &pattern) in patterns.iter().enumerate() {
+            progress.step(&format!("run {} of {runs}, {}", r + 1, pattern.name(n)));
             for (i, s) in servers.iter().enumerate() {
                 let (w, c) = run(s, &tls, pattern, n);
                 wall[p][i].push(w.as_secs_f64() * 1e3);

@@ -1,8 +1,8 @@
 //! What the harnesses share: building the release binaries, starting a
 //! server process on a free port (pinned to cores when asked), reading its
 //! CPU time and memory from /proc, the CPU time of the harness's children,
-//! and a localhost certificate with a client that trusts it; their
-//! command lines (`cli`).
+//! and a localhost certificate with a client that trusts it; progress
+//! lines for long runs; their command lines (`cli`).
 #![allow(dead_code)] // each harness uses a different part
 
 pub mod cli;
@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -41,9 +41,73 @@ pub fn build_release(bins: &[&str]) -> PathBuf {
     for b in bins {
         cmd.args(["--bin", b]);
     }
+    // Quiet, so say why nothing happens for a while: on a fresh target
+    // directory the server's fat LTO alone takes minutes.
+    eprintln!(
+        "building the release binaries {} (minutes on a fresh clone, a moment when up to date)",
+        bins.join(", ")
+    );
     let status = cmd.status().expect("run cargo build");
     assert!(status.success(), "cargo build --release failed");
     root().join("target").join("release")
+}
+
+/// `42 s`, `3 min 05 s`, `1 h 02 min`: for progress lines.
+pub fn hms(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// A long run's progress on stderr, so that stdout keeps only the results:
+/// `{label}: {what} ({k} of {n}), 1 min 05 s elapsed, about 2 min 10 s
+/// left` as each of `n` steps begins. The estimate is the mean step so
+/// far, or the guess given before the first step has ended.
+pub struct Progress {
+    label: String,
+    total: usize,
+    done: usize,
+    guess: Option<Duration>,
+    started: Instant,
+}
+
+impl Progress {
+    /// `total` steps, each expected to take about `guess` when given.
+    pub fn new(label: &str, total: usize, guess: Option<Duration>) -> Progress {
+        Progress {
+            label: label.into(),
+            total,
+            done: 0,
+            guess,
+            started: Instant::now(),
+        }
+    }
+
+    /// The next step, `what`, begins.
+    pub fn step(&mut self, what: &str) {
+        let elapsed = self.started.elapsed();
+        let per = match self.done {
+            0 => self.guess,
+            done => Some(elapsed / done as u32),
+        };
+        let left = per.map_or(String::new(), |per| {
+            format!(
+                ", about {} left",
+                hms(per * self.total.saturating_sub(self.done) as u32)
+            )
+        });
+        self.done += 1;
+        eprintln!(
+            "{}: {what} ({} of {}), {} elapsed{left}",
+            self.label,
+            self.done,
+            self.total,
+            hms(elapsed)
+        );
+    }
 }
 
 /// A server process, killed on drop.
