@@ -18,7 +18,6 @@ other, each alone; the table goes to stdout. Nothing is written to disk.
       may="$B/may-peer --addr 127.0.0.1:PORT --workers 1"
 """
 
-import argparse
 import os
 import resource
 import shlex
@@ -27,11 +26,8 @@ import subprocess
 import sys
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Parser, Progress, free_port, positive, variant  # noqa: E402
 
 
 def rss_kib(pid):
@@ -92,12 +88,13 @@ def measure(name, command, n, path, settle):
         time.sleep(settle)
         before = rss_kib(proc.pid)
         start = time.monotonic()
+        progress = Progress(f"idle {name}", (n + 1999) // 2000)
         for i in range(n):
+            if i % 2000 == 0:
+                progress.step(f"connections {i + 1} to {min(i + 2000, n)}")
             s = connect(port, time.monotonic() + 10)
             exchange(s, request)
             held.append(s)
-            if (i + 1) % 2000 == 0:
-                print(f"  {name}: {i + 1} of {n} connections served and held", file=sys.stderr)
         opened = time.monotonic() - start
         time.sleep(settle)
         after = rss_kib(proc.pid)
@@ -116,27 +113,16 @@ def measure(name, command, n, path, settle):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--connections", type=int, default=10000, metavar="N",
+    parser = Parser(__doc__)
+    parser.add_argument("--connections", type=positive, default=10000, metavar="N",
                         help="idle keep-alive connections held (default 10000)")
     parser.add_argument("--path", default="/end-string/4?kind=ascii",
                         help="the request served once on each (default %(default)s)")
     parser.add_argument("--settle", type=float, default=2.0, metavar="SECONDS",
                         help="pause before each RSS reading (default 2)")
-    parser.add_argument("servers", nargs="+", metavar="NAME=COMMAND")
+    parser.add_argument("servers", nargs="+", type=variant, metavar="NAME=COMMAND")
     args = parser.parse_args()
-    if args.connections < 1:
-        parser.error("--connections must be at least 1")
-    servers = []
-    for spec in args.servers:
-        name, sep, command = spec.partition("=")
-        if not sep or not name or "PORT" not in command:
-            parser.error(f"{spec!r}: expected NAME=COMMAND with PORT in COMMAND")
-        servers.append((name, command))
+    servers = args.servers
     # The client holds as many sockets as the server.
     want = args.connections + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
