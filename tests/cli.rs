@@ -341,3 +341,77 @@ fn sizes_with_units_start_the_server() {
     let _ = child.wait();
     assert!(banner.contains("http://127.0.0.1:"), "{banner}");
 }
+
+#[test]
+fn booleans_from_the_environment_take_what_users_type_and_errors_name_the_variable() {
+    for yes in ["1", "true", "yes", "on", "TRUE"] {
+        let (code, stdout, stderr) = run(
+            &["--addr", "127.0.0.1:70000"],
+            &[("UNFLAT_ACCESS_LOG", yes)],
+        );
+        // Parsed (the port is what stops it), not refused as a boolean.
+        assert_eq!(code, Some(2), "{yes}: {stderr}");
+        assert!(stderr.contains("--addr"), "{yes}: {stderr}");
+        assert!(stdout.is_empty());
+    }
+    let (code, _, stderr) = run(&[], &[("UNFLAT_ACCESS_LOG", "2")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: UNFLAT_ACCESS_LOG=2: "),
+        "{stderr}"
+    );
+    // On the command line, the flag is what is named.
+    let (code, _, stderr) = run(&["--max-body", "x"], &[("UNFLAT_MAX_BODY", "y")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("UNFLAT_MAX_BODY"), "{stderr}");
+    assert!(stderr.contains("'x'"), "{stderr}");
+}
+
+#[test]
+fn an_address_may_be_a_port_or_a_host_name() {
+    for addr in [":0", "0", "localhost:0"] {
+        let mut child = server()
+            .args(["--addr", addr])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut banner)
+            .unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(banner.contains("http://127.0.0.1:"), "{addr}: {banner}");
+    }
+}
+
+#[test]
+fn help_is_grouped_under_headings_and_h_is_shorter() {
+    let (code, long, _) = run(&["--help"], &[]);
+    assert_eq!(code, Some(0));
+    for heading in [
+        "Network:",
+        "TLS:",
+        "Limits:",
+        "Timeouts:",
+        "Bodies:",
+        "Logging:",
+    ] {
+        assert!(
+            long.lines().any(|l| l == heading),
+            "--help lacks {heading}:\n{long}"
+        );
+    }
+    let (code, short, _) = run(&["-h"], &[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        short.lines().count() < long.lines().count() * 3 / 4,
+        "-h:\n{short}"
+    );
+    assert!(
+        short.contains("Network:") && !short.contains("Accepts "),
+        "-h:\n{short}"
+    );
+}

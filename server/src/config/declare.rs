@@ -49,6 +49,52 @@ pub(super) fn env(id: &str) -> String {
     format!("UNFLAT_{}", id.to_uppercase())
 }
 
+/// The first sentence of an option's help, for `-h`: up to the first
+/// period followed by a space and a capital letter (not `e.g. 4`), without
+/// the period.
+pub(super) fn first_sentence(help: &str) -> String {
+    let help = help.trim();
+    let end = help
+        .match_indices(". ")
+        .map(|(i, _)| i)
+        .find(|&i| help[i + 2..].starts_with(|c: char| c.is_uppercase()))
+        .unwrap_or(help.len());
+    help[..end].trim_end_matches('.').to_string()
+}
+
+/// A value that does not parse, when it came from the environment rather
+/// than from `args`, named by its variable as well as its flag: where the
+/// user must look to fix it.
+pub(super) fn name_the_variable(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let flag = arg.split([' ', '=']).next().unwrap_or(arg).to_string();
+    let given = args.iter().filter_map(|a| a.to_str()).any(|a| {
+        a == flag
+            || a.strip_prefix(flag.as_str())
+                .is_some_and(|rest| rest.starts_with('='))
+    });
+    let var = env(&flag.trim_start_matches('-').replace('-', "_"));
+    let (false, Some(value)) = (given, std::env::var_os(&var)) else {
+        return e;
+    };
+    let text = e.to_string();
+    let reason = text.lines().next().unwrap_or_default();
+    let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+    clap::Error::raw(
+        e.kind(),
+        format!("{var}={}: {reason}\n", value.to_string_lossy()),
+    )
+}
+
 /// Declares the configuration: a struct whose fields are the options, each
 /// `#[arg(…)]` completed with `long` and, under `#[range(R)]`, the parser
 /// of `R`; and `RANGED`, the list of the ranged options.

@@ -23,7 +23,7 @@ use std::time::Duration;
 use clap::{Args as _, FromArgMatches as _, ValueEnum};
 use unflat::queue::Policy;
 
-pub use range::{parse_duration, parse_size, Field, Range, Unit, Value};
+pub use range::{parse_addr, parse_duration, parse_size, Field, Range, Unit, Value, DEFAULT_HOST};
 
 use range::{GIB, MIB, TIB};
 
@@ -75,51 +75,56 @@ options! {
 /// The server's configuration: one field per command-line option.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Config {
-    /// Address to listen on.
-    #[arg(default_value = "127.0.0.1:3000")]
+    /// Address to listen on: HOST:PORT (an IP address or a host name),
+    /// :PORT or PORT (on 127.0.0.1; 0.0.0.0:PORT listens on every
+    /// interface).
+    #[arg(default_value = "127.0.0.1:3000", help_heading = "Network", value_parser = parse_addr)]
     pub addr: SocketAddr,
 
     /// Bind with SO_REUSEPORT, so that several servers can listen on the
     /// same port (the kernel spreads connections among them; a new one can
     /// start before the old one stops).
+    #[arg(help_heading = "Network", value_parser = clap::builder::BoolishValueParser::new())]
     pub reuse_port: bool,
 
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
-    #[arg(value_name = "PATH", requires = "tls_key")]
+    #[arg(value_name = "PATH", requires = "tls_key", help_heading = "TLS")]
     pub tls_cert: Option<PathBuf>,
 
     /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
-    #[arg(value_name = "PATH", requires = "tls_cert")]
+    #[arg(value_name = "PATH", requires = "tls_cert", help_heading = "TLS")]
     pub tls_key: Option<PathBuf>,
 
     /// Serve HTTPS with a certificate for localhost made at start-up; its
     /// PEM is written to a private directory the banner names (`curl
     /// --cacert FILE`), removed when the server stops.
-    #[arg(conflicts_with = "tls_cert")]
+    #[arg(conflicts_with = "tls_cert", help_heading = "TLS", value_parser = clap::builder::BoolishValueParser::new())]
     pub tls_self_signed: bool,
 
     /// Time a client has to complete the TLS handshake.
-    #[arg(default_value = "10s")]
+    #[arg(default_value = "10s", help_heading = "TLS")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub handshake_timeout: Duration,
 
     /// Worker threads (default: one per core).
+    #[arg(help_heading = "Network")]
     #[range(Range::count(1, 1024))]
     pub workers: Option<u16>,
 
     /// How responses are written. `flatten` is the old copying path, kept
     /// to be measured: it holds each response whole, whatever the bounds
     /// below say.
-    #[arg(value_enum, default_value_t = Strategy::Direct)]
+    #[arg(value_enum, default_value_t = Strategy::Direct, help_heading = "Bodies")]
     pub strategy: Strategy,
 
     /// Largest `len` accepted by /end-string/{len}, in characters.
-    #[arg(default_value_t = 16 * 1024 * 1024)]
+    #[arg(default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
     #[range(Range::count(0, GIB))]
     pub max_len: usize,
 
     /// Largest size accepted by /large/{bytes} (default: a quarter of
     /// --memory-limit; at most all of it).
+    #[arg(help_heading = "Limits")]
     #[range(Range::bytes(0, 64 * GIB))]
     pub max_large: Option<usize>,
 
@@ -128,7 +133,7 @@ pub struct Config {
     /// connection's buffers (read buffer, queued output and frames, request
     /// bodies kept for /echo, TLS records). A request that would pass it is
     /// answered 503 with Retry-After, and its connection closed.
-    #[arg(default_value = "1GiB")]
+    #[arg(default_value = "1GiB", help_heading = "Limits")]
     #[range(Range::bytes(MIB, TIB))]
     pub memory_limit: usize,
 
@@ -137,54 +142,55 @@ pub struct Config {
     /// kept for /echo, TLS records (default: half of --memory-limit). Past
     /// it, new connections are refused (503) and a connection whose queue
     /// is not empty waits for it to drain before it answers more.
-    #[arg(alias = "max-queued-total")]
+    #[arg(alias = "max-queued-total", help_heading = "Limits")]
     #[range(Range::bytes(MIB, TIB))]
     pub connection_memory: Option<usize>,
 
     /// Bodies built at once, on the blocking pool (default: half the
     /// cores, at least 1). More wait their turn; a connection builds one at
     /// a time, and identical builds in flight are shared.
+    #[arg(help_heading = "Limits")]
     #[range(Range::count(1, 1024))]
     pub max_builds: Option<u16>,
 
     /// Largest request body, in bytes, on any route (larger: 413). /echo
     /// keeps it; other routes read and drop it.
-    #[arg(default_value = "1MiB")]
+    #[arg(default_value = "1MiB", help_heading = "Limits")]
     #[range(Range::bytes(0, GIB))]
     pub max_body: usize,
 
     /// Largest request head (request line and fields), in bytes (larger:
     /// 431). A chunked body's trailer section counts against what the head
     /// left of it.
-    #[arg(default_value = "16KiB")]
+    #[arg(default_value = "16KiB", help_heading = "Limits")]
     #[range(Range::bytes(64, MIB))]
     pub max_head: usize,
 
     /// Largest request line, in bytes (longer: 414).
-    #[arg(default_value = "8KiB")]
+    #[arg(default_value = "8KiB", help_heading = "Limits")]
     #[range(Range::bytes(16, MIB))]
     pub max_request_line: usize,
 
     /// Most header fields in a request, trailer fields included (more:
     /// 431).
-    #[arg(default_value_t = 100)]
+    #[arg(default_value_t = 100, help_heading = "Limits")]
     #[range(Range::count(1, FIELDS_CAP as u64))]
     pub max_fields: usize,
 
     /// Time to receive a whole request head, from its first byte (then:
     /// 408 and close). Seconds, or with a unit: 10s, 500ms.
-    #[arg(default_value = "10s")]
+    #[arg(default_value = "10s", help_heading = "Timeouts")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub head_timeout: Duration,
 
     /// Time an idle keep-alive connection is kept open (advertised in
     /// `Keep-Alive: timeout=N`, in whole seconds).
-    #[arg(default_value = "5s")]
+    #[arg(default_value = "5s", help_heading = "Timeouts")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub idle_timeout: Duration,
 
     /// Time a write may make no progress before the connection is reset.
-    #[arg(default_value = "30s")]
+    #[arg(default_value = "30s", help_heading = "Timeouts")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub send_timeout: Duration,
 
@@ -192,43 +198,44 @@ pub struct Config {
     /// end of its head, plus a second for every --body-min-rate bytes
     /// received (then: 408 and close). A body trickled slower than that
     /// rate is cut off however often its bytes come.
-    #[arg(default_value = "30s")]
+    #[arg(default_value = "30s", help_heading = "Timeouts")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub body_timeout: Duration,
 
     /// Bytes per second a request body must average beyond --body-timeout
     /// to keep its connection (0: the body must arrive within
     /// --body-timeout).
-    #[arg(default_value = "500")]
+    #[arg(default_value = "500", help_heading = "Timeouts")]
     #[range(Range::bytes(0, GIB))]
     pub body_min_rate: u64,
 
     /// Most connections served at once; more wait in the accept backlog.
-    #[arg(default_value_t = 10_000)]
+    #[arg(default_value_t = 10_000, help_heading = "Network")]
     #[range(Range::count(1, 10_000_000))]
     pub max_connections: usize,
 
     /// Requests served on one connection before it is closed (default: no
     /// limit).
+    #[arg(help_heading = "Limits")]
     #[range(Range::count(1, u64::MAX))]
     pub max_requests: Option<u64>,
 
     /// Bytes of copied or encoded output (not shared) a connection may have
     /// queued before it stops reading pipelined requests until the queue
     /// drains.
-    #[arg(default_value = "1MiB")]
+    #[arg(default_value = "1MiB", help_heading = "Limits")]
     #[range(Range::bytes(0, GIB))]
     pub max_queued_bytes: usize,
 
     /// Responses a connection may have queued before it stops reading
     /// pipelined requests until the queue drains.
-    #[arg(default_value_t = 64)]
+    #[arg(default_value_t = 64, help_heading = "Limits")]
     #[range(Range::count(1, 65536))]
     pub max_queued_responses: usize,
 
     /// Bodies, and chunks of rope bodies, shorter than this many bytes are
     /// copied behind the head rather than sent as iovecs at their own memory.
-    #[arg(default_value = "8KiB")]
+    #[arg(default_value = "8KiB", help_heading = "Bodies")]
     #[range(Range::bytes(0, GIB))]
     pub copy_below: usize,
 
@@ -236,29 +243,31 @@ pub struct Config {
     /// this many bytes are written a frame of this size at a time as the
     /// socket drains, so that a connection holds one frame of them, not the
     /// whole body.
-    #[arg(default_value = "64KiB")]
+    #[arg(default_value = "64KiB", help_heading = "Bodies")]
     #[range(Range::bytes(unflat::Encoder::MIN_DST as u64, 16 * MIB))]
     pub frame: usize,
 
     /// Time to let responses in progress finish after Ctrl-C / SIGTERM.
-    #[arg(default_value = "30s")]
+    #[arg(default_value = "30s", help_heading = "Timeouts")]
     #[range(Range::duration(Duration::ZERO, MAX_DURATION))]
     pub grace: Duration,
 
     /// Bodies (/end-string and /large) kept in the cache for reuse, in
     /// bytes, within --memory-limit (default: a quarter of it); a larger
     /// body is served and not kept.
+    #[arg(help_heading = "Bodies")]
     #[range(Range::bytes(0, TIB))]
     pub cache_bytes: Option<usize>,
 
     /// The least severe log messages written to stderr. RUST_LOG, when set,
     /// replaces it with its own directives (`warn,unflat_server=debug`).
-    #[arg(value_enum, default_value_t = LogLevel::Info)]
+    #[arg(value_enum, default_value_t = LogLevel::Info, help_heading = "Logging")]
     pub log_level: LogLevel,
 
     /// Write one line per response to stderr, whatever the log level:
     /// time, peer, method, target, status, body bytes, and the time from
     /// the request head to the response queued.
+    #[arg(help_heading = "Logging", value_parser = clap::builder::BoolishValueParser::new())]
     pub access_log: bool,
 }
 }
@@ -279,29 +288,34 @@ impl Config {
     /// The command line: each option with its flag, its environment
     /// variable and, for a ranged one, its range added to its help.
     pub fn command() -> clap::Command {
-        let cmd = clap::Command::new("unflat-server")
-            .version(env!("CARGO_PKG_VERSION"))
+        let cmd = clap::Command::new("unflat-server").version(env!("CARGO_PKG_VERSION"));
+        // `-h` shows each option's first sentence; `--help` all of it, with
+        // its range.
+        Config::augment_args(cmd)
+            .mut_args(|a| {
+                let id = a.get_id().to_string();
+                let a = a.env(declare::env(&id));
+                let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+                let long = match RANGED.iter().find(|r| r.id == id) {
+                    Some(r) => format!(
+                        "{}. Accepts {}.",
+                        help.trim_end_matches('.'),
+                        r.range.describe()
+                    ),
+                    None => help.clone(),
+                };
+                a.help(declare::first_sentence(&help)).long_help(long)
+            })
+            // After the arguments, whose derive sets the struct's own doc.
             .about(
                 "unflat-server: an HTTP/1.1 server that writes rope-built \
-                 responses without flattening them",
-            );
-        Config::augment_args(cmd).mut_args(|a| {
-            let id = a.get_id().to_string();
-            let a = a.env(declare::env(&id));
-            match RANGED.iter().find(|r| r.id == id) {
-                Some(r) => {
-                    let help = a.get_help().map(ToString::to_string).unwrap_or_default();
-                    let help = help.trim_end_matches('.');
-                    a.help(format!("{help}. Accepts {}.", r.range.describe()))
-                }
-                None => a,
-            }
-        })
+             responses without flattening them",
+            )
     }
 
     /// The configuration the process's arguments and environment give.
     pub fn from_command_line() -> Result<Config, clap::Error> {
-        Config::from_arg_matches(&Config::command().try_get_matches()?)
+        Config::from_args(std::env::args_os())
     }
 
     /// The configuration `args` give (the first is the program's name),
@@ -311,7 +325,11 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        Config::from_arg_matches(&Config::command().try_get_matches_from(args)?)
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        let matches = Config::command()
+            .try_get_matches_from(&args)
+            .map_err(|e| declare::name_the_variable(e, &args))?;
+        Config::from_arg_matches(&matches)
     }
 
     /// Checks every value of the configuration, for one built in code as

@@ -5,6 +5,7 @@
 //!
 //! [`Config::validate`]: super::Config::validate
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 /// A kibibyte.
@@ -188,6 +189,48 @@ impl Range {
             T::from_u64(v).ok_or_else(|| format!("{v} does not fit on this machine"))
         }
     }
+}
+
+/// The host `--addr` listens on when only a port is given.
+pub const DEFAULT_HOST: &str = "127.0.0.1";
+
+/// An address to listen on from the command line: `HOST:PORT` (an IP
+/// address or a host name, resolved now: `localhost:3000`, `[::1]:3000`),
+/// `:PORT` or `PORT` (on [`DEFAULT_HOST`]; `0.0.0.0:PORT` listens on every
+/// interface). A name that resolves to several addresses takes the first
+/// IPv4 one, if any.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port_only = s.strip_prefix(':').unwrap_or(s);
+    if !port_only.is_empty() && port_only.bytes().all(|b| b.is_ascii_digit()) {
+        let port: u16 = port_only
+            .parse()
+            .map_err(|_| format!("port {port_only} is not 0 to 65535"))?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!(
+            "{s:?} is not HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:3000, localhost:3000, :3000)"
+        ));
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(format!("{s:?} is not HOST:PORT with a port of 0 to 65535"));
+    }
+    let found: Vec<SocketAddr> = (host, 0)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host:?}: {e}"))?
+        .collect();
+    let ip = found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .ok_or_else(|| format!("{host:?} resolves to no address"))?
+        .ip();
+    let port = port.parse().expect("checked above");
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// A duration from the command line: humantime (`30s`, `500ms`, `2m`,

@@ -1,4 +1,5 @@
 use std::any::TypeId;
+use std::net::SocketAddr;
 
 use super::*;
 
@@ -94,7 +95,13 @@ fn every_ranged_option_states_its_range_and_its_variable() {
         .any(|t| parsed == *t);
         let ranged = RANGED.iter().find(|r| r.id == id);
         assert_eq!(ranged_type, ranged.is_some(), "--{id}");
-        let help = arg.get_help().unwrap().to_string();
+        // `--help`'s text; `-h` shows its first sentence.
+        let help = arg.get_long_help().unwrap().to_string();
+        let short = arg.get_help().unwrap().to_string();
+        assert!(
+            help.starts_with(&short),
+            "-h {short:?} begins --help {help:?}"
+        );
         if let Some(r) = ranged {
             assert!(
                 help.ends_with(&format!("Accepts {}.", r.range.describe())),
@@ -150,4 +157,37 @@ fn the_defaults_are_those_documented_and_valid() {
         (Policy::DEFAULT.copy_below, Policy::DEFAULT.frame)
     );
     d.validate().unwrap();
+}
+
+#[test]
+fn an_address_takes_a_port_alone_or_a_host_name() {
+    let local = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(parse_addr("127.0.0.1:3000"), Ok(local(3000)));
+    assert_eq!(parse_addr(":3000"), Ok(local(3000)));
+    assert_eq!(parse_addr("3000"), Ok(local(3000)));
+    assert_eq!(parse_addr("0.0.0.0:80"), Ok(SocketAddr::from(([0; 4], 80))));
+    assert_eq!(parse_addr("[::1]:8080"), Ok("[::1]:8080".parse().unwrap()));
+    assert_eq!(parse_addr("localhost:3000"), Ok(local(3000)));
+    for (bad, says) in [
+        ("70000", "not 0 to 65535"),
+        (":", "is not HOST:PORT"),
+        ("localhost", "is not HOST:PORT"),
+        ("localhost:http", "port of 0 to 65535"),
+        ("host.invalid:3000", "cannot resolve \"host.invalid\""),
+    ] {
+        let e = parse_addr(bad).unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn short_help_is_the_first_sentence() {
+    assert_eq!(
+        declare::first_sentence("Most fields. More: 431."),
+        "Most fields"
+    );
+    assert_eq!(
+        declare::first_sentence("Worker threads (e.g. 4)"),
+        "Worker threads (e.g. 4)"
+    );
 }
