@@ -451,3 +451,18 @@ fn reuse_port_lets_two_servers_bind_one_port() {
     assert_eq!(r.status, 200);
     second.stop().unwrap();
 }
+
+#[test]
+fn what_describes_the_server_or_one_request_is_never_stored_by_a_cache() {
+    for target in ["/healthz", "/metrics"] {
+        assert_eq!(get(target).header("cache-control"), Some("no-store"), "{target}");
+    }
+    let echo = ask("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi");
+    assert_eq!(echo.status, 200);
+    assert_eq!(echo.header("cache-control"), Some("no-store"), "/echo");
+    // The benchmark routes' bodies are a function of the URL: no policy
+    // sent, their bytes those of Node's benchmark.
+    let body = get("/end-string/4");
+    assert_eq!(body.status, 200);
+    assert_eq!(body.header("cache-control"), None);
+}

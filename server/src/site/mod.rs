@@ -167,6 +167,13 @@ struct Fields {
     allow_any: Line,
     /// `Retry-After: 1`: a 503 for a limit the server is at now.
     retry_after: Line,
+    /// `Cache-Control: no-store`: on what describes the server now
+    /// (`/healthz`, `/metrics`) or one request (`/echo`), which a cache
+    /// between a balancer and the server must never answer from memory.
+    /// The benchmark routes send none: their bodies are a function of the
+    /// URL alone, so a cache keeping them does no harm, and their bytes
+    /// stay those of Node's benchmark, which sends none either.
+    no_store: Line,
 }
 
 impl Fields {
@@ -184,6 +191,7 @@ impl Fields {
             allow: line("Allow", "GET, HEAD, OPTIONS"),
             allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
             retry_after: line("Retry-After", "1"),
+            no_store: line("Cache-Control", "no-store"),
         }
     }
 

@@ -240,13 +240,18 @@ impl Reply {
                 Body::Unsent(key.len()),
             ),
             Reply::Ready(body) => built(body, fields),
-            Reply::Health if site.is_draining() => {
-                text_plain(Status::SERVICE_UNAVAILABLE, Body::Bytes(b"shutting down\n"))
+            Reply::Health => {
+                let (status, text): (_, &[u8]) = if site.is_draining() {
+                    (Status::SERVICE_UNAVAILABLE, b"shutting down\n")
+                } else {
+                    (Status::OK, b"ok\n")
+                };
+                let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
+                Response::new(status, fields, Body::Bytes(text))
             }
-            Reply::Health => text_plain(Status::OK, Body::Bytes(b"ok\n")),
             Reply::Metrics => Response::new(
                 Status::OK,
-                [Some(&fields.openmetrics), None],
+                [Some(&fields.openmetrics), Some(&fields.no_store)],
                 Body::Bytes(made.bytes()),
             ),
             Reply::Options { server_wide } => {
@@ -259,12 +264,12 @@ impl Reply {
             }
             Reply::Echo(Echoed::Json(_)) => Response::new(
                 Status::OK,
-                [Some(&fields.json), None],
+                [Some(&fields.json), Some(&fields.no_store)],
                 Body::Bytes(made.bytes()),
             ),
             Reply::Echo(Echoed::Raw) => Response::new(
                 Status::OK,
-                [Some(&fields.octet_stream), None],
+                [Some(&fields.octet_stream), Some(&fields.no_store)],
                 Body::Bytes(request_body),
             ),
             Reply::Error {
