@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use unflat::head::Status;
-use unflat_server::site::{Metrics, Route};
+use unflat_server::site::{Exposition, Metrics, Route};
 use unflat_server::{Config, Stack};
 
 /// This thread's CPU time.
@@ -85,7 +85,7 @@ fn accounting(c: &mut Criterion) {
     }
     group.finish();
     // The per-worker counters, summed, are what /metrics shows.
-    let text = metrics.render();
+    let text = metrics.render(Exposition::OpenMetrics);
     assert!(
         text.contains("unflat_requests_total{route=\"/end-string\",status=\"200\"}"),
         "the counted requests are missing from /metrics:\n{text}"

@@ -362,7 +362,10 @@ fn samples(text: &str) -> HashMap<String, f64> {
 }
 
 fn scrape(server: &Running) -> HashMap<String, f64> {
-    let r = exchange(server, b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n");
+    let r = exchange(
+        server,
+        b"GET /metrics HTTP/1.1\r\nHost: a\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+    );
     assert_eq!(r.status, 200);
     assert_eq!(
         r.header("content-type"),
@@ -455,7 +458,11 @@ fn reuse_port_lets_two_servers_bind_one_port() {
 #[test]
 fn what_describes_the_server_or_one_request_is_never_stored_by_a_cache() {
     for target in ["/healthz", "/metrics"] {
-        assert_eq!(get(target).header("cache-control"), Some("no-store"), "{target}");
+        assert_eq!(
+            get(target).header("cache-control"),
+            Some("no-store"),
+            "{target}"
+        );
     }
     let echo = ask("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi");
     assert_eq!(echo.status, 200);
@@ -465,4 +472,87 @@ fn what_describes_the_server_or_one_request_is_never_stored_by_a_cache() {
     let body = get("/end-string/4");
     assert_eq!(body.status, 200);
     assert_eq!(body.header("cache-control"), None);
+}
+
+/// The families a metrics text declares: each `# TYPE` line's name and
+/// type, in order; every `# HELP` is followed by the `# TYPE` of the same
+/// name, and every sample belongs to the family declared last (its name,
+/// or a counter's with `_total`).
+fn families(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut help: Option<String> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest.split(' ').next().unwrap().to_string());
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            assert_eq!(help.take().as_deref(), Some(name), "HELP before {line:?}");
+            out.push((name.to_string(), kind.to_string()));
+        } else if !line.starts_with('#') {
+            let series = line.split(['{', ' ']).next().unwrap();
+            let (family, kind) = out
+                .last()
+                .unwrap_or_else(|| panic!("{line:?} before any TYPE"));
+            let ok = series == family
+                || (kind == "counter" && series.strip_suffix("_total") == Some(family));
+            assert!(ok, "{line:?} outside its family {family} ({kind})");
+        }
+    }
+    out
+}
+
+#[test]
+fn metrics_speak_the_prometheus_text_format_unless_openmetrics_is_asked_for() {
+    let server = common::start(Strategy::Direct);
+    for (accept, content_type) in [
+        ("", "text/plain; version=0.0.4; charset=utf-8"),
+        (
+            "Accept: */*\r\n",
+            "text/plain; version=0.0.4; charset=utf-8",
+        ),
+        (
+            "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+    ] {
+        let request = format!("GET /metrics HTTP/1.1\r\nHost: a\r\n{accept}\r\n");
+        let r = exchange(&server, request.as_bytes());
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-type"), Some(content_type), "{accept:?}");
+        let body = text(&r);
+        let declared = families(&body);
+        let openmetrics = content_type.starts_with("application/openmetrics-text");
+        assert_eq!(body.ends_with("# EOF\n"), openmetrics, "{accept:?}");
+        // In 0.0.4 a counter's HELP and TYPE name its samples, `_total` and
+        // all; in OpenMetrics they name the family without it.
+        let requests = if openmetrics {
+            "unflat_requests"
+        } else {
+            "unflat_requests_total"
+        };
+        assert!(
+            declared.contains(&(requests.into(), "counter".into())),
+            "{body}"
+        );
+        for process in [
+            "process_resident_memory_bytes",
+            "process_open_fds",
+            "process_start_time_seconds",
+        ] {
+            assert!(
+                declared.iter().any(|(n, _)| n == process),
+                "{process} missing:\n{body}"
+            );
+        }
+        let rss = samples_any(&body, "process_resident_memory_bytes");
+        assert!(rss > 1e6, "resident memory {rss}");
+    }
+}
+
+/// The value of the sample `name` (without labels).
+fn samples_any(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }

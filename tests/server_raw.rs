@@ -286,7 +286,7 @@ fn every_generated_body_says_its_type_and_nosniff() {
         (
             "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n",
             200,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            "text/plain; version=0.0.4; charset=utf-8",
         ),
         (
             "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",

@@ -29,6 +29,8 @@ use prometheus_client::registry::Registry;
 use unflat::head::Status;
 
 use super::bodies::Bodies;
+use super::exposition::{to_prometheus_text, Exposition};
+use super::process::Process;
 use super::routes::Route;
 use crate::memory::{Memory, Part};
 use crate::response::Strategy;
@@ -134,8 +136,11 @@ impl Metrics {
             memory,
             bodies,
         });
-        let mut registry = Registry::with_prefix("unflat");
-        registry.register_collector(Box::new(Collect(counters.clone())));
+        let mut registry = Registry::default();
+        registry
+            .sub_registry_with_prefix("unflat")
+            .register_collector(Box::new(Collect(counters.clone())));
+        registry.register_collector(Box::new(Process::new()));
         Metrics { counters, registry }
     }
 
@@ -170,12 +175,15 @@ impl Metrics {
         self.counters.send_timeouts.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counters in the OpenMetrics text format.
-    pub fn render(&self) -> String {
-        let mut text = String::with_capacity(2048);
+    /// The counters and the process's figures in the text format `format`.
+    pub fn render(&self, format: Exposition) -> String {
+        let mut text = String::with_capacity(4096);
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
-        text
+        match format {
+            Exposition::OpenMetrics => text,
+            Exposition::Prometheus => to_prometheus_text(&text),
+        }
     }
 }
 

@@ -3,14 +3,17 @@
 //! bodies they send (`bodies.rs` and `body.rs`: built off the async
 //! workers, cached, counted), the echo's JSON (`echo.rs`), the jobs a reply
 //! waits for (`job.rs`), and the counters of `GET /metrics`
-//! (`metrics.rs`). It knows nothing of connections or of the command line:
+//! (`metrics.rs`), with the process's own figures (`process.rs`), in the
+//! format the scraper asks for (`exposition.rs`). It knows nothing of connections or of the command line:
 //! [`Site::new`] takes what it needs ([`Settings`]).
 
 mod bodies;
 mod body;
 mod echo;
+mod exposition;
 mod job;
 mod metrics;
+mod process;
 mod query;
 mod reply;
 mod routes;
@@ -24,6 +27,7 @@ use unflat::head::Line;
 
 pub use bodies::Memo;
 pub use body::Body;
+pub use exposition::Exposition;
 pub use job::{Finished, Job};
 pub use metrics::{Metrics, OpenConnection};
 pub use reply::{Reply, ReplyContext};
@@ -160,6 +164,8 @@ struct Fields {
     octet_stream: Line,
     /// The OpenMetrics text format's `Content-Type`.
     openmetrics: Line,
+    /// The Prometheus text format 0.0.4's `Content-Type`.
+    prometheus_text: Line,
     /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
     allow: Line,
     /// The methods of `OPTIONS *`: those of some path of the server (/echo
@@ -188,6 +194,7 @@ impl Fields {
                 "Content-Type",
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             ),
+            prometheus_text: line("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
             allow: line("Allow", "GET, HEAD, OPTIONS"),
             allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
             retry_after: line("Retry-After", "1"),

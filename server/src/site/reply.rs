@@ -17,6 +17,7 @@ use unflat::queue::WriteQueue;
 use super::bodies::{Memo, Unavailable};
 use super::body::{Body as Built, BodyKey, Text};
 use super::echo::EchoJson;
+use super::exposition::Exposition;
 use super::job::Job;
 use super::{Fields, Site};
 use crate::h1::RequestHead;
@@ -37,8 +38,8 @@ pub enum Reply {
     /// `/healthz`: 200 `ok`, or 503 once shutdown has begun, so that a load
     /// balancer stops sending while the server drains.
     Health,
-    /// `/metrics`: the counters, in the OpenMetrics text format.
-    Metrics,
+    /// `/metrics`: the counters, in the text format the scraper asked for.
+    Metrics(Exposition),
     /// `/echo`: the request as received; the body is added once read.
     Echo(Echoed),
     /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
@@ -209,7 +210,7 @@ impl Reply {
     /// site: a document or a reason made for it.
     fn make(&self, site: &Site, request_body: &[u8]) -> Made {
         match self {
-            Reply::Metrics => Made::Text(site.metrics.render()),
+            Reply::Metrics(format) => Made::Text(site.metrics.render(*format)),
             Reply::Echo(Echoed::Json(echo)) => {
                 Made::Bytes(echo.finish(request_body, echo.len(request_body.len())))
             }
@@ -249,11 +250,17 @@ impl Reply {
                 let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
                 Response::new(status, fields, Body::Bytes(text))
             }
-            Reply::Metrics => Response::new(
-                Status::OK,
-                [Some(&fields.openmetrics), Some(&fields.no_store)],
-                Body::Bytes(made.bytes()),
-            ),
+            Reply::Metrics(format) => {
+                let content_type = match format {
+                    Exposition::OpenMetrics => &fields.openmetrics,
+                    Exposition::Prometheus => &fields.prometheus_text,
+                };
+                Response::new(
+                    Status::OK,
+                    [Some(content_type), Some(&fields.no_store)],
+                    Body::Bytes(made.bytes()),
+                )
+            }
             Reply::Options { server_wide } => {
                 let allow = if *server_wide {
                     &fields.allow_any

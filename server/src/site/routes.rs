@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use unflat::head::Status;
 
 use super::body::{BodyKey, Form, Key, Kind};
+use super::exposition::Exposition;
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
 use super::reply::Reply;
 use super::Limits;
@@ -166,7 +167,15 @@ fn reply(limits: Limits, route: Route, argument: &str, head: &RequestHead<'_>) -
     match route {
         Route::Help => no_query(Reply::Help),
         Route::Healthz => no_query(Reply::Health),
-        Route::Metrics => no_query(Reply::Metrics),
+        Route::Metrics => {
+            let accept = head
+                .fields
+                .iter()
+                .find(|f| f.name.eq_ignore_ascii_case("accept"));
+            no_query(Reply::Metrics(Exposition::from_accept(
+                accept.map(|f| f.value),
+            )))
+        }
         Route::EndString => end_string(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::Large => large(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::ServerWide | Route::Echo | Route::Unmatched => {
