@@ -556,3 +556,53 @@ fn samples_any(text: &str, name: &str) -> f64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
+
+/// Sends `signal` to `child`.
+fn signal(child: &Child, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+#[test]
+fn every_signal_is_logged_sighup_keeps_serving_and_a_second_sigterm_cuts_the_drain() {
+    let (mut child, addr, rx) = spawn_logging(&["--grace", "60s"], &[]);
+    signal(&child, libc::SIGHUP);
+    let seen = lines_until(&rx, |l| l.contains("nothing to reload"));
+    assert!(
+        seen.iter().any(|l| l.contains("signal=\"SIGHUP\"")),
+        "{seen:#?}"
+    );
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.status, 200, "still serving after SIGHUP");
+    // A request in progress, its body still coming: the drain would wait
+    // for it (within --body-timeout).
+    let mut stuck = TcpStream::connect(&addr).unwrap();
+    stuck
+        .write_all(b"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\nabc")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(s);
+    signal(&child, libc::SIGTERM);
+    let seen = lines_until(&rx, |l| l.contains("shutting down"));
+    let line = seen.last().unwrap();
+    assert!(
+        line.contains("open=1"),
+        "only the stuck connection is open: {seen:#?}"
+    );
+    let begun = std::time::Instant::now();
+    signal(&child, libc::SIGTERM);
+    let seen = lines_until(&rx, |l| l.contains("second signal"));
+    let status = child.wait().unwrap();
+    assert!(seen.last().unwrap().contains("cut=1"), "{seen:#?} {status}");
+    assert!(status.success(), "{status}");
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "exited {:?} after the second signal",
+        begun.elapsed()
+    );
+}

@@ -6,11 +6,12 @@
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Write as _};
 
-use tracing::info;
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{info, warn};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::Config;
-use crate::server::Server;
+use crate::server::{Control, Server};
 
 /// clap's error as the one line a user needs: its first paragraph,
 /// `error: invalid value '…' for '--flag …': why`, with what clap indents on
@@ -63,11 +64,17 @@ pub fn main() -> std::io::Result<()> {
         }
     };
     let addr = server.local_addr();
-    // Best effort: a closed stdout (`unflat-server | head -1`) must not
-    // stop the server.
-    let _ = writeln!(std::io::stdout(), "{}", server.stack().site().help());
-    info!(%addr, workers, "listening");
-    server.run(stop_signal())?;
+    let banner = server.stack().site().help().to_string();
+    server.run_controlled(move |controls| async move {
+        // The handlers first: a signal sent as soon as the banner shows
+        // must find them (SIGHUP would otherwise end the process).
+        let signals = Signals::listen();
+        // Best effort: a closed stdout (`unflat-server | head -1`) must not
+        // stop the server.
+        let _ = writeln!(std::io::stdout(), "{banner}");
+        info!(%addr, workers, "listening");
+        signals.forward(controls).await;
+    })?;
     info!("stopped");
     Ok(())
 }
@@ -90,22 +97,75 @@ fn filter(config: &Config, rust_log: Option<String>) -> EnvFilter {
     EnvFilter::builder().parse_lossy(directives)
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-async fn stop_signal() {
+/// The signals the server listens for: SIGINT (Ctrl-C) and SIGTERM stop
+/// it (a second one while it drains closes the connections left at once),
+/// SIGHUP reloads the TLS certificate and key from their files, as nginx
+/// and haproxy do on a reload. Each is logged.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    streams: [(Option<tokio::signal::unix::Signal>, &'static str, Control); 3],
+}
+
+impl Signals {
+    /// Installs the handlers (on the runtime of the caller).
+    fn listen() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let listen = |kind: SignalKind, name: &'static str, control| {
+                let stream = signal(kind)
+                    .map_err(|e| warn!("cannot listen for {name}: {e}"))
+                    .ok();
+                (stream, name, control)
+            };
+            Signals {
+                streams: [
+                    listen(SignalKind::interrupt(), "SIGINT", Control::Stop),
+                    listen(SignalKind::terminate(), "SIGTERM", Control::Stop),
+                    listen(SignalKind::hangup(), "SIGHUP", Control::Reload),
+                ],
+            }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// Sends what each signal asks to `controls` until the server no longer
+    /// listens.
+    async fn forward(mut self, controls: UnboundedSender<Control>) {
+        loop {
+            let (name, control) = self.next().await;
+            info!(signal = name, "signal received");
+            if controls.send(control).is_err() {
+                return;
+            }
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    /// The next signal: its name and what it asks.
+    #[cfg(unix)]
+    async fn next(&mut self) -> (&'static str, Control) {
+        std::future::poll_fn(|cx| {
+            for (stream, name, control) in &mut self.streams {
+                if let Some(stream) = stream {
+                    if stream.poll_recv(cx).is_ready() {
+                        return std::task::Poll::Ready((*name, *control));
+                    }
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await
     }
-    info!("signal received");
+
+    /// The next signal: its name and what it asks.
+    #[cfg(not(unix))]
+    async fn next(&mut self) -> (&'static str, Control) {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        ("Ctrl-C", Control::Stop)
+    }
 }
 
 #[cfg(test)]

@@ -10,11 +10,11 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
@@ -147,25 +147,102 @@ impl Server {
     /// connection finish the responses it is writing (idle ones close at
     /// once), and returns once all are closed or the grace period is over.
     /// Blocks the calling thread; builds the runtime itself.
-    pub fn run(self, stop: impl Future<Output = ()>) -> io::Result<()> {
+    pub fn run(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        self.run_controlled(|controls| async move {
+            stop.await;
+            let _ = controls.send(Control::Stop);
+        })
+    }
+
+    /// Serves as [`Server::run`] does, told what to do by `controls`,
+    /// which is spawned on the server's runtime and sends [`Control`]s (the
+    /// command line turns signals into them): the first [`Control::Stop`]
+    /// drains, a second closes what is left at once; [`Control::Reload`]
+    /// loads the certificate and key again. When `controls` ends, the
+    /// server stops as for a `Stop`.
+    pub fn run_controlled<F>(
+        self,
+        controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
+    ) -> io::Result<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let (trigger, shutdown) = shutdown::channel();
         let permits = Arc::new(Semaphore::new(self.stack.config.max_connections));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.stack.config.worker_threads())
             .enable_all()
             .build()?;
-        runtime.block_on(async {
+        let source = self.stack.config.tls();
+        let tls = Arc::new(RwLock::new(self.tls));
+        let cut = Arc::new(Notify::new());
+        let served = runtime.block_on(async {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            tokio::spawn(controls(tx));
             let listener = TcpListener::from_std(self.listener)?;
             let stack = self.stack.clone();
-            let accept = tokio::spawn(accept_loop(
-                listener, self.stack, self.tls, shutdown, permits,
+            let mut accept = tokio::spawn(accept_loop(
+                listener,
+                self.stack,
+                tls.clone(),
+                shutdown,
+                permits,
+                cut.clone(),
             ));
-            stop.await;
+            while let Some(Control::Reload) = rx.recv().await {
+                reload(&tls, source.as_ref());
+            }
             // /healthz answers 503 from now on, while connections drain.
             stack.site().begin_draining();
             trigger.trigger();
-            accept.await.map_err(io::Error::other)
-        })
+            loop {
+                tokio::select! {
+                    drained = &mut accept => return drained.map_err(io::Error::other),
+                    control = rx.recv() => match control {
+                        Some(Control::Reload) => reload(&tls, source.as_ref()),
+                        Some(Control::Stop) => cut.notify_one(),
+                        None => {
+                            let drained = accept.await;
+                            return drained.map_err(io::Error::other);
+                        }
+                    },
+                }
+            }
+        });
+        // A body still being built for a connection that was closed is
+        // nobody's: not waited for past a second.
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        served
+    }
+}
+
+/// What the operator asks of a running server ([`Server::run_controlled`];
+/// the command line turns signals into these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Stop accepting and let the connections finish within `--grace`; a
+    /// second `Stop` while they do closes those left at once.
+    Stop,
+    /// Load the TLS certificate and key again from their files, for the
+    /// connections accepted from then on (those open keep theirs).
+    Reload,
+}
+
+/// Loads the certificate and key of `source` again into `tls`; what
+/// cannot be loaded leaves the one in use, and says why.
+fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>) {
+    match source {
+        None => info!("reload: not serving HTTPS, nothing to reload"),
+        Some(tls::Source::SelfSigned) => {
+            info!("reload: the certificate is self-signed for this run; kept")
+        }
+        Some(source @ tls::Source::Files { cert, key }) => match tls::load(source) {
+            Ok(loaded) => {
+                *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+                info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");
+            }
+            Err(e) => warn!("reload failed, the certificate in use is kept: {e}"),
+        },
     }
 }
 
@@ -214,13 +291,15 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
 }
 
 /// Accepts connections on `listener` until shutdown, serving each on the
-/// current runtime; then waits for them up to the grace period.
+/// current runtime, over the TLS in `tls` at the time it is accepted; then
+/// waits for them up to the grace period, or until `cut`.
 async fn accept_loop(
     listener: TcpListener,
     stack: Arc<Stack>,
-    tls: Option<Tls>,
+    tls: Arc<RwLock<Option<Tls>>>,
     shutdown: Shutdown,
     permits: Arc<Semaphore>,
+    cut: Arc<Notify>,
 ) {
     let mut connections = JoinSet::new();
     {
@@ -247,7 +326,8 @@ async fn accept_loop(
                 () = stopped.as_mut() => break,
             };
             let _ = stream.set_nodelay(true);
-            let (stack, tls, shutdown) = (stack.clone(), tls.clone(), shutdown.clone());
+            let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let (stack, shutdown) = (stack.clone(), shutdown.clone());
             connections.spawn(async move {
                 net::handle(stream, peer, tls.as_ref(), &stack.connections, &shutdown).await;
                 drop(permit);
@@ -257,16 +337,26 @@ async fn accept_loop(
         }
     }
     drop(listener);
+    // What is left in the set once the finished are reaped: the open
+    // connections.
+    while connections.try_join_next().is_some() {}
     info!(
         open = connections.len(),
-        "shutting down: finishing responses in progress"
+        "shutting down: finishing responses in progress (a second Ctrl-C or SIGTERM closes them now)"
     );
     let grace = stack.config.grace;
-    let drained = tokio::time::timeout(grace, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
+    let drained = tokio::select! {
+        drained = tokio::time::timeout(grace, async {
+            while connections.join_next().await.is_some() {}
+        }) => drained.is_ok(),
+        () = cut.notified() => {
+            while connections.try_join_next().is_some() {}
+            warn!(cut = connections.len(), "second signal: closing the connections left now, their responses unfinished");
+            connections.abort_all();
+            return;
+        }
+    };
+    if !drained {
         warn!(
             left = connections.len(),
             "grace period over; closing the rest"
