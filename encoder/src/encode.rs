@@ -13,9 +13,10 @@ use std::ops::ControlFlow;
 use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::expand::{self, Room};
 use crate::measure::{bound, plan, plan_shaped, utf8_as_is, Path, Plan};
 use crate::rope::{CharRange, Piece, Rope, Shape};
-use crate::{expand, transcode};
+use crate::transcode;
 
 /// Writes `rope` in `encoding` into the start of `dst` and returns the bytes
 /// written.
@@ -74,6 +75,12 @@ fn write_chosen<R: Rope + ?Sized>(
     mode: Mode,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
+    if encoding == Encoding::Utf8 && one_byte_only(shape) {
+        let available = dst.len();
+        if let Some(result) = expand::write_one_byte(rope, shape, dst, Room::Unknown) {
+            return result.map_err(|needed| EncodeError::DestinationTooSmall { needed, available });
+        }
+    }
     if let Some(written) = write_unmeasured(rope, shape, encoding, dst) {
         return Ok(written);
     }
@@ -154,6 +161,12 @@ pub fn write_planned<R: Rope + ?Sized>(
     let dst = first(dst, needed)?;
     let written = match plan.path() {
         Path::OneByte => copy_pieces(rope, dst),
+        Path::Expand if one_byte_only(plan.shape()) => {
+            match expand::write_one_byte(rope, plan.shape(), dst, Room::Enough) {
+                Some(Ok(written)) => written,
+                _ => expand::write(rope, plan.shape(), dst),
+            }
+        }
         Path::Expand => expand::write(rope, plan.shape(), dst),
         Path::TwoByte => transcode::write(rope, plan.shape(), encoding, dst),
     };
@@ -164,6 +177,12 @@ pub fn write_planned<R: Rope + ?Sized>(
         plan.path()
     );
     Ok(written)
+}
+
+/// A rope of one-byte pieces only, not known to be ASCII: path 2 through
+/// the stage ([`expand::write_one_byte`]) when written as UTF-8.
+fn one_byte_only(s: Shape) -> bool {
+    s.utf8 == 0 && s.two_byte == 0 && s.range != CharRange::Ascii
 }
 
 /// The first `needed` bytes of `dst`, or the error naming both sizes.

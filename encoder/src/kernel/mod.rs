@@ -127,6 +127,16 @@ pub(crate) fn copy_str(src: &str, dst: &mut [u8]) -> (usize, usize) {
 pub(crate) fn convert_latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
     #[cfg(feature = "simdutf")]
     if src.len() >= LATIN1_SIMD_MIN {
+        // Room for the text as ASCII but not for the worst case (an exactly
+        // sized destination): one call when the text's own UTF-8 fits,
+        // rather than blocks that halve with the room. Never where the
+        // room is shorter than the text, so a long piece written frame by
+        // frame is not counted again per frame.
+        if dst.len() >= src.len() && dst.len() < 2 * src.len() {
+            if let Some(written) = simd::latin1_to_utf8_fitting(src, dst) {
+                return (src.len(), written);
+            }
+        }
         return in_blocks(
             src,
             dst,
