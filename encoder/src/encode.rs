@@ -81,7 +81,7 @@ fn write_chosen<R: Rope + ?Sized>(
             return result.map_err(|needed| EncodeError::DestinationTooSmall { needed, available });
         }
     }
-    if let Some(written) = write_unmeasured(rope, shape, encoding, dst) {
+    if let Some(written) = write_unmeasured(rope, shape, encoding, mode, dst) {
         return Ok(written);
     }
     let plan = plan_shaped(rope, shape, encoding, mode)?;
@@ -97,7 +97,8 @@ fn write_chosen<R: Rope + ?Sized>(
 const UNMEASURED_MIN: usize = 64;
 
 /// Paths 2 and 3 without the measuring pass, where the measurement can
-/// change nothing: the target cannot refuse a character (utf8, utf16le),
+/// change nothing: the target cannot refuse a character (utf8, utf16le;
+/// latin1 in lossy mode),
 /// the shape alone already says the rope is converted (two-byte pieces, or
 /// one-byte pieces of unknown range written as UTF-8), and `dst` holds the
 /// worst case ([`crate::storage_size`]) — as Node's `3 × length` buffer
@@ -106,6 +107,7 @@ fn write_unmeasured<R: Rope + ?Sized>(
     rope: &R,
     s: Shape,
     encoding: Encoding,
+    mode: Mode,
     dst: &mut [u8],
 ) -> Option<usize> {
     /// How a rope is written without measuring it first.
@@ -124,6 +126,15 @@ fn write_unmeasured<R: Rope + ?Sized>(
         Encoding::Utf8 if one_byte && s.one_byte >= UNMEASURED_MIN => Unmeasured::Expand,
         Encoding::Utf8 if one_byte && s.utf8 == 0 => Unmeasured::ExpandShort,
         Encoding::Utf16Le => Unmeasured::Transcode,
+        // UTF-8 pieces that may hold non-ASCII characters, into latin1 in
+        // lossy mode: every character takes at most as many bytes as its
+        // UTF-8, and none is refused, so the count of UTF-16 units that
+        // sizes the output exactly (a walk over the pieces) changes
+        // nothing. The engine's bytes are the plan's: text it finds ASCII
+        // it copies, as path 1 would.
+        Encoding::Latin1 if mode == Mode::Lossy && s.utf8 > 0 && s.range != CharRange::Ascii => {
+            Unmeasured::Transcode
+        }
         Encoding::Utf8 | Encoding::Latin1 | Encoding::Ascii => return None,
     };
     let bound = bound(s, encoding);

@@ -284,7 +284,11 @@ pub(crate) fn staged_str(bytes: &[u8]) -> &str {
 pub(crate) fn convert_str_to_latin1_lossy(src: &str, dst: &mut [u8]) -> (usize, usize) {
     #[cfg(feature = "simdutf")]
     if src.len() >= UTF8_SIMD_MIN {
-        let (mut read, mut written) = (0, 0);
+        // The ASCII start of the text is copied as it is: all of it, for
+        // ASCII text written unmeasured, which a plan would have copied.
+        let ascii = simd::ascii_prefix(&src.as_bytes()[..src.len().min(dst.len())]);
+        dst[..ascii].copy_from_slice(&src.as_bytes()[..ascii]);
+        let (mut read, mut written) = (ascii, ascii);
         while read < src.len() {
             // As many bytes as fit: a character takes at most as many units
             // as it has bytes.

@@ -96,6 +96,11 @@ pub(crate) fn utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> usize {
     written
 }
 
+/// The length of the ASCII start of `src` (all of it when it is ASCII).
+pub(crate) fn ascii_prefix(src: &[u8]) -> usize {
+    simdutf::validate_ascii_with_errors(src).count
+}
+
 /// Bytes ≥ 0x80 in `src`: the Latin-1 characters that take two bytes in
 /// UTF-8 (simdutf's UTF-8 length less the byte count).
 pub(crate) fn count_high_bytes(src: &[u8]) -> usize {
