@@ -12,7 +12,12 @@
 //!
 //! Variants: `direct` (unflat::write), `flatten` (flatten then write),
 //! `memcpy` (copy of the encoded bytes from a flat buffer), `encoding_rs_flat`
-//! (encoding_rs's converter over the flat text, `pieces` only).
+//! (encoding_rs's converter over the flat text, `pieces` only),
+//! `simdutf_flat` (simdutf's, one-byte `pieces` only).
+//!
+//! The `shapes` group is the shape matrix (ropes through `&dyn Rope`); the
+//! `generic` group its rows of short pieces called with the rope's own type
+//! as well (`shapes_generic`).
 //!
 //! `python3 benches/encoder_table.py` turns the results into the table in
 //! `docs/encoder.md`.
@@ -156,6 +161,18 @@ fn bench_body(c: &mut Criterion, kind: &str, repr: &str) {
         g.bench_with_input(BenchmarkId::new("memcpy", len), &len, |b, _| {
             b.iter(|| landing.copy(black_box(text.as_bytes())))
         });
+        if repr == "pieces" && kind != "twobyte" {
+            // SAFETY: `dst` holds two bytes per byte of `one_byte`
+            // (`storage_size` of one-byte text in UTF-8), the most UTF-8
+            // that Latin-1 can take.
+            assert!(dst.len() >= 2 * one_byte.len());
+            g.bench_with_input(BenchmarkId::new("simdutf_flat", len), &len, |b, _| {
+                b.iter(|| unsafe {
+                    let src = black_box(&one_byte);
+                    simdutf::convert_latin1_to_utf8(src.as_ptr(), src.len(), dst.as_mut_ptr())
+                })
+            });
+        }
         if repr == "pieces" {
             g.bench_with_input(BenchmarkId::new("encoding_rs_flat", len), &len, |b, _| {
                 b.iter(|| {
@@ -576,6 +593,114 @@ fn shapes(c: &mut Criterion) {
     }
 }
 
+/// The generic rows of the shape matrix: the same texts as the `shapes`
+/// group's one-byte, Latin-1 and `&str` kinds, in pieces of 1 to 64 bytes,
+/// as a `&[Piece]` (one-byte kinds) or a `&[&str]` passed to `write` by its
+/// own type — the call a caller with a concrete rope makes, monomorphised
+/// for it — and through `&dyn Rope` as the `shapes` group passes them.
+/// Shapes are piece length × piece count; a length of `5-50` is pieces of
+/// 5 to 50 bytes in turn (a response head's sizes).
+const GENERIC_KINDS: [&str; 3] = ["one_byte", "latin1", "str"];
+
+/// (label, piece lengths) of the generic rows.
+fn generic_shapes() -> Vec<(String, Vec<usize>)> {
+    let mut out = Vec::new();
+    for count in [16, 200, 1000] {
+        for len in [1, 4, 16, 64] {
+            out.push((format!("{len}x{count}"), vec![len; count]));
+        }
+        // 5, 28, 51 → 5, … : lengths 5 to 50 spread evenly, not in order.
+        let mixed = (0..count).map(|i| 5 + (i * 23) % 46).collect();
+        out.push((format!("5-50x{count}"), mixed));
+    }
+    out
+}
+
+/// The generic rows: `direct` and `flatten` called with the rope's own
+/// type, `direct_dyn` and `flatten_dyn` with the same rope as `&dyn Rope`,
+/// into UTF-8 and latin1, into a destination with room for the worst case;
+/// `direct_exact` and `flatten_exact` called with the rope's own type into
+/// exactly the encoded size.
+fn shapes_generic(c: &mut Criterion) {
+    for kind in GENERIC_KINDS {
+        for target in [Encoding::Utf8, Encoding::Latin1] {
+            let mut g = c.benchmark_group(format!("generic/{kind}/{target}"));
+            for (id, lens) in generic_shapes() {
+                // Built as `shape_pieces` builds the matrix's: one-byte
+                // pieces of `len` characters, `&str` pieces of `len` bytes.
+                let mut i = 0;
+                let mut next = || {
+                    i += 1;
+                    shape_char(kind, i - 1)
+                };
+                let mut texts: Vec<String> = Vec::new();
+                let mut bytes: Vec<Vec<u8>> = Vec::new();
+                for &len in &lens {
+                    if kind == "str" {
+                        let mut p = String::with_capacity(len);
+                        while p.len() < len {
+                            let c = next();
+                            let fits = p.len() + c.len_utf8() <= len;
+                            p.push(if fits { c } else { 'a' });
+                        }
+                        texts.push(p);
+                    } else {
+                        bytes.push((0..len).map(|_| next() as u8).collect());
+                    }
+                }
+                let pieces: Vec<Piece<'_>> = bytes.iter().map(|b| Piece::OneByte(b)).collect();
+                let strs: Vec<&str> = texts.iter().map(|t| t.as_str()).collect();
+                if kind == "str" {
+                    bench_generic(&mut g, &id, &strs[..], target);
+                } else {
+                    bench_generic(&mut g, &id, &pieces[..], target);
+                }
+            }
+            g.finish();
+        }
+    }
+}
+
+fn bench_generic<R: Rope + ?Sized>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: &str,
+    rope: &R,
+    target: Encoding,
+) {
+    let dynamic: &dyn Rope = &rope;
+    let mut dst = vec![0u8; storage_size(rope, target)];
+    let n = write(rope, target, Mode::Lossy, &mut dst).unwrap();
+    let output = dst[..n].to_vec();
+    let mut check = vec![0u8; dst.len()];
+    let m = flatten_then_write(rope, target, Mode::Lossy, &mut check).unwrap();
+    assert_eq!(&check[..m], &output[..], "{id} {target}");
+    let m = write(dynamic, target, Mode::Lossy, &mut check).unwrap();
+    assert_eq!(&check[..m], &output[..], "{id} {target} dyn");
+    g.throughput(Throughput::Bytes(n as u64));
+    g.bench_function(BenchmarkId::new("direct", id), |b| {
+        b.iter(|| write(black_box(rope), target, Mode::Lossy, &mut dst).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("flatten", id), |b| {
+        b.iter(|| flatten_then_write(black_box(rope), target, Mode::Lossy, &mut dst).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("direct_dyn", id), |b| {
+        b.iter(|| write(black_box(dynamic), target, Mode::Lossy, &mut dst).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("flatten_dyn", id), |b| {
+        b.iter(|| flatten_then_write(black_box(dynamic), target, Mode::Lossy, &mut dst).unwrap())
+    });
+    // Into exactly the encoded size, as a caller that sized its buffer
+    // with `size` or `plan` does: UTF-8 from one-byte text has to be
+    // counted before it is written.
+    let exact = &mut dst[..n];
+    g.bench_function(BenchmarkId::new("direct_exact", id), |b| {
+        b.iter(|| write(black_box(rope), target, Mode::Lossy, exact).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("flatten_exact", id), |b| {
+        b.iter(|| flatten_then_write(black_box(rope), target, Mode::Lossy, exact).unwrap())
+    });
+}
+
 /// The matrix has ~1000 cells: shorter runs per cell than the other groups.
 fn shapes_config() -> Criterion {
     Criterion::default()
@@ -592,6 +717,6 @@ criterion_group! {
 criterion_group! {
     name = matrix;
     config = shapes_config();
-    targets = shapes
+    targets = shapes, shapes_generic
 }
 criterion_main!(encoder, matrix);

@@ -7,6 +7,9 @@ Usage:
   python3 benches/encoder_table.py --kernels        the kernel comparison
   python3 benches/encoder_table.py --shapes [SVG]   the shape matrix: direct ÷ flatten per
                                                     cell, as a table and as a heat map (SVG)
+  python3 benches/encoder_table.py --generic [B…]   the shape matrix's generic rows: flatten ÷ direct for the
+                                                    generic, `&dyn` and exact-size calls, per baseline B
+                                                    (`--save-baseline`; the latest run without one)
   python3 benches/encoder_table.py --compare A B    every bench saved under baselines A1, A2, …
                                                     and B1, B2, … (`--save-baseline`): times
                                                     and the ratio B ÷ A per run
@@ -180,6 +183,42 @@ def write_heat_map(path, rows, cols):
     out.append("</svg>")
     pathlib.Path(path).write_text("\n".join(out) + "\n")
 
+GENERIC_PAIRS = (("direct", "flatten"), ("direct_dyn", "flatten_dyn"), ("direct_exact", "flatten_exact"))
+
+
+def generic(baselines):
+    """flatten ÷ direct (above 1: direct faster) per cell of the `generic`
+    group, for the generic call, the `&dyn` call and the generic call into
+    the exact size, one column of each per baseline; then the lowest."""
+    baselines = baselines or [None]
+    runs = [load(b) for b in baselines]
+    need(runs[0], "-- generic")
+    groups = sorted({g for (g, _, _) in runs[0] if g.startswith("generic/")})
+    cols = sorted({v for (g, _, v) in runs[0] if g.startswith("generic/")},
+                  key=lambda v: (int(v.split("x")[1]), v.split("x")[0] == "5-50", int(v.split("x")[0].split("-")[0])))
+    names = [b or "latest" for b in baselines]
+    heads = [f"{d.replace('direct', 'generic') if d == 'direct' else d.split('_')[1]} {n}" for n in names for d, _ in GENERIC_PAIRS]
+    print("| kind / target | shape | " + " | ".join(heads) + " |")
+    print("|---|---|" + "---:|" * len(heads))
+    lowest = {d: None for d, _ in GENERIC_PAIRS}
+    for g in groups:
+        for c in cols:
+            cells = []
+            for res in runs:
+                for d, f in GENERIC_PAIRS:
+                    td, tf = res.get((g, d, c)), res.get((g, f, c))
+                    if not (td and tf):
+                        cells.append("–")
+                        continue
+                    r = tf[0] / td[0]
+                    cells.append(f"{r:.2f}")
+                    if lowest[d] is None or r < lowest[d][0]:
+                        lowest[d] = (r, g[8:], c)
+            print(f"| {g[8:]} | {c.replace('x', ' × ')} | " + " | ".join(cells) + " |")
+    for d, low in lowest.items():
+        if low:
+            print(f"\nlowest flatten ÷ {d}: {low[0]:.2f} ({low[1]}, {low[2]})")
+
 
 def compare(a, b):
     runs = {}
@@ -215,6 +254,8 @@ if args[:1] == ["--kernels"]:
     kernels()
 elif args[:1] == ["--shapes"]:
     shapes(args[1] if len(args) > 1 else None)
+elif args[:1] == ["--generic"]:
+    generic(args[1:])
 elif args[:1] == ["--compare"] and len(args) == 3:
     compare(args[1], args[2])
 elif not args:

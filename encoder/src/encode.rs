@@ -13,9 +13,10 @@ use std::ops::ControlFlow;
 use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
+use crate::expand::{self, Room};
 use crate::measure::{bound, plan, plan_shaped, utf8_as_is, Path, Plan};
 use crate::rope::{CharRange, Piece, Rope, Shape};
-use crate::{expand, transcode};
+use crate::transcode;
 
 /// Writes `rope` in `encoding` into the start of `dst` and returns the bytes
 /// written.
@@ -74,7 +75,13 @@ fn write_chosen<R: Rope + ?Sized>(
     mode: Mode,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    if let Some(written) = write_unmeasured(rope, shape, encoding, dst) {
+    if encoding == Encoding::Utf8 && one_byte_only(shape) {
+        let available = dst.len();
+        if let Some(result) = expand::write_one_byte(rope, shape, dst, Room::Unknown) {
+            return result.map_err(|needed| EncodeError::DestinationTooSmall { needed, available });
+        }
+    }
+    if let Some(written) = write_unmeasured(rope, shape, encoding, mode, dst) {
         return Ok(written);
     }
     let plan = plan_shaped(rope, shape, encoding, mode)?;
@@ -90,7 +97,8 @@ fn write_chosen<R: Rope + ?Sized>(
 const UNMEASURED_MIN: usize = 64;
 
 /// Paths 2 and 3 without the measuring pass, where the measurement can
-/// change nothing: the target cannot refuse a character (utf8, utf16le),
+/// change nothing: the target cannot refuse a character (utf8, utf16le;
+/// latin1 in lossy mode),
 /// the shape alone already says the rope is converted (two-byte pieces, or
 /// one-byte pieces of unknown range written as UTF-8), and `dst` holds the
 /// worst case ([`crate::storage_size`]) — as Node's `3 × length` buffer
@@ -99,6 +107,7 @@ fn write_unmeasured<R: Rope + ?Sized>(
     rope: &R,
     s: Shape,
     encoding: Encoding,
+    mode: Mode,
     dst: &mut [u8],
 ) -> Option<usize> {
     /// How a rope is written without measuring it first.
@@ -117,6 +126,15 @@ fn write_unmeasured<R: Rope + ?Sized>(
         Encoding::Utf8 if one_byte && s.one_byte >= UNMEASURED_MIN => Unmeasured::Expand,
         Encoding::Utf8 if one_byte && s.utf8 == 0 => Unmeasured::ExpandShort,
         Encoding::Utf16Le => Unmeasured::Transcode,
+        // UTF-8 pieces that may hold non-ASCII characters, into latin1 in
+        // lossy mode: every character takes at most as many bytes as its
+        // UTF-8, and none is refused, so the count of UTF-16 units that
+        // sizes the output exactly (a walk over the pieces) changes
+        // nothing. The engine's bytes are the plan's: text it finds ASCII
+        // it copies, as path 1 would.
+        Encoding::Latin1 if mode == Mode::Lossy && s.utf8 > 0 && s.range != CharRange::Ascii => {
+            Unmeasured::Transcode
+        }
         Encoding::Utf8 | Encoding::Latin1 | Encoding::Ascii => return None,
     };
     let bound = bound(s, encoding);
@@ -154,6 +172,12 @@ pub fn write_planned<R: Rope + ?Sized>(
     let dst = first(dst, needed)?;
     let written = match plan.path() {
         Path::OneByte => copy_pieces(rope, dst),
+        Path::Expand if one_byte_only(plan.shape()) => {
+            match expand::write_one_byte(rope, plan.shape(), dst, Room::Enough) {
+                Some(Ok(written)) => written,
+                _ => expand::write(rope, plan.shape(), dst),
+            }
+        }
         Path::Expand => expand::write(rope, plan.shape(), dst),
         Path::TwoByte => transcode::write(rope, plan.shape(), encoding, dst),
     };
@@ -164,6 +188,12 @@ pub fn write_planned<R: Rope + ?Sized>(
         plan.path()
     );
     Ok(written)
+}
+
+/// A rope of one-byte pieces only, not known to be ASCII: path 2 through
+/// the stage ([`expand::write_one_byte`]) when written as UTF-8.
+fn one_byte_only(s: Shape) -> bool {
+    s.utf8 == 0 && s.two_byte == 0 && s.range != CharRange::Ascii
 }
 
 /// The first `needed` bytes of `dst`, or the error naming both sizes.

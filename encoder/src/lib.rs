@@ -14,7 +14,8 @@
 //! 3. [`write()`] / [`write_buf`] / [`write_planned`] — encoding into
 //!    `&mut [u8]` or a growable [`bytes::BufMut`], along one of the paths:
 //!    * [`Path::OneByte`] — pieces copied as they are;
-//!    * [`Path::Expand`] — Latin-1 to UTF-8 by back-of-buffer expansion;
+//!    * [`Path::Expand`] — Latin-1 to UTF-8, through a stage or by
+//!      back-of-buffer expansion;
 //!    * [`Path::TwoByte`] — transcoded piece by piece.
 //! 4. the [`Encoder`] — the same bytes, written into
 //!    destinations of any size one after the other (fixed frames, the free

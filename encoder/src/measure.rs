@@ -53,6 +53,13 @@ pub enum Path {
     /// same walk, once the bytes waiting there are expanded, they are written at
     /// `w` straight from their own memory. A destination with room for the worst
     /// case, `2n`, is written the same way without counting `h` first.
+    ///
+    /// That is how a rope that mixes one-byte and UTF-8 pieces is written. A
+    /// rope of one-byte pieces only takes the thread's stage instead: short
+    /// pieces are copied there, and converted from there into the
+    /// destination, many pieces a kernel call, without the tail's limit on
+    /// block length; text of up to 16 KiB is gathered whole and counted in the
+    /// stage, so that `h` costs no second walk over the pieces.
     Expand,
     /// Everything else — two-byte pieces, characters above U+00FF in latin1,
     /// and every rope written as utf16le — is transcoded piece by piece,

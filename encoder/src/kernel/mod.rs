@@ -127,6 +127,16 @@ pub(crate) fn copy_str(src: &str, dst: &mut [u8]) -> (usize, usize) {
 pub(crate) fn convert_latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
     #[cfg(feature = "simdutf")]
     if src.len() >= LATIN1_SIMD_MIN {
+        // Room for the text as ASCII but not for the worst case (an exactly
+        // sized destination): one call when the text's own UTF-8 fits,
+        // rather than blocks that halve with the room. Never where the
+        // room is shorter than the text, so a long piece written frame by
+        // frame is not counted again per frame.
+        if dst.len() >= src.len() && dst.len() < 2 * src.len() {
+            if let Some(written) = simd::latin1_to_utf8_fitting(src, dst) {
+                return (src.len(), written);
+            }
+        }
         return in_blocks(
             src,
             dst,
@@ -274,7 +284,11 @@ pub(crate) fn staged_str(bytes: &[u8]) -> &str {
 pub(crate) fn convert_str_to_latin1_lossy(src: &str, dst: &mut [u8]) -> (usize, usize) {
     #[cfg(feature = "simdutf")]
     if src.len() >= UTF8_SIMD_MIN {
-        let (mut read, mut written) = (0, 0);
+        // The ASCII start of the text is copied as it is: all of it, for
+        // ASCII text written unmeasured, which a plan would have copied.
+        let ascii = simd::ascii_prefix(&src.as_bytes()[..src.len().min(dst.len())]);
+        dst[..ascii].copy_from_slice(&src.as_bytes()[..ascii]);
+        let (mut read, mut written) = (ascii, ascii);
         while read < src.len() {
             // As many bytes as fit: a character takes at most as many units
             // as it has bytes.

@@ -7,7 +7,9 @@
 //! function for the conversion (`utf8_length_from_latin1(src) ≤ 2 ×
 //! src.len()`, `utf8_length_from_utf16(src) ≤ 3 × src.len()`,
 //! `utf16_length_from_utf8(src) ≤ src.len()`, one unit per Latin-1 byte),
-//! and panics rather than calls when the room is short. Units are written
+//! and panics rather than calls when the room is short (or, for Latin-1
+//! into a destination shorter than that, against the length simdutf's
+//! function counts for the text itself, and declines). Units are written
 //! only through a `&mut [u16]`, so aligned: a byte destination is viewed as
 //! units only when its start is aligned for them ([`as_units`]). The
 //! functions that assume valid input are only called on text the
@@ -32,6 +34,21 @@ pub(crate) fn latin1_to_utf8(src: &[u8], dst: &mut [u8]) -> usize {
     // Latin-1 character is one or two bytes of UTF-8), and `dst` was checked
     // to hold `2 * src.len()`. The borrows keep the two from overlapping.
     unsafe { simdutf::convert_latin1_to_utf8(src.as_ptr(), src.len(), dst.as_mut_ptr()) }
+}
+
+/// Latin-1 to UTF-8: all of `src` into `dst` when its UTF-8 fits there,
+/// counted first; `None` (nothing written) when it does not. Returns the
+/// bytes written.
+pub(crate) fn latin1_to_utf8_fitting(src: &[u8], dst: &mut [u8]) -> Option<usize> {
+    let needed = simdutf::utf8_length_from_latin1(src);
+    if dst.len() < needed {
+        return None;
+    }
+    // SAFETY: `src` is valid for `src.len()` reads; simdutf writes
+    // `utf8_length_from_latin1(src)` bytes, just computed as `needed`, and
+    // `dst` was checked to hold them. The borrows keep the two from
+    // overlapping.
+    Some(unsafe { simdutf::convert_latin1_to_utf8(src.as_ptr(), src.len(), dst.as_mut_ptr()) })
 }
 
 /// UTF-16 to UTF-8 with unpaired surrogates as U+FFFD: all of `src` into
@@ -77,6 +94,11 @@ pub(crate) fn utf16_to_utf8(src: &[u16], dst: &mut [u8]) -> usize {
         read += r.count + 1;
     }
     written
+}
+
+/// The length of the ASCII start of `src` (all of it when it is ASCII).
+pub(crate) fn ascii_prefix(src: &[u8]) -> usize {
+    simdutf::validate_ascii_with_errors(src).count
 }
 
 /// Bytes ≥ 0x80 in `src`: the Latin-1 characters that take two bytes in
