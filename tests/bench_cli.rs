@@ -267,7 +267,12 @@ fn described_options(help: &str) -> Vec<(String, String)> {
     let mut options: Vec<(String, String)> = Vec::new();
     for line in help.lines() {
         let trimmed = line.trim_start();
-        if let Some(at) = trimmed.find("--").filter(|_| trimmed.starts_with('-')) {
+        // An option's line is indented as clap lists options (2 to 6
+        // spaces); a description wrapped onto a line that happens to begin
+        // with a flag is indented further.
+        let indent = line.len() - trimmed.len();
+        let listed = trimmed.starts_with('-') && indent <= 6;
+        if let Some(at) = trimmed.find("--").filter(|_| listed) {
             let name = trimmed[at..]
                 .split(|c: char| c.is_whitespace() || c == ',')
                 .next()

@@ -76,7 +76,7 @@ fn every_body_form_arrives_whole_over_https() {
 }
 
 #[test]
-fn a_stalled_handshake_or_a_cleartext_client_is_closed_and_others_are_served() {
+fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_served() {
     let _serial = one_at_a_time();
     let cert = Cert::new("stall");
     let config = Config {
@@ -87,11 +87,20 @@ fn a_stalled_handshake_or_a_cleartext_client_is_closed_and_others_are_served() {
     let server = Running::start(config).unwrap();
     // Connected, and not a byte of handshake.
     let mut stalled = common::connect(&server);
-    // Cleartext HTTP where TLS is spoken.
+    // Cleartext HTTP where TLS is spoken: a 400 in plain HTTP saying so,
+    // then the end of the connection.
     let mut plain = common::connect(&server);
     plain
         .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
+    let refused = common::read_response(&mut plain, &mut Vec::new(), false).unwrap();
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.header("connection"), Some("close"));
+    assert!(
+        String::from_utf8_lossy(&refused.body).contains("https://"),
+        "{:?}",
+        String::from_utf8_lossy(&refused.body)
+    );
     assert!(
         common::closed_within(&mut plain, Duration::from_secs(5)),
         "cleartext client left open"

@@ -9,6 +9,7 @@
 //! The layers, from the bottom up; each uses only those below it
 //! (docs/design.md has the map of every file):
 //!
+//! - [`units`]: sizes as users write them, in flags and URLs;
 //! - [`memory`]: the one account of everything a client can make the
 //!   server hold;
 //! - [`h1`]: the request's grammar, its body's framing, its limits and
@@ -32,6 +33,7 @@ pub mod response;
 pub mod server;
 pub mod session;
 pub mod site;
+pub mod units;
 
 pub use config::Config;
 pub use response::Strategy;

@@ -8,6 +8,8 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+pub use crate::units::parse_size;
+
 /// A kibibyte.
 pub const KIB: u64 = 1 << 10;
 /// A mebibyte.
@@ -248,28 +250,4 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| {
         format!("{s:?} is not a duration ({e}); use seconds (10, 0.5) or units (30s, 500ms, 2m)")
     })
-}
-
-/// A size from the command line: plain bytes (`65536`) or a number with a
-/// unit, read by `bytesize` (`64KiB`, `1MiB`, `2GiB`; `1MB` is 10^6 bytes,
-/// `1MiB` 2^20; case and a space before the unit do not matter).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(n);
-    }
-    // The number before the unit: digits with at most one fraction (bytesize
-    // alone would also take a sign or an exponent).
-    let number = s
-        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-        .trim_end();
-    let number_ok = number.starts_with(|c: char| c.is_ascii_digit())
-        && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && number.matches('.').count() <= 1;
-    match s.parse::<bytesize::ByteSize>() {
-        Ok(size) if number_ok => Ok(size.as_u64()),
-        _ => Err(format!(
-            "{s:?} is not a whole number of bytes, nor a size with a unit (64KiB, 1MiB, 2GiB)"
-        )),
-    }
 }

@@ -93,7 +93,7 @@ pub struct Key {
 pub enum BodyKey {
     /// `/end-string/{len}?kind=…&body=…`.
     Text(Key),
-    /// `/large/{bytes}`.
+    /// `/large/{size}`.
     Large(usize),
 }
 

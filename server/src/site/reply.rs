@@ -29,7 +29,7 @@ use crate::response::{Body, Exchange, Response, Writer, Written};
 pub enum Reply {
     /// `GET /`: the help text.
     Help,
-    /// `/end-string/{len}?kind=…&body=…` or `/large/{bytes}`: answered from
+    /// `/end-string/{len}?kind=…&body=…` or `/large/{size}`: answered from
     /// the key alone for `HEAD`; a `GET` needs the body, from the cache or
     /// built by a [`Job`].
     Body(BodyKey),

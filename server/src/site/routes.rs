@@ -21,7 +21,7 @@ pub enum Route {
     Help,
     /// `/end-string/{len}`.
     EndString,
-    /// `/large/{bytes}`.
+    /// `/large/{size}`.
     Large,
     /// `/echo`.
     Echo,
@@ -55,7 +55,7 @@ const TABLE: [Entry; 7] = [
     Entry {
         route: Route::Large,
         path: "/large/",
-        usage: "GET|HEAD /large/{bytes}",
+        usage: "GET|HEAD /large/{size}    (bytes, or with a unit: 64KiB, 1MiB)",
     },
     Entry {
         route: Route::Echo,
@@ -221,9 +221,21 @@ fn end_string(limits: Limits, len: &str, query: Option<&str>) -> Result<Reply, R
 
 fn large(limits: Limits, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
     if query.is_some() {
-        return Err(bad_request("/large/{bytes} takes no query".into()));
+        return Err(bad_request("/large/{size} takes no query".into()));
     }
-    let n = parse_count("bytes", size)?;
+    let n = crate::units::parse_size(size)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| {
+            let digits = !size.is_empty() && size.bytes().all(|b| b.is_ascii_digit());
+            bad_request(if digits {
+                format!("size {size} is out of range (at most --max-large)")
+            } else {
+                format!(
+                    "size {size:?} is not a number of bytes nor a size with a unit (64KiB, 1MiB, 2GiB)"
+                )
+            })
+        })?;
     if n > limits.max_large {
         return Err(bad_request(format!(
             "{n} bytes exceeds the limit of {} (--max-large)",
@@ -254,6 +266,31 @@ fn not_found(path: &str) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_size_takes_the_flags_units() {
+        let limits = Limits {
+            max_len: 0,
+            max_large: 64 << 20,
+        };
+        for (size, bytes) in [
+            ("5", 5),
+            ("64KiB", 64 << 10),
+            ("64MiB", 64 << 20),
+            ("1kB", 1000),
+        ] {
+            match large(limits, size, None) {
+                Ok(Reply::Body(BodyKey::Large(n))) => assert_eq!(n, bytes, "{size}"),
+                other => panic!("{size}: {other:?}"),
+            }
+        }
+        for bad in ["", "x", "-1", "1e3", "65MiB", "64 MiB and more"] {
+            assert!(
+                matches!(large(limits, bad, None), Err(Reply::Error { .. })),
+                "{bad:?} accepted"
+            );
+        }
+    }
 
     #[test]
     fn each_path_is_routed_and_labelled_from_the_table() {

@@ -32,7 +32,7 @@ use rustls::ServerConfig;
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
-use tracing::debug;
+use tracing::{debug, info};
 
 mod files;
 mod keys;
@@ -165,19 +165,77 @@ pub async fn handshake(
     peer: SocketAddr,
     timeout: Duration,
 ) -> Option<TlsStream<TcpStream>> {
-    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-        Ok(Ok(mut stream)) => {
+    let accepted = tokio::time::timeout(timeout, async {
+        if speaks_plain_http(&stream).await {
+            refuse_plain_http(stream, peer).await;
+            return None;
+        }
+        Some(acceptor.accept(stream).await)
+    })
+    .await;
+    match accepted {
+        Ok(None) => None,
+        Ok(Some(accepted)) => handshaken(accepted, peer),
+        Err(_) => {
+            debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// What the handshake came to.
+fn handshaken(
+    accepted: std::io::Result<TlsStream<TcpStream>>,
+    peer: SocketAddr,
+) -> Option<TlsStream<TcpStream>> {
+    match accepted {
+        Ok(mut stream) => {
             // One record until a write's lease says more.
             stream.get_mut().1.set_buffer_limit(Some(RECORD));
             Some(stream)
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             debug!(%peer, "TLS handshake failed: {e}");
             None
         }
-        Err(_) => {
-            debug!(%peer, "TLS handshake timed out");
-            None
+    }
+}
+
+/// Whether a connection's first byte is a letter, as an HTTP request's
+/// method begins, rather than a TLS record's type (a handshake is 22).
+async fn speaks_plain_http(stream: &TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    matches!(stream.peek(&mut first).await, Ok(1) if first[0].is_ascii_alphabetic())
+}
+
+/// The answer to plain HTTP on the HTTPS port, as nginx gives one: a 400
+/// in plain HTTP that says what is wrong, then the connection closed.
+const PLAIN_HTTP_REFUSED: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
+Content-Type: text/plain; charset=utf-8\r\n\
+Content-Length: 72\r\n\
+Connection: close\r\n\
+\r\n\
+This port speaks HTTPS: send the request again with https:// (over TLS)\n";
+
+/// Answers plain HTTP on the HTTPS port with [`PLAIN_HTTP_REFUSED`] and
+/// closes; logged, since it is a client (or a balancer's check) set up
+/// wrong. What the client sent is read (up to 16 KiB) before the answer
+/// and after it, so that closing does not reset the connection before the
+/// client has read the answer.
+async fn refuse_plain_http(mut stream: TcpStream, peer: SocketAddr) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    info!(%peer, "plain HTTP on the HTTPS port: answered 400");
+    let mut sink = [0u8; 4096];
+    let _ = stream.read(&mut sink).await;
+    if stream.write_all(PLAIN_HTTP_REFUSED).await.is_err() {
+        return;
+    }
+    let _ = stream.shutdown().await;
+    let mut drained = 0;
+    while drained < 16 * 1024 {
+        match stream.read(&mut sink).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
         }
     }
 }
@@ -260,5 +318,21 @@ impl tokio::io::AsyncWrite for TlsSocket {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PLAIN_HTTP_REFUSED;
+
+    #[test]
+    fn the_refusal_of_plain_http_is_framed_by_its_length() {
+        let text = std::str::from_utf8(PLAIN_HTTP_REFUSED).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap();
+        assert_eq!(length.parse::<usize>().unwrap(), body.len());
     }
 }
