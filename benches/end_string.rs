@@ -29,7 +29,8 @@
 //! two variants' runs of each round, which are seconds apart — so that a
 //! shift of the whole machine between rounds cancels out; the paired tables
 //! also compare direct with the ceiling. `--from-runs FILE` prints the
-//! summary and the tables again from a runs file, running nothing.
+//! summary and the tables again from a runs file, and draws its chart
+//! again (`end-string-runs.csv` gives `end-string.svg`), running nothing.
 //!
 //! With `--pipeline N` each connection sends N requests per write, the
 //! TechEmpower plaintext shape (`wrk_scripts/pipeline.lua`), and may-peer
@@ -263,7 +264,9 @@ struct Opts {
     #[arg(long, default_value_t = 2000, value_parser = cli::count(1..=10_000_000))]
     syscall_requests: usize,
     /// Print the summary and the comparison tables of a runs file this
-    /// harness wrote (`target/unflat-bench/*-runs.csv`), running nothing.
+    /// harness wrote (`target/unflat-bench/*-runs.csv`) and draw its chart
+    /// again into target/unflat-bench/ (`NAME-runs.csv` gives `NAME.svg`),
+    /// running nothing.
     #[arg(long, value_name = "CSV")]
     from_runs: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
@@ -394,6 +397,19 @@ fn main() {
             .unwrap_or_else(|e| cli::usage_error(&format!("{}: {e}", path.display())));
         ran_in(&mut o, &runs);
         report(&o, &runs, &BTreeMap::new());
+        // The chart again too, named after the runs file:
+        // end-string-pipeline-runs.csv gives end-string-pipeline.svg.
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let stem = name
+            .strip_suffix("-runs.csv")
+            .or_else(|| name.strip_suffix(".csv"))
+            .filter(|s| !s.is_empty())
+            .unwrap_or("end-string");
+        let svg = out_dir().join(format!("{stem}.svg"));
+        chart(&svg, &o, &runs);
+        println!("\nwrote {}", svg.display());
         return;
     }
     let p = plan(&mut o).unwrap_or_else(|e| cli::usage_error(&e));
@@ -1396,11 +1412,32 @@ fn ran_in(o: &mut Opts, runs: &[Run]) {
 
 /// req/s and server CPU µs per request against length, one series per
 /// variant and kind, the ceiling included: each point the mean of the runs,
-/// its bar the 95 % confidence interval of that mean.
+/// its bar the 95 % confidence interval of that mean. The x axis is the
+/// body length on a log scale with a tick at every length measured; both
+/// axes say their unit, and the title how many runs each point is.
 fn chart(path: &Path, o: &Opts, runs: &[Run]) {
     use plotters::prelude::*;
-    let root = SVGBackend::new(path, (1100, 460)).into_drawing_area();
+    let root = SVGBackend::new(path, (1100, 500)).into_drawing_area();
     root.fill(&WHITE).unwrap();
+    let (fewest, most) = group(runs)
+        .values()
+        .map(|cell| cell.len())
+        .fold((usize::MAX, 0), |(a, b), n| (a.min(n), b.max(n)));
+    let per_point = match (fewest, most) {
+        (_, 0) => "no runs".to_string(),
+        (a, b) if a == b => format!("{a} run(s) per point"),
+        (a, b) => format!("{a} to {b} runs per point"),
+    };
+    let root = root
+        .titled(
+            &format!(
+                "{}: mean of {per_point}, bars the 95 % confidence interval of the mean",
+                path.file_stem()
+                    .map_or_else(|| "end-string".into(), |s| s.to_string_lossy()),
+            ),
+            ("sans-serif", 16),
+        )
+        .unwrap();
     let panels = root.split_evenly((1, 2));
     let colors = [
         RGBColor(214, 39, 40),
@@ -1420,14 +1457,16 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
         })
         .filter(|(v, k)| serves(v, k))
         .collect();
-    for (panel, (title, pick, legend)) in panels.iter().zip([
+    for (panel, (title, unit, pick, legend)) in panels.iter().zip([
         (
             "requests per second",
+            "requests per second (req/s)",
             (|r: &Run| r.req_per_s) as fn(&Run) -> f64,
             SeriesLabelPosition::UpperRight,
         ),
         (
-            "server CPU µs per request",
+            "server CPU time per request",
+            "server CPU per request (µs)",
             |r: &Run| r.cpu_us_per_req,
             SeriesLabelPosition::UpperLeft,
         ),
@@ -1460,16 +1499,30 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
             xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max) + 0.2,
         );
         let mut c = ChartBuilder::on(panel)
-            .caption(format!("{title} (bars: 95 % CI)"), ("sans-serif", 20))
+            .caption(title, ("sans-serif", 18))
             .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xmin..xmax, 0.0..ymax)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(
+                Lengths {
+                    inner: (xmin..xmax).into(),
+                    ticks: xs.clone(),
+                },
+                0.0..ymax,
+            )
             .unwrap();
         c.configure_mesh()
-            .x_desc("body length (characters, log scale)")
+            .x_desc("body length (characters; log scale, a tick at each length measured)")
+            .y_desc(unit)
+            .x_labels(xs.len())
             .x_label_formatter(&|x| format!("{:.0}", 10f64.powf(*x)))
-            .y_label_formatter(&|y| format!("{y:.0}"))
+            .y_label_formatter(&|y| {
+                if ymax >= 100.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.1}")
+                }
+            })
             .draw()
             .unwrap();
         for (i, (v, k)) in series.iter().enumerate() {
@@ -1504,6 +1557,30 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
             .unwrap();
     }
     root.present().unwrap();
+}
+
+/// The chart's x axis: log10 of the body length, mapped as a plain f64
+/// range, with its ticks (and grid lines) at the lengths measured only.
+struct Lengths {
+    inner: plotters::coord::types::RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl plotters::coord::ranged1d::Ranged for Lengths {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
 }
 
 /// Counts the read and write system calls of each server for a fixed number

@@ -203,6 +203,8 @@ fn main() {
         Tls::new("large-write")
     });
     let mut traces: Vec<(String, Vec<(f64, u64)>)> = Vec::new();
+    // Per strategy: every run's time to the last byte (ms) and peak RSS (MiB).
+    let mut spreads: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
     let mut failed = false;
     // The warm-up fetch, which builds the payload, is a step too.
     let mut progress = Progress::new("large-write", 2 * (o.runs + 1), None);
@@ -249,6 +251,7 @@ fn main() {
                 traces.push((strategy.to_string(), samples));
             }
         }
+        spreads.push((times.clone(), peaks.clone()));
         let integrity = if digests_ok {
             format!("OK {}", &hex(&expected)[..16])
         } else {
@@ -269,21 +272,33 @@ fn main() {
     } else {
         "large-write.svg"
     });
-    chart(&svg, &traces, o.size_mib);
+    chart(&svg, &traces, &spreads, o.size_mib);
     println!("\nRSS over time: {}", svg.display());
     if failed {
         std::process::exit(1);
     }
 }
 
-fn chart(path: &std::path::Path, traces: &[(String, Vec<(f64, u64)>)], size_mib: usize) {
+/// RSS over time for the first run of each strategy, and over each trace,
+/// at the strategy's median peak, a bar from the fastest to the slowest
+/// run's time to the last byte with a dot at the median (no bar with one
+/// run).
+fn chart(
+    path: &std::path::Path,
+    traces: &[(String, Vec<(f64, u64)>)],
+    spreads: &[(Vec<f64>, Vec<f64>)],
+    size_mib: usize,
+) {
     use plotters::prelude::*;
-    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
+    let root = SVGBackend::new(path, (900, 440)).into_drawing_area();
     root.fill(&WHITE).unwrap();
+    let runs = spreads.iter().map(|s| s.0.len()).max().unwrap_or(0);
     let tmax = traces
         .iter()
         .flat_map(|t| t.1.iter().map(|s| s.0))
-        .fold(1.0, f64::max);
+        .chain(spreads.iter().flat_map(|s| s.0.iter().copied()))
+        .fold(1.0, f64::max)
+        * 1.02;
     let ymax = traces
         .iter()
         .flat_map(|t| t.1.iter().map(|s| s.1 as f64 / MIB))
@@ -291,8 +306,10 @@ fn chart(path: &std::path::Path, traces: &[(String, Vec<(f64, u64)>)], size_mib:
         * 1.1;
     let mut c = ChartBuilder::on(&root)
         .caption(
-            format!("server RSS while writing a {size_mib} MiB /large response"),
-            ("sans-serif", 20),
+            format!(
+                "server RSS while writing a {size_mib} MiB /large response; bars: time to last byte, fastest to slowest of {runs} run(s)"
+            ),
+            ("sans-serif", 15),
         )
         .margin(15)
         .x_label_area_size(40)
@@ -300,8 +317,10 @@ fn chart(path: &std::path::Path, traces: &[(String, Vec<(f64, u64)>)], size_mib:
         .build_cartesian_2d(0.0..tmax, 0.0..ymax)
         .unwrap();
     c.configure_mesh()
-        .x_desc("ms since the request")
-        .y_desc("RSS, MiB")
+        .x_desc("time since the request (ms)")
+        .y_desc("server resident memory, RSS (MiB)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .unwrap();
     for (i, (name, samples)) in traces.iter().enumerate() {
@@ -313,6 +332,28 @@ fn chart(path: &std::path::Path, traces: &[(String, Vec<(f64, u64)>)], size_mib:
         .unwrap()
         .label(name.as_str())
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        if let Some((times, peaks)) = spreads.get(i) {
+            let (mut times, mut peaks) = (times.clone(), peaks.clone());
+            if times.len() > 1 {
+                let (lo, hi) = (
+                    times.iter().copied().fold(f64::INFINITY, f64::min),
+                    times.iter().copied().fold(0.0, f64::max),
+                );
+                let y = median(&mut peaks);
+                let cap = ymax * 0.015;
+                c.draw_series(
+                    [
+                        vec![(lo, y), (hi, y)],
+                        vec![(lo, y - cap), (lo, y + cap)],
+                        vec![(hi, y - cap), (hi, y + cap)],
+                    ]
+                    .map(|line| PathElement::new(line, color.stroke_width(1))),
+                )
+                .unwrap();
+                c.draw_series([Circle::new((median(&mut times), y), 4, color.filled())])
+                    .unwrap();
+            }
+        }
     }
     c.configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
