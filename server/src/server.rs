@@ -5,7 +5,7 @@
 //! A thread-per-core arrangement (a current-thread runtime and an
 //! `SO_REUSEPORT` socket per worker) was measured against this one and won
 //! nowhere on the development machine, so it is not offered
-//! (docs/results.md, "Runtime").
+//! (docs/results/instructions-and-profiles.md, "Runtime").
 
 use std::future::Future;
 use std::io;

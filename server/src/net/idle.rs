@@ -2,7 +2,7 @@
 //! read buffer, its write buffer and its frame buffer (what a streamed body
 //! is encoded into) go to a pool of the worker thread's,
 //! so that an idle keep-alive connection holds its task and its protocol
-//! state only (measured in docs/results.md, "Round 4").
+//! state only (measured in docs/results/instructions-and-profiles.md).
 //!
 //! Why a pool rather than freeing them: a connection that is answered and
 //! waits again — every sequential keep-alive request — takes its buffers
