@@ -20,7 +20,7 @@
 //! as well (`shapes_generic`).
 //!
 //! `python3 benches/encoder_table.py` turns the results into the table in
-//! `docs/encoder.md`.
+//! `docs/encoder-measurements.md`.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -529,7 +529,7 @@ enum ShapeFlat {
 /// `direct` (unflat::write), `flatten` (flatten then write), `memcpy` (a
 /// copy of the output bytes) and `simdutf_flat` (simdutf over the flat
 /// text). `python3 benches/encoder_table.py --shapes` draws the table and
-/// the heat map of docs/encoder.md from it.
+/// the heat map of docs/encoder-measurements.md from it.
 fn shapes(c: &mut Criterion) {
     for kind in SHAPE_KINDS {
         for target in [Encoding::Utf8, Encoding::Latin1, Encoding::Utf16Le] {

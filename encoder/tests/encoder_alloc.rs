@@ -68,7 +68,7 @@ fn writing_allocates_nothing_on_any_path() {
 fn ropey_ropes_write_with_at_most_one_allocation() {
     // Up to 16 KiB the chunks are looked up: nothing is allocated. Longer
     // ropes are walked with ropey's chunk iterator, whose node stack is one
-    // small allocation, because that measured faster (docs/encoder.md).
+    // small allocation, because that measured faster (docs/encoder-measurements.md).
     for (reps, most) in [(200, 0), (5000, 1)] {
         let text = "ropey chunk text, ".repeat(reps);
         let rope = ropey::Rope::from_str(&text);
