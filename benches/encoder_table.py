@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the `cargo bench --bench encoder` results as the Markdown tables of
-docs/encoder.md, from criterion's files under target/criterion.
+docs/encoder-measurements.md, from criterion's files under target/criterion.
 
 Usage:
   python3 benches/encoder_table.py                  head and body tables (latest run)

@@ -119,6 +119,33 @@ fn logs_on_a_pipe_have_no_colour_and_the_access_log_has_every_field() {
     assert_eq!(fields["status"], "200", "{line}");
     assert_eq!(fields["bytes"], "9", "{line}");
     assert!(fields["duration_us"].parse::<u64>().is_ok(), "{line}");
+    assert_eq!(fields["version"], "HTTP/1.1", "{line}");
+    assert_eq!(fields["host"], "\"a\"", "{line}");
+    assert_eq!(fields["referer"], "\"-\"", "{line}");
+}
+
+#[test]
+fn the_combined_log_format_is_what_log_tooling_reads() {
+    let (child, addr, rx) =
+        spawn_logging(&["--access-log", "--access-log-format", "combined"], &[]);
+    lines_until(&rx, |l| l.contains("listening"));
+    let r = request_to(
+        &addr,
+        "GET /end-string/4 HTTP/1.1\r\nHost: a\r\nReferer: http://r/\r\nUser-Agent: t \"q\"\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let access = lines_until(&rx, |l| l.starts_with("127.0.0.1 - - ["));
+    stop(child);
+    let line = access.last().unwrap();
+    // `127.0.0.1 - - [02/Dec/2026:10:00:39 +0000] "GET /end-string/4 HTTP/1.1" 200 4 "http://r/" "t \x22q\x22"`
+    let (stamp, rest) = line["127.0.0.1 - - [".len()..]
+        .split_once("] ")
+        .expect(line);
+    assert!(stamp.len() == 26 && stamp.ends_with(" +0000"), "{line}");
+    assert_eq!(
+        rest, "\"GET /end-string/4 HTTP/1.1\" 200 4 \"http://r/\" \"t \\x22q\\x22\"",
+        "{line}"
+    );
 }
 
 #[test]

@@ -30,7 +30,7 @@ use range::{GIB, MIB, TIB};
 use crate::h1::{HeadLimits, FIELDS_CAP};
 use crate::net::{tls, Timeouts};
 use crate::response::Strategy;
-use crate::session;
+use crate::session::{self, LogFormat};
 use crate::site;
 
 /// The least severe log messages written (`--log-level`).
@@ -264,11 +264,18 @@ pub struct Config {
     #[arg(value_enum, default_value_t = LogLevel::Info, help_heading = "Logging")]
     pub log_level: LogLevel,
 
-    /// Write one line per response to stderr, whatever the log level:
-    /// time, peer, method, target, status, body bytes, and the time from
-    /// the request head to the response queued.
+    /// Write one line per response to stderr, whatever the log level,
+    /// once its last byte is sent: peer, method, target, version, Host,
+    /// status, body bytes, the time from the request head to the last
+    /// byte, Referer and User-Agent (see --access-log-format).
     #[arg(help_heading = "Logging", value_parser = clap::builder::BoolishValueParser::new())]
     pub access_log: bool,
+
+    /// The access log's format: `unflat` (key=value pairs, with the
+    /// duration) or `combined` (the Combined Log Format of Apache and
+    /// nginx, which log tooling reads).
+    #[arg(value_enum, default_value_t = LogFormat::Unflat, help_heading = "Logging")]
+    pub access_log_format: LogFormat,
 }
 }
 
@@ -441,6 +448,7 @@ impl Config {
             max_queued_responses: self.max_queued_responses,
             max_requests: self.max_requests,
             access_log: self.access_log,
+            access_log_format: self.access_log_format,
         }
     }
 

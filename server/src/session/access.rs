@@ -1,99 +1,126 @@
-//! The access log (`--access-log`): one line per response, on stderr.
+//! The access log (`--access-log`): one line per response, on stderr, once
+//! its last byte has gone to the socket. Two formats
+//! (`--access-log-format`):
 //!
 //! ```text
-//! 2026-12-01T04:07:12.215216Z access peer=127.0.0.1:53844 method=GET target=/end-string/3?kind=%74wobyte status=200 bytes=9 duration_us=221
+//! 2026-12-01T04:07:12.215216Z access peer=127.0.0.1:53844 method=GET target=/end-string/3?kind=%74wobyte version=HTTP/1.1 host="localhost:3000" status=200 bytes=9 duration_us=221 referer="-" user_agent="curl/8.5.0"
+//! 127.0.0.1 - - [01/Dec/2026:04:07:12 +0000] "GET /end-string/3?kind=%74wobyte HTTP/1.1" 200 9 "-" "curl/8.5.0"
 //! ```
+//!
+//! The second is the Combined Log Format, which log tooling (GoAccess,
+//! AWStats, every web-log parser) already reads. `duration_us` runs from
+//! the complete request head to the response's last byte taken by the
+//! socket.
 //!
 //! Written by the server itself rather than as a `tracing` event: the
 //! formatter escapes a message character by character, which made a line
 //! cost more than the request it logs (docs/operations.md has the
-//! measurement). Nothing here needs escaping: a method is a token, and a
-//! request target holds URI bytes only (printable ASCII, no space), both
-//! checked before a request is routed. Each line is one `write` to stderr,
-//! so lines from several workers never interleave.
+//! measurement). A method is a token and a request target holds URI bytes
+//! only (printable ASCII, no space), both checked before a request is
+//! routed; field values (`Host`, `Referer`, `User-Agent`) are written in
+//! quotes with `"`, `\` and every byte outside printable ASCII as `\xHH`,
+//! as nginx writes them, and cut at [`FIELD_MOST`] bytes. Each line is one
+//! `write` to stderr, so lines from several workers never interleave.
+//!
+//! Memory: a connection's lines wait for their responses' last bytes in one
+//! buffer of a fixed size, [`AccessLog::memory`], counted in its lease's
+//! base; a line that does not fit makes the oldest waiting ones written
+//! early (their duration then runs to when they were queued).
 
-use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
-/// One response, as the access log writes it.
-#[derive(Debug)]
-struct Entry<'a> {
-    /// The peer's address (`-` when unknown).
-    pub peer: &'a str,
-    /// The request's method (`-` for a request refused before its head was
-    /// read).
-    pub method: &'a str,
-    /// The request target as sent (`-` likewise).
-    pub target: &'a str,
-    /// The status code sent.
-    pub status: u16,
-    /// Bytes of body sent.
-    pub bytes: usize,
-    /// From the complete request head to the response queued.
-    pub duration: Duration,
+/// The format of the access log's lines (`--access-log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `key=value` pairs: peer, method, target, version, host, status,
+    /// body bytes, duration to the last byte, referer, user agent.
+    Unflat,
+    /// The Combined Log Format (Apache's and nginx's `combined`).
+    Combined,
 }
+
+/// The most bytes of a field value a line keeps (`Host`, `Referer`,
+/// `User-Agent`).
+pub const FIELD_MOST: usize = 256;
 
 thread_local! {
     /// The line being written, its buffer kept from one line to the next.
-    static LINE: RefCell<String> = RefCell::new(String::with_capacity(256));
+    static LINE: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(512));
 }
 
-/// Writes `entry`'s line to stderr, stamped with the current time. A
-/// failed write (stderr closed) is ignored: the log must not stop the
-/// server.
-fn log(entry: &Entry<'_>) {
-    LINE.with(|line| {
-        let mut line = line.borrow_mut();
-        line.clear();
-        let _ = writeln!(
-            line,
-            "{} access peer={} method={} target={} status={} bytes={} duration_us={}",
-            humantime::format_rfc3339_micros(SystemTime::now()),
-            entry.peer,
-            entry.method,
-            entry.target,
-            entry.status,
-            entry.bytes,
-            entry.duration.as_micros(),
-        );
-        let _ = std::io::stderr().write_all(line.as_bytes());
-    });
-}
+/// Lines a connection's buffer holds while they wait, at their longest.
+const LINES_WAITING: usize = 4;
 
 /// One connection's access log: nothing at all without `--access-log`
 /// (one pointer in the session, which every idle connection keeps).
 #[derive(Debug, Default)]
 pub(super) struct AccessLog {
-    request: Option<Box<Request>>,
+    on: Option<Box<Log>>,
 }
 
-/// The peer, as the lines write it (rendered once), and the request being
-/// answered (a session answers one at a time): its method and target in one
-/// buffer, allocated once at the longest request line, so that it never
-/// grows.
 #[derive(Debug)]
-struct Request {
-    peer: Option<String>,
-    line: String,
-    method_len: usize,
+struct Log {
+    format: LogFormat,
+    /// The peer as the lines write it, rendered once.
+    peer: String,
+    /// The request being answered (a session answers one at a time).
+    request: Noted,
+    /// Lines rendered up to their duration, waiting for their responses'
+    /// last bytes; their ends in `waiting`.
+    text: String,
+    waiting: VecDeque<Waiting>,
+}
+
+/// What is noted of the request being answered, in one buffer.
+#[derive(Debug)]
+struct Noted {
+    /// Method, target, version, host, referer, user agent, one after the
+    /// other; `ends` marks where each ends.
+    text: String,
+    ends: [usize; 6],
     /// When its head was complete.
     began: Instant,
 }
 
+/// A line waiting for its response's last byte.
+#[derive(Debug)]
+struct Waiting {
+    /// Where the response ends in the queue's output.
+    end: u64,
+    /// Where the line ends in `Log::text`.
+    at: usize,
+    began: Instant,
+}
+
 impl AccessLog {
-    /// A log of requests whose lines are at most `line` bytes long, when
-    /// `on`.
-    pub(super) fn new(on: bool, line: usize) -> AccessLog {
+    /// Bytes a connection's access log holds at most, in `format`, for
+    /// request lines of at most `request_line` bytes: counted in the
+    /// connection's base when the log is on.
+    pub(super) fn memory(request_line: usize) -> usize {
+        let line = request_line + 3 * 4 * FIELD_MOST + 256;
+        line + LINES_WAITING * line + 64
+    }
+
+    /// A log of requests whose lines are at most `request_line` bytes
+    /// long, in `format`, when `on`.
+    pub(super) fn new(on: bool, format: LogFormat, request_line: usize) -> AccessLog {
+        let line = request_line + 3 * 4 * FIELD_MOST + 256;
         AccessLog {
-            request: on.then(|| {
-                Box::new(Request {
-                    peer: None,
-                    line: String::with_capacity(line),
-                    method_len: 0,
-                    began: Instant::now(),
+            on: on.then(|| {
+                Box::new(Log {
+                    format,
+                    peer: "-".to_string(),
+                    request: Noted {
+                        text: String::with_capacity(line),
+                        ends: [0; 6],
+                        began: Instant::now(),
+                    },
+                    text: String::with_capacity(LINES_WAITING * line),
+                    waiting: VecDeque::with_capacity(LINES_WAITING),
                 })
             }),
         }
@@ -101,44 +128,241 @@ impl AccessLog {
 
     /// Names the peer in the lines.
     pub(super) fn set_peer(&mut self, peer: SocketAddr) {
-        if let Some(request) = &mut self.request {
-            request.peer = Some(peer.to_string());
+        if let Some(log) = &mut self.on {
+            log.peer = match log.format {
+                LogFormat::Unflat => peer.to_string(),
+                LogFormat::Combined => peer.ip().to_string(),
+            };
         }
     }
 
-    /// Notes the request about to be answered: its method and target (`-`
-    /// for a request refused before its head was read), from now.
+    /// Notes the request about to be answered, from now: its method,
+    /// target and version (`-` for a request refused before its head was
+    /// read), and the fields the lines name.
     #[inline]
-    pub(super) fn note(&mut self, method: &str, target: &str) {
-        let Some(request) = &mut self.request else {
+    pub(super) fn note(
+        &mut self,
+        method: &str,
+        target: &str,
+        version: &str,
+        fields: &[httparse::Header<'_>],
+    ) {
+        let Some(log) = &mut self.on else {
             return;
         };
-        // Both come from one request line, which is never longer than the
-        // buffer: it does not grow.
-        request.line.clear();
-        request.line.push_str(method);
-        request.line.push_str(target);
-        request.method_len = method.len();
-        request.began = Instant::now();
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|f| f.name.eq_ignore_ascii_case(name))
+                .map_or(&b"-"[..], |f| f.value)
+        };
+        let n = &mut log.request;
+        n.text.clear();
+        let mut push = |i: usize, text: &mut String, bytes: &[u8]| {
+            escape(text, bytes);
+            n.ends[i] = text.len();
+        };
+        push(0, &mut n.text, method.as_bytes());
+        push(1, &mut n.text, target.as_bytes());
+        push(2, &mut n.text, version.as_bytes());
+        push(3, &mut n.text, field("host"));
+        push(4, &mut n.text, field("referer"));
+        push(5, &mut n.text, field("user-agent"));
+        n.began = Instant::now();
     }
 
-    /// Writes the line of the response to the noted request.
-    pub(super) fn write(&self, status: u16, bytes: usize) {
-        if let Some(request) = &self.request {
-            let (method, target) = request.line.split_at(request.method_len);
-            log(&Entry {
-                peer: request.peer.as_deref().unwrap_or("-"),
-                method,
-                target,
-                status,
-                bytes,
-                duration: request.began.elapsed(),
-            });
+    /// Renders the line of the response to the noted request, which ends
+    /// at `end` in the queue's output; it is written once the queue has
+    /// written past it ([`AccessLog::written`]).
+    pub(super) fn queued(&mut self, end: u64, status: u16, bytes: usize) {
+        let Some(log) = &mut self.on else {
+            return;
+        };
+        let line_most = log.request.text.capacity() + 256;
+        while !log.waiting.is_empty() && log.text.len() + line_most > log.text.capacity() {
+            // No room: the oldest is written now.
+            log.write_first();
+        }
+        let n = &log.request;
+        let part = |i: usize| &n.text[if i == 0 { 0 } else { n.ends[i - 1] }..n.ends[i]];
+        let t = &mut log.text;
+        let _ = match log.format {
+            LogFormat::Unflat => write!(
+                t,
+                " access peer={} method={} target={} version={} host=\"{}\" status={status} bytes={bytes}",
+                log.peer,
+                part(0),
+                part(1),
+                part(2),
+                part(3),
+            ),
+            LogFormat::Combined => {
+                t.push_str(&log.peer);
+                t.push_str(" - - [");
+                clf_time(t, SystemTime::now());
+                let _ = write!(t, "] \"{} {} {}\" {status} ", part(0), part(1), part(2));
+                match bytes {
+                    0 => t.push('-'),
+                    n => {
+                        let _ = write!(t, "{n}");
+                    }
+                }
+                write!(t, " \"{}\" \"{}\"", part(4), part(5))
+            }
+        };
+        if log.format == LogFormat::Unflat {
+            // The duration goes between these and the fields that follow.
+            t.push('\u{0}');
+            let _ = write!(t, " referer=\"{}\" user_agent=\"{}\"", part(4), part(5));
+        }
+        log.waiting.push_back(Waiting {
+            end,
+            at: t.len(),
+            began: n.began,
+        });
+    }
+
+    /// Writes the lines of the responses the queue has written whole
+    /// (`written` bytes of its output so far).
+    pub(super) fn written(&mut self, written: u64) {
+        if let Some(log) = &mut self.on {
+            while log.waiting.front().is_some_and(|w| w.end <= written) {
+                log.write_first();
+            }
         }
     }
 
-    /// Bytes its buffer takes.
+    /// Bytes its buffers take.
     pub(super) fn capacity(&self) -> usize {
-        self.request.as_ref().map_or(0, |r| r.line.capacity())
+        self.on
+            .as_ref()
+            .map_or(0, |l| l.request.text.capacity() + l.text.capacity())
+    }
+}
+
+impl Log {
+    /// Writes the oldest waiting line, stamped with the time now.
+    fn write_first(&mut self) {
+        let Some(w) = self.waiting.pop_front() else {
+            return;
+        };
+        let line = &self.text[..w.at];
+        LINE.with_borrow_mut(|out| self.stamp(out, line, &w));
+        self.text.drain(..w.at);
+        for later in &mut self.waiting {
+            later.at -= w.at;
+        }
+    }
+
+    /// Writes `line`, stamped, to stderr through `out`.
+    fn stamp(&self, out: &mut String, line: &str, w: &Waiting) {
+        out.clear();
+        match self.format {
+            LogFormat::Unflat => {
+                let (before, after) = line.split_once('\u{0}').unwrap_or((line, ""));
+                let _ = write!(
+                    out,
+                    "{}{before} duration_us={}{after}",
+                    humantime::format_rfc3339_micros(SystemTime::now()),
+                    w.began.elapsed().as_micros()
+                );
+            }
+            LogFormat::Combined => out.push_str(line),
+        }
+        out.push('\n');
+        // A failed write (stderr closed) is ignored: the log must not stop
+        // the server.
+        let _ = std::io::stderr().write_all(out.as_bytes());
+    }
+}
+
+impl Drop for AccessLog {
+    /// Lines still waiting when the connection ends (it was reset, or
+    /// timed out) are written: each response queued has its line.
+    fn drop(&mut self) {
+        if let Some(log) = &mut self.on {
+            while !log.waiting.is_empty() {
+                log.write_first();
+            }
+        }
+    }
+}
+
+/// Appends `bytes` with `"`, `\` and every byte outside printable ASCII as
+/// `\xHH`, cut at [`FIELD_MOST`] bytes.
+fn escape(text: &mut String, bytes: &[u8]) {
+    let bytes = &bytes[..bytes.len().min(FIELD_MOST)];
+    let plain = |b: &u8| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\';
+    if bytes.iter().all(plain) {
+        // What nearly every value is: copied as it is.
+        text.push_str(std::str::from_utf8(bytes).unwrap_or_default());
+        return;
+    }
+    for &b in bytes {
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            text.push(char::from(b));
+        } else {
+            let _ = write!(text, "\\x{b:02X}");
+        }
+    }
+}
+
+/// Appends `t` as the Common Log Format writes time:
+/// `02/Dec/2026:10:00:39 +0000`.
+fn clf_time(out: &mut String, t: SystemTime) {
+    // httpdate writes "Wed, 02 Dec 2026 10:00:39 GMT", without allocating.
+    let mut http = [0u8; 29];
+    let _ = std::io::Write::write_fmt(
+        &mut &mut http[..],
+        format_args!("{}", httpdate::HttpDate::from(t)),
+    );
+    let http = std::str::from_utf8(&http).unwrap_or_default();
+    let mut parts = http.split(' ').skip(1);
+    for sep in ["/", "/", ":", " +0000"] {
+        out.push_str(parts.next().unwrap_or("-"));
+        out.push_str(sep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_values_are_escaped_and_cut() {
+        let mut t = String::new();
+        escape(&mut t, b"a\"b\\c\x01\xff d");
+        assert_eq!(t, "a\\x22b\\x5Cc\\x01\\xFF d");
+        let mut long = String::new();
+        escape(&mut long, &[b'x'; FIELD_MOST + 10]);
+        assert_eq!(long.len(), FIELD_MOST);
+    }
+
+    #[test]
+    fn time_is_written_as_the_common_log_format_writes_it() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_205_639);
+        let mut out = String::new();
+        clf_time(&mut out, t);
+        assert_eq!(out, "02/Dec/2026:10:00:39 +0000");
+    }
+
+    #[test]
+    fn lines_wait_for_their_responses_and_never_pass_their_buffer() {
+        let mut log = AccessLog::new(true, LogFormat::Combined, 64);
+        let before = log.capacity();
+        let fields = [httparse::Header {
+            name: "User-Agent",
+            value: b"t",
+        }];
+        for i in 0..50u64 {
+            log.note("GET", "/x", "HTTP/1.1", &fields);
+            log.queued(i * 10 + 10, 200, 3);
+        }
+        let waiting = log.on.as_ref().unwrap().waiting.len();
+        assert!((1..=50).contains(&waiting), "{waiting}");
+        assert_eq!(log.capacity(), before, "the buffers never grow");
+        log.written(u64::MAX);
+        assert!(log.on.as_ref().unwrap().waiting.is_empty());
+        assert!(before <= AccessLog::memory(64));
     }
 }

@@ -6,6 +6,7 @@
 
 use unflat::queue::WriteQueue;
 
+use super::access::AccessLog;
 use super::{Service, Session, State, WRITE_BUFFER_FIRST};
 use crate::memory::Full;
 
@@ -27,7 +28,7 @@ impl Session {
     /// response, and the access log's line when it is on.
     pub fn base_memory(service: &Service, read_buffer: usize, socket: usize) -> usize {
         let logged = if service.limits.access_log {
-            service.limits.head.request_line
+            AccessLog::memory(service.limits.head.request_line)
         } else {
             0
         };
@@ -73,10 +74,12 @@ impl Session {
         self.lease.trim(self.besides() + queue.footprint());
     }
 
-    /// Drops the bodies of the responses the queue has written whole.
+    /// Drops the bodies of the responses the queue has written whole, and
+    /// writes their access log lines.
     #[inline]
     pub(super) fn release_written(&mut self, queue: &WriteQueue) {
         let written = queue.written_total();
+        self.log.written(written);
         while self
             .referenced
             .front()

@@ -45,6 +45,7 @@ mod access;
 mod buffers;
 
 use access::AccessLog;
+pub use access::LogFormat;
 use buffers::Outside;
 
 use crate::h1::{
@@ -89,6 +90,8 @@ pub struct Limits {
     pub max_requests: Option<u64>,
     /// Whether each response gets a line on stderr (`--access-log`).
     pub access_log: bool,
+    /// The access log's format (`--access-log-format`).
+    pub access_log_format: LogFormat,
 }
 
 /// What the connection must do after [`Session::process`].
@@ -226,7 +229,11 @@ impl Session {
                 sending: 0,
             },
             referenced: VecDeque::new(),
-            log: AccessLog::new(service.limits.access_log, service.limits.head.request_line),
+            log: AccessLog::new(
+                service.limits.access_log,
+                service.limits.access_log_format,
+                service.limits.head.request_line,
+            ),
         }
     }
 
@@ -355,7 +362,7 @@ impl Session {
                 head_request,
             } => {
                 // No body may follow even a refusal of a HEAD request.
-                self.log.note("-", "-");
+                self.log.note("-", "-", "-", &[]);
                 return Some(self.reject(queue, service, reject, head_request, Route::Unmatched));
             }
             Parsed::NewerMinor(at) => {
@@ -368,7 +375,13 @@ impl Session {
             Parsed::Complete(head) => head,
         };
         let (route, reply) = service.site.route(&head);
-        self.log.note(head.method, head.target);
+        let version = if head.version == 0 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        };
+        self.log
+            .note(head.method, head.target, version, head.fields);
         let exchange = self.exchange(service, head.wants_keep_alive, head.is_head());
         let framed = Framed {
             len: head.len,
@@ -529,7 +542,7 @@ impl Session {
         match p.reply.respond(to, queue) {
             Ok(written) => {
                 self.served += 1;
-                self.record(service, p.route, written);
+                self.record(service, queue, p.route, written);
                 if written.references_body {
                     if let Some(body) = p.reply.into_body() {
                         let end = queue.written_total() + queue.remaining() as u64;
@@ -551,9 +564,11 @@ impl Session {
 
     /// Counts a response in the metrics, and logs it with `--access-log`:
     /// the one place every response passes once it is queued.
-    fn record(&self, service: &Service, route: Route, written: Written) {
+    fn record(&mut self, service: &Service, queue: &WriteQueue, route: Route, written: Written) {
         service.site.metrics().request(route, written.status);
-        self.log.write(written.status.code(), written.body_bytes);
+        let end = queue.written_total() + queue.remaining() as u64;
+        self.log
+            .queued(end, written.status.code(), written.body_bytes);
     }
 
     /// Queues the answer to a refused request; the connection then closes.
@@ -622,7 +637,7 @@ impl Session {
         let (head_request, route) = match std::mem::replace(&mut self.state, State::Closed) {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.route),
             _ => {
-                self.log.note("-", "-");
+                self.log.note("-", "-", "-", &[]);
                 (begins_head_request(input), Route::Unmatched)
             }
         };
@@ -643,7 +658,7 @@ impl Session {
             ),
             _ => {
                 // No head was read: the access log has no method or target.
-                self.log.note("-", "-");
+                self.log.note("-", "-", "-", &[]);
                 (
                     "request head not received in time",
                     begins_head_request(input),
