@@ -2,14 +2,16 @@
 //! never flattened (`unflat::body::RopeBody`, feature `http-body`).
 //!
 //! ```sh
-//! cargo run -p unflat --features http-body --example axum_rope -- --port 3004
-//! curl http://127.0.0.1:3004/rope                      # a ropey rope: frames point into its chunks
-//! curl http://127.0.0.1:3004/concat                    # four ropes of three kinds, encoded in frames
-//! curl http://127.0.0.1:3004/utf16                     # UTF-16 code units, sent as UTF-8
-//! curl 'http://127.0.0.1:3004/utf16?charset=utf-16le'  # the same text as UTF-16LE
+//! cargo run -p unflat --features http-body --example axum_rope -- --addr 127.0.0.1:3002
+//! curl http://127.0.0.1:3002/rope                      # a ropey rope: frames point into its chunks
+//! curl http://127.0.0.1:3002/concat                    # four ropes of three kinds, encoded in frames
+//! curl http://127.0.0.1:3002/utf16                     # UTF-16 code units, sent as UTF-8
+//! curl 'http://127.0.0.1:3002/utf16?charset=utf-16le'  # the same text as UTF-16LE
 //! ```
 //!
-//! `--port 0` takes any free port; the first line printed names the address.
+//! The flags every example takes: `--addr HOST:PORT` (port 0 takes any free
+//! port; the first line printed names the address) or `--port PORT`, short
+//! for `--addr 127.0.0.1:PORT`; 127.0.0.1:3002 by default.
 //!
 //! axum takes any `http_body::Body<Data = Bytes>` a handler returns and
 //! hands its frames to hyper as they are, so each route costs what it does
@@ -19,7 +21,6 @@
 //! most 16 KiB. Every body's size is known before its first frame, so every
 //! response has a `Content-Length`, never chunked framing.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -164,49 +165,68 @@ async fn not_found(uri: Uri) -> Response<RopeBody> {
     respond(StatusCode::NOT_FOUND, PLAIN_UTF8, body)
 }
 
-/// `--port PORT` (or `--port=PORT`; 0: any free port); 3004 by default.
-fn port_from_args() -> Result<u16, String> {
+/// The address to listen on, from the flags every example takes:
+/// `--addr HOST:PORT` (or `--addr=HOST:PORT`; port 0 picks a free port)
+/// and `--port PORT`, short for `--addr 127.0.0.1:PORT`; `default` without
+/// them. Any other argument goes to `other`, with the rest of the command
+/// line to take a value from; it refuses what the example does not take.
+fn addr_from_args(
+    default: &str,
+    mut other: impl FnMut(&str, &mut dyn Iterator<Item = String>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut addr = default.to_string();
     let mut args = std::env::args().skip(1);
-    let mut port = "3004".to_string();
     while let Some(arg) = args.next() {
-        if let Some(value) = arg.strip_prefix("--port=") {
-            port = value.to_string();
-        } else if arg == "--port" {
-            port = args.next().ok_or("--port needs a value")?;
-        } else {
-            return Err(format!(
-                "unknown argument {arg:?}; usage: axum_rope [--port PORT]"
-            ));
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        if flag != "--addr" && flag != "--port" {
+            other(&arg, &mut args)?;
+            continue;
         }
+        let value = match value {
+            Some(value) => value,
+            None => args.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        addr = if flag == "--port" {
+            let port: u16 = (value.parse())
+                .map_err(|e| format!("--port {value:?}: {e} (a number 0..=65535)"))?;
+            format!("127.0.0.1:{port}")
+        } else {
+            std::net::ToSocketAddrs::to_socket_addrs(value.as_str())
+                .map_err(|e| format!("--addr {value:?}: {e} (HOST:PORT)"))?;
+            value
+        };
     }
-    port.parse()
-        .map_err(|e| format!("--port {port:?}: {e} (a number 0..=65535; 0 picks a free port)"))
+    Ok(addr)
 }
 
-/// Usage errors exit with status 2, and a port that cannot be bound
+/// Usage errors exit with status 2, and an address that cannot be bound
 /// with 1, each as one line naming what was wrong.
 #[tokio::main]
 async fn main() -> ExitCode {
-    let port = match port_from_args() {
-        Ok(port) => port,
+    let addr = match addr_from_args("127.0.0.1:3002", |arg, _| {
+        Err(format!("unknown argument {arg:?}"))
+    }) {
+        Ok(addr) => addr,
         Err(e) => {
-            eprintln!("axum_rope: {e}");
+            eprintln!("axum_rope: {e}; usage: axum_rope [--addr HOST:PORT | --port PORT]");
             return ExitCode::from(2);
         }
     };
-    match serve(port).await {
+    match serve(&addr).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("axum_rope: port {port}: {e}");
+            eprintln!("axum_rope: --addr {addr}: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// Serves the router on 127.0.0.1:`port` until Ctrl-C.
-async fn serve(port: u16) -> std::io::Result<()> {
-    let listener =
-        tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
+/// Serves the router on `addr` until Ctrl-C.
+async fn serve(addr: &str) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("axum_rope at http://{}/", listener.local_addr()?);
     axum::serve(listener, router())
         .with_graceful_shutdown(async {

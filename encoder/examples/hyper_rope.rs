@@ -7,6 +7,9 @@
 //! curl http://127.0.0.1:3003/mixed   # &str + Latin-1 + UTF-16, encoded frame by frame
 //! ```
 //!
+//! The flags every example takes: `--addr HOST:PORT` (port 0 picks a free
+//! one) or `--port PORT`; 127.0.0.1:3003 by default.
+//!
 //! `GET /` answers a `ropey::Rope` of about 30 KB: every data frame is a
 //! `Bytes` pointing into one of the rope's own chunks, which hyper writes
 //! with `writev` — no copy in user space. `GET /mixed` answers a
@@ -16,7 +19,6 @@
 //! flat string.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
@@ -69,32 +71,57 @@ fn respond(ropes: &Ropes, req: &Request<Incoming>) -> Response<RopeBody> {
     res
 }
 
-/// `--addr ADDR` (or `--addr=ADDR`); 127.0.0.1:3003 by default.
-fn addr_from_args() -> Result<SocketAddr, String> {
+/// The address to listen on, from the flags every example takes:
+/// `--addr HOST:PORT` (or `--addr=HOST:PORT`; port 0 picks a free port)
+/// and `--port PORT`, short for `--addr 127.0.0.1:PORT`; `default` without
+/// them. Any other argument goes to `other`, with the rest of the command
+/// line to take a value from; it refuses what the example does not take.
+fn addr_from_args(
+    default: &str,
+    mut other: impl FnMut(&str, &mut dyn Iterator<Item = String>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut addr = default.to_string();
     let mut args = std::env::args().skip(1);
-    let mut addr = "127.0.0.1:3003".to_string();
     while let Some(arg) = args.next() {
-        if let Some(value) = arg.strip_prefix("--addr=") {
-            addr = value.to_string();
-        } else if arg == "--addr" {
-            addr = args.next().ok_or("--addr needs a value")?;
-        } else {
-            return Err(format!(
-                "unknown argument {arg:?}; usage: hyper_rope [--addr ADDR]"
-            ));
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        if flag != "--addr" && flag != "--port" {
+            other(&arg, &mut args)?;
+            continue;
         }
+        let value = match value {
+            Some(value) => value,
+            None => args.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        addr = if flag == "--port" {
+            let port: u16 = (value.parse())
+                .map_err(|e| format!("--port {value:?}: {e} (a number 0..=65535)"))?;
+            format!("127.0.0.1:{port}")
+        } else {
+            std::net::ToSocketAddrs::to_socket_addrs(value.as_str())
+                .map_err(|e| format!("--addr {value:?}: {e} (HOST:PORT)"))?;
+            value
+        };
     }
-    addr.parse().map_err(|e| format!("--addr {addr}: {e}"))
+    Ok(addr)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = addr_from_args()?;
+    let addr = addr_from_args("127.0.0.1:3003", |arg, _| {
+        Err(format!("unknown argument {arg:?}"))
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("hyper_rope: {e}; usage: hyper_rope [--addr HOST:PORT | --port PORT]");
+        std::process::exit(2)
+    });
     let ropes = Ropes {
         root: ropey::Rope::from_str(&root_text()),
         mixed: Arc::new(mixed_parts()),
     };
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("hyper_rope at http://{}", listener.local_addr()?);
     loop {
         let (stream, _) = listener.accept().await?;

@@ -1,7 +1,10 @@
 //! A blocking `std::net` HTTP/1.1 server built on unflat alone — proof that
 //! the crate needs no async runtime.
 //!
-//! `cargo run -p unflat --example std_server -- 127.0.0.1:3001`, then
+//! `cargo run -p unflat --example std_server -- --addr 127.0.0.1:3001`
+//! (the flags every example takes: `--addr HOST:PORT`, port 0 for a free
+//! one, or `--port PORT`; the address alone, `-- 127.0.0.1:3001`, works
+//! too), then
 //! `curl http://127.0.0.1:3001/5000` returns 5000 characters of text: the
 //! head is a rope encoded into the write queue's buffer, the body a ropey
 //! rope queued as iovecs at its own chunks, and both go out with
@@ -16,9 +19,21 @@ use unflat::queue::WriteQueue;
 use unflat::{Encoding, Mode};
 
 fn main() -> io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:3001".into());
+    // The address alone, without a flag, is accepted as well: the first
+    // form this example took.
+    let mut bare = None;
+    let addr = addr_from_args("127.0.0.1:3001", |arg, _| match arg {
+        _ if !arg.starts_with('-') && bare.is_none() => {
+            bare = Some(arg.to_string());
+            Ok(())
+        }
+        _ => Err(format!("unknown argument {arg:?}")),
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("std_server: {e}; usage: std_server [--addr HOST:PORT | --port PORT]");
+        std::process::exit(2)
+    });
+    let addr = bare.unwrap_or(addr);
     let listener = TcpListener::bind(&addr)?;
     println!("listening on http://{}/{{len}}", listener.local_addr()?);
     // The body every response slices: built once, shared by every thread.
@@ -32,6 +47,43 @@ fn main() -> io::Result<()> {
         });
     }
     Ok(())
+}
+
+/// The address to listen on, from the flags every example takes:
+/// `--addr HOST:PORT` (or `--addr=HOST:PORT`; port 0 picks a free port)
+/// and `--port PORT`, short for `--addr 127.0.0.1:PORT`; `default` without
+/// them. Any other argument goes to `other`, with the rest of the command
+/// line to take a value from; it refuses what the example does not take.
+fn addr_from_args(
+    default: &str,
+    mut other: impl FnMut(&str, &mut dyn Iterator<Item = String>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut addr = default.to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        if flag != "--addr" && flag != "--port" {
+            other(&arg, &mut args)?;
+            continue;
+        }
+        let value = match value {
+            Some(value) => value,
+            None => args.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        addr = if flag == "--port" {
+            let port: u16 = (value.parse())
+                .map_err(|e| format!("--port {value:?}: {e} (a number 0..=65535)"))?;
+            format!("127.0.0.1:{port}")
+        } else {
+            std::net::ToSocketAddrs::to_socket_addrs(value.as_str())
+                .map_err(|e| format!("--addr {value:?}: {e} (HOST:PORT)"))?;
+            value
+        };
+    }
+    Ok(addr)
 }
 
 /// Serves keep-alive requests on one connection until the peer closes it.

@@ -14,6 +14,8 @@
 //!   rustls as a slice of the shared `Bytes`, next to the head's.
 //!
 //! `--cert PATH --key PATH` serve a PEM certificate chain and key instead.
+//! The address takes the flags every example takes: `--addr HOST:PORT`
+//! (port 0 picks a free one) or `--port PORT`; 127.0.0.1:3443 by default.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -36,17 +38,21 @@ const MAX: usize = 1 << 20;
 
 #[tokio::main]
 async fn main() -> io::Result<()> {
-    let mut addr = "127.0.0.1:3443".to_owned();
-    let (mut cert, mut key) = (None, None);
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        match (flag.as_str(), args.next()) {
-            ("--addr", Some(value)) => addr = value,
-            ("--cert", Some(value)) => cert = Some(PathBuf::from(value)),
-            ("--key", Some(value)) => key = Some(PathBuf::from(value)),
-            _ => fail("usage: tls_server [--addr HOST:PORT] [--cert PEM --key PEM]"),
-        }
-    }
+    let (mut cert, mut key): (Option<PathBuf>, Option<PathBuf>) = (None, None);
+    let addr = addr_from_args("127.0.0.1:3443", |arg, rest| {
+        let slot = match arg {
+            "--cert" => &mut cert,
+            "--key" => &mut key,
+            _ => return Err(format!("unknown argument {arg:?}")),
+        };
+        *slot = Some(PathBuf::from(rest.next().ok_or(format!("{arg} needs a value"))?));
+        Ok(())
+    })
+    .unwrap_or_else(|e| {
+        fail(&format!(
+            "tls_server: {e}; usage: tls_server [--addr HOST:PORT | --port PORT] [--cert PEM --key PEM]"
+        ))
+    });
     let files = match (cert, key) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
@@ -75,6 +81,43 @@ async fn main() -> io::Result<()> {
 }
 
 /// Prints `message` and exits with status 2.
+/// The address to listen on, from the flags every example takes:
+/// `--addr HOST:PORT` (or `--addr=HOST:PORT`; port 0 picks a free port)
+/// and `--port PORT`, short for `--addr 127.0.0.1:PORT`; `default` without
+/// them. Any other argument goes to `other`, with the rest of the command
+/// line to take a value from; it refuses what the example does not take.
+fn addr_from_args(
+    default: &str,
+    mut other: impl FnMut(&str, &mut dyn Iterator<Item = String>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut addr = default.to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        if flag != "--addr" && flag != "--port" {
+            other(&arg, &mut args)?;
+            continue;
+        }
+        let value = match value {
+            Some(value) => value,
+            None => args.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        addr = if flag == "--port" {
+            let port: u16 = (value.parse())
+                .map_err(|e| format!("--port {value:?}: {e} (a number 0..=65535)"))?;
+            format!("127.0.0.1:{port}")
+        } else {
+            std::net::ToSocketAddrs::to_socket_addrs(value.as_str())
+                .map_err(|e| format!("--addr {value:?}: {e} (HOST:PORT)"))?;
+            value
+        };
+    }
+    Ok(addr)
+}
+
 fn fail(message: &str) -> ! {
     eprintln!("{message}");
     std::process::exit(2);

@@ -3,8 +3,9 @@
 //! are its segments, so tokio hands them to the socket with vectored writes,
 //! and nothing of the body is copied on the way.
 //!
-//! `cargo run -p unflat --example tokio_server -- --addr 127.0.0.1:3004`,
-//! then:
+//! `cargo run -p unflat --example tokio_server -- --addr 127.0.0.1:3004`
+//! (the flags every example takes: `--addr HOST:PORT`, port 0 for a free
+//! one, or `--port PORT`), then:
 //! - `curl http://127.0.0.1:3004/5000` — 5000 bytes of a ropey rope, sent
 //!   from the rope's own chunks behind an encoded head;
 //! - `curl http://127.0.0.1:3004/euro/5000` — 5000 `€` held as UTF-16 and
@@ -26,15 +27,13 @@ const MAX: usize = 1 << 20;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let addr = match (args.next().as_deref(), args.next()) {
-        (Some("--addr"), Some(addr)) => addr,
-        (None, _) => "127.0.0.1:3004".into(),
-        _ => {
-            eprintln!("usage: tokio_server [--addr HOST:PORT]");
-            std::process::exit(2);
-        }
-    };
+    let addr = addr_from_args("127.0.0.1:3004", |arg, _| {
+        Err(format!("unknown argument {arg:?}"))
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("tokio_server: {e}; usage: tokio_server [--addr HOST:PORT | --port PORT]");
+        std::process::exit(2)
+    });
     let listener = TcpListener::bind(&addr).await?;
     println!("tokio_server at http://{}/", listener.local_addr()?);
     // The bodies every response slices: built once, shared by every task.
@@ -126,4 +125,41 @@ impl Rope for Prefix {
     fn shape(&self) -> Shape {
         Utf16(&self.0[..self.1]).shape()
     }
+}
+
+/// The address to listen on, from the flags every example takes:
+/// `--addr HOST:PORT` (or `--addr=HOST:PORT`; port 0 picks a free port)
+/// and `--port PORT`, short for `--addr 127.0.0.1:PORT`; `default` without
+/// them. Any other argument goes to `other`, with the rest of the command
+/// line to take a value from; it refuses what the example does not take.
+fn addr_from_args(
+    default: &str,
+    mut other: impl FnMut(&str, &mut dyn Iterator<Item = String>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut addr = default.to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        if flag != "--addr" && flag != "--port" {
+            other(&arg, &mut args)?;
+            continue;
+        }
+        let value = match value {
+            Some(value) => value,
+            None => args.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        addr = if flag == "--port" {
+            let port: u16 = (value.parse())
+                .map_err(|e| format!("--port {value:?}: {e} (a number 0..=65535)"))?;
+            format!("127.0.0.1:{port}")
+        } else {
+            std::net::ToSocketAddrs::to_socket_addrs(value.as_str())
+                .map_err(|e| format!("--addr {value:?}: {e} (HOST:PORT)"))?;
+            value
+        };
+    }
+    Ok(addr)
 }

@@ -33,7 +33,24 @@ use crate::measure::{plan, Path};
 use crate::resume::Encoder;
 use crate::rope::Rope;
 
-/// The default most bytes of one encoded frame.
+/// The default most bytes of one encoded frame ([`RopeBody::frame_size`]
+/// changes it). A ropey rope's frames are its chunks, not encoded frames.
+///
+/// ```
+/// use std::pin::Pin;
+/// use std::task::{Context, Poll, Waker};
+/// use http_body::Body as _;
+/// use unflat::body::{RopeBody, DEFAULT_FRAME};
+/// use unflat::Utf16;
+///
+/// let mut body = RopeBody::new(Utf16(vec![0x41; 40_000])); // 40 000 bytes as UTF-8
+/// let mut cx = Context::from_waker(Waker::noop());
+/// let mut frames = Vec::new();
+/// while let Poll::Ready(Some(frame)) = Pin::new(&mut body).poll_frame(&mut cx) {
+///     frames.push(frame.unwrap().into_data().unwrap().len());
+/// }
+/// assert_eq!(frames, [DEFAULT_FRAME, DEFAULT_FRAME, 40_000 - 2 * DEFAULT_FRAME]);
+/// ```
 pub const DEFAULT_FRAME: usize = 16 * 1024;
 
 /// A rope served as a response body. See the [module documentation](self).

@@ -204,7 +204,17 @@ fn first(dst: &mut [u8], needed: usize) -> Result<&mut [u8], EncodeError> {
 }
 
 /// A growable [`BufMut`] that can make room for exactly `n` more bytes:
-/// `Vec<u8>` and [`BytesMut`].
+/// `Vec<u8>` and [`BytesMut`]. What [`write_buf`] appends to.
+///
+/// ```
+/// use unflat::{write_buf, Encoding, GrowBuf, Latin1, Mode};
+/// let mut out = b"<p>".to_vec();
+/// write_buf(&Latin1(b"caf\xe9"), Encoding::Utf8, Mode::Strict, &mut out).unwrap();
+/// assert_eq!(out, "<p>café".as_bytes());
+/// // What write_buf calls: room for exactly n more bytes, zeroed.
+/// assert_eq!(out.grow_zeroed(2), [0, 0]);
+/// assert_eq!(out.len(), 10);
+/// ```
 pub trait GrowBuf: BufMut {
     /// Appends `n` zero bytes and returns them, for the encoder to overwrite.
     fn grow_zeroed(&mut self, n: usize) -> &mut [u8];

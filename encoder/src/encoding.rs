@@ -3,6 +3,15 @@
 use std::fmt;
 
 /// A byte encoding a rope can be written in. The names are Node.js's.
+///
+/// ```
+/// use unflat::{size, Encoding, Latin1};
+/// let text = Latin1(b"caf\xe9");
+/// assert_eq!(size(&text, Encoding::Latin1), 4);
+/// assert_eq!(size(&text, Encoding::Utf8), 5);
+/// assert_eq!(size(&text, Encoding::Utf16Le), 8);
+/// assert_eq!(Encoding::Utf16Le.to_string(), "utf16le");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Encoding {
     /// One byte per UTF-16 code unit, U+0000..=U+00FF (Node's `latin1`).
@@ -55,6 +64,15 @@ impl fmt::Display for Encoding {
 
 /// What to do with a character the target encoding cannot represent. Only
 /// [`Encoding::Latin1`] and [`Encoding::Ascii`] have such characters.
+///
+/// ```
+/// use unflat::{write, Encoding, Mode, Utf16};
+/// let euro = Utf16(&[0x20AC]); // U+20AC: not in Latin-1
+/// let mut out = [0u8; 1];
+/// assert!(write(&euro, Encoding::Latin1, Mode::Strict, &mut out).is_err());
+/// assert_eq!(write(&euro, Encoding::Latin1, Mode::Lossy, &mut out), Ok(1));
+/// assert_eq!(out, [0xAC]); // the low byte
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Mode {
     /// Refuse: the encode returns [`EncodeError::Unencodable`] and writes
@@ -67,6 +85,24 @@ pub enum Mode {
 }
 
 /// Why an encode wrote nothing.
+///
+/// ```
+/// use unflat::{write, EncodeError, Encoding, Mode};
+/// let mut small = [0u8; 4];
+/// assert_eq!(
+///     write(&"café", Encoding::Utf8, Mode::Strict, &mut small),
+///     Err(EncodeError::DestinationTooSmall { needed: 5, available: 4 })
+/// );
+/// let err = write(&"café", Encoding::Ascii, Mode::Strict, &mut small).unwrap_err();
+/// assert_eq!(
+///     err,
+///     EncodeError::Unencodable { code_point: 0xE9, index: 3, encoding: Encoding::Ascii }
+/// );
+/// assert_eq!(
+///     err.to_string(),
+///     "character U+00E9 'é' at character index 3 cannot be encoded as ascii (strict mode)"
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EncodeError {

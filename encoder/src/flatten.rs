@@ -6,6 +6,11 @@
 //! Every byte is copied twice and the flat copy is a heap allocation as large
 //! as the text. It is public so that tests and benchmarks can hold the direct
 //! encoder against it; the output is byte for byte the same.
+//!
+//! Hidden from the documentation (`#[doc(hidden)]` in `lib.rs`): it is the
+//! baseline that the differential tests, the fuzzer, the benchmarks and
+//! the server's flatten strategy compare against, not something a user
+//! wants — it does what this crate exists to avoid.
 
 use std::ops::ControlFlow;
 

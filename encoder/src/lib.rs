@@ -5,7 +5,8 @@
 //! The data flow, one module each:
 //!
 //! 1. [`rope`](crate::Rope) — the model: [`Piece`]s in three representations
-//!    (one-byte, UTF-8, two-byte), the [`Rope`] trait, [`Concat`], which
+//!    (one-byte, UTF-8, two-byte), the [`Rope`] trait (implement it for your
+//!    own type: its documentation shows how), [`Concat`], which
 //!    joins ropes of any kind without copying or allocating, and owned
 //!    ropes ([`Latin1`]`<Vec<u8>>`, [`Utf16`]`<Vec<u16>>`, vectors of boxed
 //!    ropes) for bodies that outlive the code that built them.
@@ -29,9 +30,6 @@
 //! 7. `body` (feature `http-body`) — `RopeBody`, any rope as an
 //!    `http_body::Body` for hyper and axum: a ropey rope's chunks as shared
 //!    frames, other ropes encoded in bounded frames.
-//!
-//! [`flatten`] is the flatten-then-write reference, what Node did before the
-//! change, kept as the baseline for tests and benchmarks.
 //!
 //! The one module with `unsafe`, the calls into simdutf, states at each
 //! call the destination size it relies on.
@@ -59,6 +57,11 @@ pub mod body;
 mod encode;
 mod encoding;
 mod expand;
+// Hidden: the flatten-then-write baseline that the differential tests, the
+// fuzzer, the encoder benchmarks and the server's flatten strategy compare
+// against; it copies what the rest of the crate avoids copying, and is not
+// for users.
+#[doc(hidden)]
 pub mod flatten;
 pub mod head;
 mod kernel;

@@ -16,6 +16,18 @@ use crate::rope::{CharRange, Piece, Rope, Shape};
 use crate::surrogate::{self, Joined, Joiner};
 
 /// The three ways a rope is written.
+///
+/// [`plan`] says which one a rope takes in an encoding; the bytes are the
+/// same whichever it is, only the work differs.
+///
+/// ```
+/// use unflat::{plan, Encoding, Latin1, Mode, Path, Utf16};
+/// let path = |r: &dyn unflat::Rope, e| plan(r, e, Mode::Strict).unwrap().path();
+/// assert_eq!(path(&"ascii", Encoding::Utf8), Path::OneByte);
+/// assert_eq!(path(&Latin1(b"caf\xe9"), Encoding::Latin1), Path::OneByte);
+/// assert_eq!(path(&Latin1(b"caf\xe9"), Encoding::Utf8), Path::Expand);
+/// assert_eq!(path(&Utf16(&[0x20AC]), Encoding::Utf8), Path::TwoByte);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Path {
     /// Every piece is copied as it is, one `memcpy` each: one-byte ropes to
@@ -70,6 +82,16 @@ pub enum Path {
 /// What [`plan`] found: the exact encoded size, the path that writes it, and
 /// the encoding it was made for (so that [`crate::write_planned`] cannot
 /// write it in another).
+///
+/// ```
+/// use unflat::{plan, write_planned, Encoding, Mode, Path, Utf16};
+/// let rope = Utf16(&[0x63, 0x61, 0x66, 0xE9]); // "café" as UTF-16
+/// let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
+/// assert_eq!((p.size(), p.path(), p.encoding()), (5, Path::TwoByte, Encoding::Utf8));
+/// let mut dst = vec![0; p.size()]; // exactly the size
+/// write_planned(&rope, p, &mut dst).unwrap();
+/// assert_eq!(dst, "café".as_bytes());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
     size: usize,

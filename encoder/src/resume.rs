@@ -8,6 +8,20 @@ use crate::rope::Rope;
 use crate::transcode::Run;
 
 /// What one [`Encoder::encode`] call did.
+///
+/// ```
+/// use unflat::{Encoder, Encoding, Mode, Progress, Utf16};
+/// let rope = Utf16(&[0x61, 0x20AC, 0x62]); // "a€b"
+/// let mut encoder = Encoder::new(Encoding::Utf8, Mode::Strict);
+/// let mut frame = [0u8; 3];
+/// let step = encoder.encode(&rope, &mut frame).unwrap();
+/// // "a" fits, "€" (3 bytes) does not: no character is split.
+/// assert_eq!((step.read, step.written, step.finished), (1, 1, false));
+/// let step = encoder.encode(&rope, &mut frame).unwrap();
+/// assert_eq!((step.read, step.written, &frame[..3]), (1, 3, "€".as_bytes()));
+/// let step: Progress = encoder.encode(&rope, &mut frame).unwrap();
+/// assert!(step.finished);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Progress {

@@ -28,6 +28,17 @@ use std::ops::ControlFlow;
 pub(crate) use ropey_walk::{walk_ropey_chunks, Walk};
 
 /// One borrowed run of text in one of the three representations.
+///
+/// A piece is itself a rope, and a slice of pieces is one too.
+///
+/// ```
+/// use unflat::{write, Encoding, Mode, Piece};
+/// let pieces = [Piece::Utf8("na"), Piece::OneByte(b"\xefve "), Piece::TwoByte(&[0x20AC])];
+/// assert_eq!(pieces[1].len(), 4);
+/// let mut out = [0u8; 16];
+/// let n = write(&pieces[..], Encoding::Utf8, Mode::Strict, &mut out).unwrap();
+/// assert_eq!(&out[..n], "naïve €".as_bytes());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Piece<'a> {
     /// Latin-1: each byte is the code point U+0000..=U+00FF of one character.
@@ -57,6 +68,12 @@ impl<'a> Piece<'a> {
     /// The piece cut in two at `mid` code units of its own representation,
     /// like [`slice::split_at`].
     ///
+    /// ```
+    /// use unflat::Piece;
+    /// let (a, b) = Piece::TwoByte(&[0x68, 0x69, 0x21]).split_at(2);
+    /// assert_eq!((a, b), (Piece::TwoByte(&[0x68, 0x69]), Piece::TwoByte(&[0x21])));
+    /// ```
+    ///
     /// # Panics
     /// If `mid` is past the end, or inside a character of a UTF-8 piece.
     pub fn split_at(self, mid: usize) -> (Piece<'a>, Piece<'a>) {
@@ -78,6 +95,17 @@ impl<'a> Piece<'a> {
 }
 
 /// What a rope knows about its characters without reading them.
+///
+/// Ordered from the narrowest: joining two ropes keeps the wider range.
+///
+/// ```
+/// use unflat::{CharRange, Concat, Latin1, Rope};
+/// assert_eq!(Latin1(b"caf\xe9").shape().range, CharRange::Latin1);
+/// // A `str` is not read to find out: its range is unknown, unless empty.
+/// assert_eq!("abc".shape().range, CharRange::Unknown);
+/// assert_eq!(Concat::new([&Latin1(b"a"), &"b"]).shape().range, CharRange::Unknown);
+/// assert!(CharRange::Ascii < CharRange::Latin1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CharRange {
     /// Every character is ASCII (U+0000..=U+007F).
@@ -91,6 +119,16 @@ pub enum CharRange {
 
 /// A rope's lengths per piece representation and its known character range,
 /// all obtained without reading the text.
+///
+/// ```
+/// use unflat::{CharRange, Concat, Latin1, Rope, Shape, Utf16};
+/// let rope = Concat::new([&Latin1(b"caf\xe9 "), &"au ", &Utf16(&[0x20AC])]);
+/// let shape = rope.shape();
+/// assert_eq!((shape.one_byte, shape.utf8, shape.two_byte), (5, 3, 1));
+/// assert_eq!(shape.len(), 9);
+/// assert_eq!(shape.range, CharRange::Unknown);
+/// assert_eq!(Shape::utf8(3, true).then(Shape::EMPTY), Shape::utf8(3, true));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     /// Total bytes in [`Piece::OneByte`] pieces.
@@ -187,6 +225,108 @@ impl Shape {
 /// Every walk over the same rope must yield the same pieces: the encoder
 /// measures in one walk and writes in another, and a resumed encode picks up
 /// at a position counted in an earlier walk.
+///
+/// # Implementing `Rope` for your own type
+///
+/// One method is required, [`Rope::for_each_piece`]: call `visit` with each
+/// piece of your text in order, borrowed from `self`, and stop as soon as it
+/// returns [`ControlFlow::Break`] (the `?` operator does that). The other two
+/// have defaults that are correct for any rope:
+///
+/// - [`Rope::shape`] walks the pieces and adds up their lengths. Override
+///   it when your type knows its lengths already; the answer must match the
+///   pieces exactly, and its [`CharRange`] must never be narrower than the
+///   text (when unsure, [`CharRange::Unknown`]).
+/// - [`Rope::for_each_piece_from`] walks from the first piece and skips.
+///   Override it only if your type can find a position faster, for long
+///   ropes encoded in many small steps ([`crate::Encoder`]).
+///
+/// A list of lines, sent with a line feed after each, never joined into one
+/// string:
+///
+/// ```
+/// use std::ops::ControlFlow;
+/// use unflat::queue::WriteQueue;
+/// use unflat::{write, Encoding, Mode, Piece, Rope};
+///
+/// struct Lines(Vec<String>);
+///
+/// impl Rope for Lines {
+///     fn for_each_piece<'a>(
+///         &'a self,
+///         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+///     ) -> ControlFlow<()> {
+///         for line in &self.0 {
+///             visit(Piece::Utf8(line))?;
+///             visit(Piece::Utf8("\n"))?;
+///         }
+///         ControlFlow::Continue(())
+///     }
+/// }
+///
+/// let lines = Lines(vec!["caf\u{e9}".into(), "cr\u{e8}me".into()]);
+/// assert_eq!(lines.shape().utf8, 13); // the default: the pieces' lengths
+///
+/// // Encoded like any rope: into a buffer of yours...
+/// let mut out = [0u8; 32];
+/// let n = write(&lines, Encoding::Latin1, Mode::Strict, &mut out).unwrap();
+/// assert_eq!(&out[..n], b"caf\xe9\ncr\xe8me\n");
+///
+/// // ...or into a write queue's buffer.
+/// let mut q = WriteQueue::new();
+/// q.encode(&lines, Encoding::Utf8, Mode::Strict).unwrap();
+/// let mut socket = Vec::new();
+/// q.write_to(&mut socket).unwrap();
+/// assert_eq!(socket, "café\ncrème\n".as_bytes());
+/// ```
+///
+/// A UTF-16 gap buffer, as a text editor keeps one: the text is the units
+/// before the gap and the units after it, two pieces. It knows its length,
+/// so it overrides `shape` with an O(1) answer; its characters are unknown
+/// (any UTF-16), so the range is [`CharRange::Unknown`].
+///
+/// ```
+/// use std::ops::ControlFlow;
+/// use unflat::{size, write, CharRange, Encoding, Mode, Piece, Rope, Shape};
+///
+/// struct GapBuffer {
+///     units: Vec<u16>,
+///     gap: std::ops::Range<usize>,
+/// }
+///
+/// impl Rope for GapBuffer {
+///     fn for_each_piece<'a>(
+///         &'a self,
+///         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+///     ) -> ControlFlow<()> {
+///         visit(Piece::TwoByte(&self.units[..self.gap.start]))?;
+///         visit(Piece::TwoByte(&self.units[self.gap.end..]))
+///     }
+///
+///     fn shape(&self) -> Shape {
+///         Shape {
+///             two_byte: self.units.len() - self.gap.len(),
+///             range: CharRange::Unknown,
+///             ..Shape::EMPTY
+///         }
+///     }
+/// }
+///
+/// // "€ 5" with a gap of three units after the euro sign.
+/// let buffer = GapBuffer { units: vec![0x20AC, 0, 0, 0, 0x20, 0x35], gap: 1..4 };
+/// assert_eq!(size(&buffer, Encoding::Utf8), 5);
+/// let mut out = Vec::new();
+/// unflat::write_buf(&buffer, Encoding::Utf8, Mode::Strict, &mut out).unwrap();
+/// assert_eq!(out, "€ 5".as_bytes());
+/// let mut utf16 = [0u8; 6];
+/// assert_eq!(write(&buffer, Encoding::Utf16Le, Mode::Strict, &mut utf16), Ok(6));
+/// assert_eq!(utf16, [0xAC, 0x20, 0x20, 0, 0x35, 0]);
+/// ```
+///
+/// To hand your rope to [`WriteQueue::stream`](crate::queue::WriteQueue::stream)
+/// or to `RopeBody` (feature `http-body`), which keep it after the call,
+/// make it owned and `Send + Sync`, and wrap it in an `Arc`
+/// ([`crate::queue::SharedRope`]).
 pub trait Rope {
     /// Calls `visit` with each piece in order until it returns
     /// [`ControlFlow::Break`], and returns what the last call returned.
@@ -346,6 +486,16 @@ one_piece_rope! {
 /// Borrowed or owned: `Latin1(b"caf\xe9")`, `Latin1(&vec[..])`,
 /// `Latin1(Vec<u8>)`, `Latin1(bytes::Bytes)`, `Latin1(Arc<[u8]>)` — any
 /// `B: AsRef<[u8]>`.
+///
+/// ```
+/// use unflat::{size, write, Encoding, Latin1, Mode};
+/// let owned = Latin1(b"cr\xe8me br\xfbl\xe9e".to_vec());
+/// assert_eq!(size(&owned, Encoding::Latin1), 12);
+/// assert_eq!(size(&owned, Encoding::Utf8), 15); // è, û, é take two bytes
+/// let mut out = [0u8; 15];
+/// write(&owned, Encoding::Utf8, Mode::Strict, &mut out).unwrap();
+/// assert_eq!(&out, "crème brûlée".as_bytes());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Latin1<B>(pub B);
 
@@ -354,6 +504,19 @@ pub struct Latin1<B>(pub B);
 ///
 /// Borrowed or owned: `Utf16(&[0x20AC])`, `Utf16(Vec<u16>)`,
 /// `Utf16(Arc<[u16]>)` — any `B: AsRef<[u16]>`.
+///
+/// ```
+/// use unflat::{write, Encoding, Mode, Utf16};
+/// let units: Vec<u16> = "€ 😀".encode_utf16().collect();
+/// let text = Utf16(units);
+/// let mut out = [0u8; 8];
+/// assert_eq!(write(&text, Encoding::Utf8, Mode::Strict, &mut out), Ok(8));
+/// assert_eq!(&out, "€ 😀".as_bytes());
+/// // An unpaired surrogate becomes U+FFFD in UTF-8, as in JavaScript.
+/// let lone = Utf16([0xD800]);
+/// assert_eq!(write(&lone, Encoding::Utf8, Mode::Strict, &mut out), Ok(3));
+/// assert_eq!(&out[..3], "\u{FFFD}".as_bytes());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Utf16<B>(pub B);
 

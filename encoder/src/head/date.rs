@@ -4,6 +4,19 @@ use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The `Date: <IMF-fixdate>\r\n` line, rendered at most once a second.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use unflat::head::{DateLine, Head, Status};
+/// let mut date = DateLine::at(UNIX_EPOCH + Duration::from_secs(784_111_777));
+/// assert_eq!(date.as_bytes(), b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+/// // Refreshed by the clock; a head borrows it.
+/// assert!(!date.refresh(UNIX_EPOCH + Duration::from_millis(784_111_777_500)));
+/// assert!(date.refresh(UNIX_EPOCH + Duration::from_secs(784_111_778)));
+/// let mut head = Head::new(Status::OK, false);
+/// head.date(&date);
+/// assert!(head.to_vec().ends_with(b"08:49:38 GMT\r\n\r\n"));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct DateLine {
     second: u64,

@@ -3,6 +3,17 @@
 use std::fmt;
 
 /// Why a head could not be built.
+///
+/// ```
+/// use unflat::head::{Head, HeadError, Status};
+/// let mut head = Head::new(Status::NOT_MODIFIED, false);
+/// assert_eq!(head.content_length(5).unwrap_err(), HeadError::FramingWithoutBody);
+/// let mut head = Head::new(Status::OK, false);
+/// head.chunked().unwrap();
+/// let err = head.content_length(5).unwrap_err();
+/// assert_eq!(err, HeadError::FramingTwice);
+/// assert!(err.to_string().starts_with("invalid framing"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HeadError {

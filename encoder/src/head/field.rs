@@ -37,6 +37,19 @@ pub(super) fn is_framing_name(name: &[u8]) -> bool {
 }
 
 /// A header field name that satisfies the token rule.
+///
+/// ```
+/// use unflat::head::{HeadError, HeaderName};
+/// assert_eq!(HeaderName::new("X-Request-Id").unwrap().as_str(), "X-Request-Id");
+/// assert_eq!(HeaderName::new("Bad Name"), Err(HeadError::InvalidName { at: 3, byte: b' ' }));
+/// assert_eq!(HeaderName::new(""), Err(HeadError::EmptyName));
+/// // `const`: checked at compile time in a constant.
+/// const SERVER: HeaderName = match HeaderName::new("Server") {
+///     Ok(name) => name,
+///     Err(_) => panic!("not a token"),
+/// };
+/// # let _ = SERVER;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderName<'a>(pub(super) &'a str);
 
@@ -65,6 +78,20 @@ impl<'a> HeaderName<'a> {
 
 /// A header field value: field-value bytes only, no surrounding whitespace.
 /// Bytes 0x80..=0xFF are obs-text and are sent as they are (Latin-1).
+///
+/// Header injection cannot be expressed: CR and LF are refused.
+///
+/// ```
+/// use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status};
+/// let value = HeaderValue::new(b"text/plain").unwrap();
+/// assert_eq!(
+///     HeaderValue::new(b"x\r\nSet-Cookie: a=b"),
+///     Err(HeadError::InvalidValue { at: 1, byte: b'\r' })
+/// );
+/// let mut head = Head::new(Status::OK, false);
+/// head.field(HeaderName::new("Content-Type").unwrap(), value).unwrap();
+/// assert_eq!(head.to_vec(), b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderValue<'a>(pub(super) &'a [u8]);
 
@@ -101,6 +128,16 @@ impl<'a> HeaderValue<'a> {
 
 /// A whole header line, `Name: value\r\n`, validated and rendered once (at
 /// start-up, for fields every response carries).
+///
+/// ```
+/// use unflat::head::{Head, Line, Status};
+/// let server = Line::parse("Server", "unflat").unwrap(); // once, at start-up
+/// assert_eq!(server.as_bytes(), b"Server: unflat\r\n");
+/// assert_eq!(server.name().as_str(), "Server");
+/// let mut head = Head::new(Status::OK, false); // per response: borrowed, not copied
+/// head.line(&server).unwrap().content_length(0).unwrap();
+/// assert_eq!(head.to_vec(), b"HTTP/1.1 200 OK\r\nServer: unflat\r\nContent-Length: 0\r\n\r\n");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
     bytes: Vec<u8>,

@@ -32,15 +32,38 @@ use crate::rope::{CharRange, Piece, Rope, Shape};
 pub use date::DateLine;
 pub use error::HeadError;
 use field::is_framing_name;
-pub use field::{is_field_value_byte, is_tchar, HeaderName, HeaderValue, Line};
+// Hidden: the token and field-value rules, shared with the server's request
+// parser (chunk extensions, trailers). A user validates through
+// `HeaderName::new` and `HeaderValue::new`, which apply them.
+#[doc(hidden)]
+pub use field::{is_field_value_byte, is_tchar};
+pub use field::{HeaderName, HeaderValue, Line};
 pub use status::Status;
 
 /// Header fields a [`Head`] holds by default (its `N`), besides its status,
 /// framing, date and persistence lines.
+///
+/// ```
+/// use unflat::head::{Head, HeadError, Line, Status, MAX_FIELDS};
+/// let line = Line::parse("X-Trace", "1").unwrap();
+/// let mut head = Head::new(Status::OK, false);
+/// for _ in 0..MAX_FIELDS {
+///     head.line(&line).unwrap();
+/// }
+/// assert_eq!(head.line(&line).unwrap_err(), HeadError::TooManyFields);
+/// // More room: a head of 64 fields.
+/// let mut big = Head::<'_, 64>::with_room(Status::OK, false);
+/// for _ in 0..64 {
+///     big.line(&line).unwrap();
+/// }
+/// ```
 pub const MAX_FIELDS: usize = 16;
 
 /// How a message body is delimited (RFC 9112 §6): the body that follows a
 /// response head, and, in a server, the request body it reads.
+// Hidden: no method of `Head` takes or returns it (a head is framed by
+// `content_length` and `chunked`); the server's request parser uses it.
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
     /// No `Content-Length` nor `Transfer-Encoding` (bodiless statuses, or a
@@ -53,6 +76,19 @@ pub enum Framing {
 }
 
 /// The keep-alive decision the head announces.
+///
+/// ```
+/// use unflat::head::{Head, Line, Persistence, Status};
+/// let timeout = Line::parse("Keep-Alive", "timeout=5").unwrap();
+/// let mut head = Head::new(Status::NO_CONTENT, false);
+/// head.persistence(Persistence::KeepAlive(&timeout));
+/// assert_eq!(
+///     head.to_vec(),
+///     b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n"
+/// );
+/// head.persistence(Persistence::Close);
+/// assert!(head.to_vec().ends_with(b"Connection: close\r\n\r\n"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Persistence<'a> {
     /// Say nothing (an HTTP/1.1 connection stays open by default).

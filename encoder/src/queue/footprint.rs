@@ -77,6 +77,20 @@ impl WriteQueue {
     /// pushes copying or encoding that many bytes in all do not grow it
     /// again. Encoding reserves the worst case of the text
     /// ([`crate::storage_size`]), so count that for an encoded push.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// use unflat::{storage_size, Encoding, Mode};
+    /// let head = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n";
+    /// let body = "x".repeat(100_000);
+    /// let n = storage_size(&head, Encoding::Latin1) + storage_size(&body, Encoding::Utf8);
+    /// let mut q = WriteQueue::new();
+    /// let bound = q.footprint_after(n, false, 1);
+    /// q.reserve(n); // one allocation for both pushes
+    /// q.encode(&head, Encoding::Latin1, Mode::Strict).unwrap();
+    /// q.encode(&body, Encoding::Utf8, Mode::Strict).unwrap();
+    /// assert!(q.footprint() <= bound);
+    /// ```
     pub fn reserve(&mut self, copied: usize) {
         self.room(copied);
     }

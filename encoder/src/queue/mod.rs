@@ -96,13 +96,48 @@ pub use policy::Policy;
 use segment::Segment;
 
 /// Linux's `IOV_MAX`: the most slices one `writev` takes.
+// Hidden: the server sizes its iovec array with it. A user needs no such
+// constant: std's and tokio's `write_vectored` already cap one call at the
+// system's limit, and `WriteQueue::write_to` passes 64 slices at a time.
+#[doc(hidden)]
 pub const IOV_MAX: usize = 1024;
 
-/// How much write buffer an empty queue keeps for reuse by default.
+/// How much write buffer an empty queue keeps for reuse by default
+/// ([`WriteQueue::set_retain`] changes it): a buffer grown past it by one
+/// large encoded body is freed once the queue drains.
+///
+/// ```
+/// use bytes::Buf;
+/// use unflat::queue::{WriteQueue, DEFAULT_RETAIN};
+/// use unflat::{Encoding, Mode};
+///
+/// let mut q = WriteQueue::new();
+/// let big = "x".repeat(2 * DEFAULT_RETAIN);
+/// q.encode(&big, Encoding::Utf8, Mode::Strict).unwrap();
+/// assert!(q.footprint() > DEFAULT_RETAIN);
+/// q.write_to(&mut std::io::sink()).unwrap();
+/// assert!(!q.has_remaining());
+/// assert!(q.footprint() <= DEFAULT_RETAIN, "drained: the oversized buffer is freed");
+/// ```
 pub const DEFAULT_RETAIN: usize = 256 * 1024;
 
 /// A rope the queue can keep until it is written: owned, and shareable
-/// between threads. Cloning one is an `Arc` increment.
+/// between threads. Cloning one is an `Arc` increment. What
+/// [`WriteQueue::stream`] takes, so that it can encode a long body frame by
+/// frame after the call returns.
+///
+/// ```
+/// use std::sync::Arc;
+/// use unflat::queue::SharedRope;
+/// use unflat::{Latin1, Rope, Utf16};
+///
+/// // Any owned rope: text from a script engine, a ropey rope, a vector of them.
+/// let latin1: SharedRope = Arc::new(Latin1(b"caf\xe9".to_vec()));
+/// let utf16: SharedRope = Arc::new(Utf16(vec![0x20AC; 3]));
+/// let parts: SharedRope = Arc::new(vec![latin1.clone(), utf16]);
+/// assert_eq!(parts.shape().one_byte, 4);
+/// assert_eq!(parts.shape().two_byte, 3);
+/// ```
 pub type SharedRope = Arc<dyn Rope + Send + Sync>;
 
 /// Calls `visit` with the bytes of each chunk of `rope` that overlaps
@@ -147,6 +182,31 @@ fn chunk_bytes<'r>(
 }
 
 /// Pending output of one connection. See the [module documentation](self).
+///
+/// Push what a response is made of, mark its end, and drain the queue into
+/// the socket: [`WriteQueue::write_to`] for a blocking writer, or as a
+/// [`bytes::Buf`] (tokio's `write_all_buf`, or
+/// [`Buf::chunks_vectored`] and [`Buf::advance`] by hand).
+///
+/// ```
+/// use unflat::head::{Head, Status};
+/// use unflat::queue::WriteQueue;
+/// use unflat::{Encoding, Latin1, Mode};
+///
+/// let body = Latin1(b"cr\xe8me"); // Latin-1 text: 5 characters, 6 bytes as UTF-8
+/// let mut head = Head::new(Status::OK, false);
+/// head.content_length(6).unwrap();
+///
+/// let mut q = WriteQueue::new();
+/// q.encode(&head, Encoding::Latin1, Mode::Strict).unwrap();
+/// q.encode(&body, Encoding::Utf8, Mode::Strict).unwrap();
+/// q.end_response();
+///
+/// let mut socket = Vec::new(); // a TcpStream in a server
+/// q.write_to(&mut socket).unwrap();
+/// assert_eq!(socket, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\ncrème".as_bytes());
+/// assert_eq!(q.pending_responses(), 0);
+/// ```
 #[derive(Debug)]
 pub struct WriteQueue {
     /// The write buffer. Its whole length is initialised memory that is
@@ -182,11 +242,30 @@ impl Default for WriteQueue {
 impl WriteQueue {
     /// An empty queue with the [default policy](Policy::DEFAULT). Nothing is
     /// allocated until something is pushed.
+    ///
+    /// ```
+    /// use bytes::Buf;
+    /// use unflat::queue::{Policy, WriteQueue};
+    /// let q = WriteQueue::new();
+    /// assert_eq!(q.remaining(), 0);
+    /// assert_eq!(q.footprint(), 0);
+    /// assert_eq!(q.policy(), Policy::DEFAULT);
+    /// ```
     pub fn new() -> WriteQueue {
         WriteQueue::with_policy(Policy::DEFAULT)
     }
 
     /// An empty queue that copies or shares by `policy`.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use unflat::queue::{Policy, WriteQueue};
+    /// // Copy anything shorter than 1 KiB, share the rest.
+    /// let mut q = WriteQueue::with_policy(Policy { copy_below: 1024, ..Policy::DEFAULT });
+    /// q.share(&Bytes::from(vec![b'a'; 100]));  // copied
+    /// q.share(&Bytes::from(vec![b'b'; 2000])); // sent from its own memory
+    /// assert_eq!(q.copied_len(), 100);
+    /// ```
     pub fn with_policy(policy: Policy) -> WriteQueue {
         WriteQueue {
             buf: Vec::new(),
@@ -205,6 +284,12 @@ impl WriteQueue {
     }
 
     /// The copy-or-share policy.
+    ///
+    /// ```
+    /// use unflat::queue::{Policy, WriteQueue};
+    /// assert_eq!(WriteQueue::new().policy().copy_below, 8 * 1024);
+    /// assert_eq!(WriteQueue::with_policy(Policy::COPY_ALL).policy(), Policy::COPY_ALL);
+    /// ```
     pub fn policy(&self) -> Policy {
         self.policy
     }
@@ -212,6 +297,15 @@ impl WriteQueue {
     /// Sets how many bytes of buffers (the write buffer and the frame) an
     /// empty queue keeps for reuse; larger ones (grown by one large encoded
     /// body) are freed once drained.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.set_retain(0); // an idle connection keeps no write buffer
+    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// q.write_to(&mut std::io::sink()).unwrap();
+    /// assert!(q.take_buffer().is_none(), "freed once drained");
+    /// ```
     pub fn set_retain(&mut self, bytes: usize) {
         self.retain = bytes;
     }
@@ -248,6 +342,14 @@ impl WriteQueue {
     /// Gives an empty queue without a write buffer `buffer` to write into
     /// (its bytes are overwritten, never sent); a queue that has a buffer
     /// keeps its own and drops `buffer`.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.reuse_buffer(Vec::with_capacity(8192)); // from a pool
+    /// q.copy(b"ok");
+    /// assert!(q.footprint() >= 8192);
+    /// ```
     pub fn reuse_buffer(&mut self, mut buffer: Vec<u8>) {
         if self.buf.capacity() == 0 && self.pending == 0 {
             // The whole length is initialised memory the queue reuses.
@@ -261,6 +363,21 @@ impl WriteQueue {
     /// out of a queue with no streamed segment queued, as
     /// [`WriteQueue::take_buffer`] does the write buffer; `None` when a
     /// streamed segment is queued or the queue keeps no frame buffer.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use unflat::queue::{SharedRope, WriteQueue};
+    /// use unflat::{Encoding, Mode, Utf16};
+    ///
+    /// let mut q = WriteQueue::new();
+    /// assert!(q.take_frame_buffer().is_none(), "no frame buffer yet");
+    /// let long: SharedRope = Arc::new(Utf16(vec![0x20AC; 100_000])); // framed
+    /// q.stream(&long, Encoding::Utf8, Mode::Strict).unwrap();
+    /// assert!(q.take_frame_buffer().is_none(), "lent to the queued stream");
+    /// q.write_to(&mut std::io::sink()).unwrap();
+    /// let frame = q.take_frame_buffer().expect("drained: the frame is free");
+    /// q.reuse_frame_buffer(frame);
+    /// ```
     pub fn take_frame_buffer(&mut self) -> Option<Vec<u8>> {
         if self.framed > 0 || self.spare_frame.capacity() == 0 {
             return None;
@@ -269,7 +386,8 @@ impl WriteQueue {
     }
 
     /// Gives a queue without a frame buffer `buffer` to encode streamed
-    /// segments into; a queue that has one keeps its own.
+    /// segments into; a queue that has one keeps its own. See
+    /// [`WriteQueue::take_frame_buffer`] for an example.
     pub fn reuse_frame_buffer(&mut self, buffer: Vec<u8>) {
         if self.framed == 0 && self.spare_frame.capacity() == 0 {
             self.spare_frame = buffer;
@@ -278,6 +396,16 @@ impl WriteQueue {
 
     /// Of the bytes waiting, those held in the queue's own write buffer
     /// (the memory the queue costs beyond what it references).
+    ///
+    /// ```
+    /// use bytes::{Buf, Bytes};
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
+    /// q.share(&Bytes::from(vec![0; 100_000])); // long: not copied
+    /// assert_eq!(q.copied_len(), 19);
+    /// assert_eq!(q.remaining(), 19 + 100_000);
+    /// ```
     pub fn copied_len(&self) -> usize {
         self.copied_pending
     }
@@ -289,6 +417,21 @@ impl WriteQueue {
     /// bounds across its connections. The write buffer's allocation is at
     /// most a quarter above the bytes it holds, or the retained size
     /// ([`WriteQueue::set_retain`]) once drained.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bytes::{Buf, Bytes};
+    /// use unflat::queue::{Policy, SharedRope, WriteQueue};
+    /// use unflat::{Encoding, Mode, Utf16};
+    ///
+    /// let mut q = WriteQueue::new();
+    /// q.share(&Bytes::from(vec![0; 1 << 20])); // shared: its owner's memory
+    /// assert_eq!(q.held(), 0);
+    /// let euros: SharedRope = Arc::new(Utf16(vec![0x20AC; 1 << 20])); // 3 MiB as UTF-8
+    /// q.stream(&euros, Encoding::Utf8, Mode::Strict).unwrap();
+    /// assert_eq!(q.held(), Policy::DEFAULT.frame, "one frame, not the body");
+    /// assert_eq!(q.remaining(), (1 << 20) + 3 * (1 << 20));
+    /// ```
     pub fn held(&self) -> usize {
         let framing = if self.framed > 0 {
             self.frame_size()
@@ -367,6 +510,27 @@ impl WriteQueue {
     /// Encodes `rope` straight into the write buffer (no intermediate flat
     /// string) and queues it. Returns the bytes queued; on error nothing is
     /// queued.
+    ///
+    /// The whole encoded text is held in the write buffer until written;
+    /// for a body that may be long, [`WriteQueue::stream`] bounds that to a
+    /// frame.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// use unflat::{Concat, EncodeError, Encoding, Latin1, Mode, Utf16};
+    ///
+    /// let mut q = WriteQueue::new();
+    /// let rope = Concat::new([&"price: ", &Latin1(b"12 "), &Utf16(&[0x20AC])]);
+    /// assert_eq!(q.encode(&rope, Encoding::Utf8, Mode::Strict), Ok(13));
+    /// // Strict latin1 cannot hold the euro sign: nothing is queued.
+    /// assert!(matches!(
+    ///     q.encode(&rope, Encoding::Latin1, Mode::Strict),
+    ///     Err(EncodeError::Unencodable { code_point: 0x20AC, .. })
+    /// ));
+    /// let mut out = Vec::new();
+    /// q.write_to(&mut out).unwrap();
+    /// assert_eq!(out, "price: 12 €".as_bytes());
+    /// ```
     pub fn encode<R: Rope + ?Sized>(
         &mut self,
         rope: &R,
@@ -390,6 +554,21 @@ impl WriteQueue {
     /// from the rope the queue keeps (a clone of the `Arc`). Returns the
     /// encoded size; on error (strict mode, checked before anything is
     /// queued) nothing is queued.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bytes::Buf;
+    /// use unflat::queue::{SharedRope, WriteQueue};
+    /// use unflat::{Encoding, Mode, Utf16};
+    ///
+    /// let text: SharedRope = Arc::new(Utf16(vec![0x20AC; 100_000])); // 100 000 euro signs
+    /// let mut q = WriteQueue::new();
+    /// assert_eq!(q.stream(&text, Encoding::Utf8, Mode::Strict), Ok(300_000));
+    /// assert!(q.chunk().len() <= 64 * 1024, "only the current frame is encoded");
+    /// let mut out = Vec::new();
+    /// q.write_to(&mut out).unwrap();
+    /// assert_eq!(out, "€".repeat(100_000).as_bytes());
+    /// ```
     pub fn stream(
         &mut self,
         rope: &SharedRope,
@@ -419,7 +598,17 @@ impl WriteQueue {
         self.policy.frame.max(Encoder::MIN_DST)
     }
 
-    /// Copies `bytes` into the write buffer and queues them.
+    /// Copies `bytes` into the write buffer and queues them. Consecutive
+    /// copies are one contiguous run, one iovec.
+    ///
+    /// ```
+    /// use bytes::Buf;
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"HTTP/1.1 204 No Content\r\n");
+    /// q.copy(b"\r\n");
+    /// assert_eq!(q.chunk(), b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// ```
     pub fn copy(&mut self, bytes: &[u8]) {
         self.room(bytes.len()).copy_from_slice(bytes);
         self.commit(bytes.len());
@@ -430,6 +619,20 @@ impl WriteQueue {
     /// the policy says a copy is cheaper ([`Policy::copy_below`]); a copied
     /// buffer's count is never touched, so a small body shared by every
     /// worker costs no contended atomic.
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// use bytes::{Buf, Bytes};
+    /// use unflat::queue::WriteQueue;
+    ///
+    /// let body = Bytes::from(vec![b'x'; 64 * 1024]);
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n");
+    /// q.share(&body);
+    /// let mut iov = [IoSlice::new(&[]); 4];
+    /// assert_eq!(q.chunks_vectored(&mut iov), 2);
+    /// assert_eq!(iov[1].as_ptr(), body.as_ptr(), "the body's own memory");
+    /// ```
     pub fn share(&mut self, bytes: &Bytes) {
         // An empty buffer queues nothing: a segment of no bytes would never
         // be advanced past.
@@ -447,6 +650,18 @@ impl WriteQueue {
     /// written), runs of shorter ones are copied — a frame at a time as the
     /// socket drains when the range is longer than a frame. The range may
     /// cut a character: the queue moves bytes.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let text = ropey::Rope::from_str(&"unflat ".repeat(10_000));
+    /// let mut q = WriteQueue::new();
+    /// q.share_rope(&text, 7..13); // "unflat": a short range is copied
+    /// q.share_rope(&text, 0..text.len_bytes());
+    /// let mut out = Vec::new();
+    /// q.write_to(&mut out).unwrap();
+    /// assert_eq!(out.len(), 6 + 70_000);
+    /// assert!(out.starts_with(b"unflatunflat unflat "));
+    /// ```
     ///
     /// # Panics
     /// If `range` is not within `0..=rope.len_bytes()` or runs backwards.
@@ -529,6 +744,16 @@ impl WriteQueue {
     /// partial write. Returns the bytes written. For blocking sockets, and
     /// for tests and fuzzers that collect the output in a `Vec<u8>`.
     ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"hello, ");
+    /// q.copy(b"world");
+    /// let mut socket = Vec::new(); // any io::Write: a TcpStream, a file
+    /// assert_eq!(q.write_to(&mut socket).unwrap(), 12);
+    /// assert_eq!(socket, b"hello, world");
+    /// ```
+    ///
     /// # Errors
     /// What the writer returns; `WriteZero` if it takes nothing. The bytes
     /// not written stay queued.
@@ -564,8 +789,24 @@ impl Buf for WriteQueue {
 
     /// Fills `dst` with iovecs for the pending bytes, in order, from the
     /// cursor on, and returns how many it filled (at most `dst.len()`; pass
-    /// at most [`IOV_MAX`]). A framed segment ends the list: only its
-    /// current frame is at hand, and the segments behind it wait.
+    /// any number: std's and tokio's `write_vectored` take as many as the
+    /// system allows and report what they wrote). A framed segment ends the
+    /// list: only its current frame is at hand, and the segments behind it
+    /// wait.
+    ///
+    /// ```
+    /// use std::io::IoSlice;
+    /// use bytes::{Buf, Bytes};
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"head ");
+    /// q.share(&Bytes::from(vec![b'b'; 10_000]));
+    /// q.copy(b" tail");
+    /// let mut iov = [IoSlice::new(&[]); 8];
+    /// let n = q.chunks_vectored(&mut iov);
+    /// let lens: Vec<usize> = iov[..n].iter().map(|s| s.len()).collect();
+    /// assert_eq!(lens, [5, 10_000, 5]);
+    /// ```
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         let mut n = 0;
         for seg in &self.segments {
@@ -576,7 +817,23 @@ impl Buf for WriteQueue {
         n
     }
 
-    /// Records that the first `n` pending bytes were written.
+    /// Records that the first `n` pending bytes were written: the rest
+    /// waits where it is, and the next [`Buf::chunks_vectored`] starts
+    /// after them.
+    ///
+    /// ```
+    /// use bytes::Buf;
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"HTTP/1.1 200 OK\r\n");
+    /// q.end_response();
+    /// q.advance(9); // a partial write took 9 bytes
+    /// assert_eq!(q.chunk(), b"200 OK\r\n");
+    /// assert_eq!(q.pending_responses(), 1);
+    /// q.advance(8);
+    /// assert_eq!(q.remaining(), 0);
+    /// assert_eq!(q.pending_responses(), 0);
+    /// ```
     ///
     /// # Panics
     /// If `n` is more than [`Buf::remaining`].

@@ -11,6 +11,20 @@ use bytes::Bytes;
 
 /// When the queue copies bytes it is asked to share, and how it streams
 /// large text. See the [module documentation](super).
+///
+/// ```
+/// use bytes::{Buf, Bytes};
+/// use unflat::queue::{Policy, WriteQueue};
+///
+/// let body = Bytes::from(vec![b'x'; 4096]);
+/// let mut copying = WriteQueue::with_policy(Policy::DEFAULT); // 4 KiB < 8 KiB: copied
+/// copying.share(&body);
+/// assert_eq!(copying.copied_len(), 4096);
+/// let mut sharing = WriteQueue::with_policy(Policy { copy_below: 1024, ..Policy::DEFAULT });
+/// sharing.share(&body);
+/// assert_eq!(sharing.copied_len(), 0);
+/// assert_eq!(sharing.remaining(), 4096);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// A contiguous piece — a [`Bytes`], or a chunk of a rope — shorter
