@@ -194,7 +194,7 @@ fn flush(text: &[u8], dst: &mut [u8]) -> usize {
 /// expanded together, one pass over contiguous bytes for many pieces. The
 /// `shapes` group of the encoder bench chose it: below it, pieces converted
 /// one each ran well behind flattening, and gathered ran about level with
-/// it or ahead (docs/encoder.md has the table; the figures:
+/// it or ahead (docs/encoder-measurements.md has the table; the figures:
 /// docs/measurements.md, "Back-of-buffer expansion").
 pub(crate) const DIRECT_MIN: usize = 1024;
 

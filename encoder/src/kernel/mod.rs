@@ -25,7 +25,7 @@
 //! the bytes. UTF-8 into Node's latin1 goes through UTF-16 on the stack
 //! too: simdutf's own UTF-8 to Latin-1 refuses what Node's latin1
 //! truncates. The kept benchmark (`cargo bench --bench encoder --
-//! kernels`, in docs/encoder.md) chose each, and the lengths below which
+//! kernels`, in docs/encoder-measurements.md) chose each, and the lengths below which
 //! encoding_rs or the loops here stay. The ASCII scans stay encoding_rs's:
 //! they look for the end of one run between non-ASCII characters, mostly
 //! short, and on short runs encoding_rs's scan was faster. The figures:

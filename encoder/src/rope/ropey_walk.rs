@@ -10,7 +10,7 @@ use super::{Piece, Rope, Shape};
 /// iterator's node stack is one allocation); on long ones the two draw
 /// even, then the iterator pulls ahead. So lookups, which allocate nothing,
 /// up to this length. Measured by `cargo bench --bench encoder` (group
-/// `ropey_walk`, docs/encoder.md): docs/measurements.md, "Walking a ropey
+/// `ropey_walk`, docs/encoder-measurements.md): docs/measurements.md, "Walking a ropey
 /// rope".
 pub(crate) const ITERATE_ABOVE: usize = 16 * 1024;
 
