@@ -1,5 +1,6 @@
 //! What a request's accounting costs as threads are added: the counters a
-//! request adds to (`Metrics::request` and `Metrics::written`, what the
+//! request adds to (`Metrics::request`, its latency histogram included, and
+//! `Metrics::written`, what the
 //! session calls once per response) on 1, 2 and 8 threads at once, beside
 //! one atomic counter every thread adds to — what the counters were before
 //! they were kept per worker.
@@ -69,7 +70,11 @@ fn accounting(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("per-worker", threads), |b| {
             b.iter_custom(|iters| {
                 on_threads(threads, iters, &|i| {
-                    metrics.request(Route::EndString, Status::OK);
+                    metrics.request(
+                        Route::EndString,
+                        Status::OK,
+                        Duration::from_micros(40 + (i & 63)),
+                    );
                     metrics.written(64 + (i & 7) as usize);
                 })
             })

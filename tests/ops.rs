@@ -520,8 +520,14 @@ fn families(text: &str) -> Vec<(String, String)> {
             let (family, kind) = out
                 .last()
                 .unwrap_or_else(|| panic!("{line:?} before any TYPE"));
+            let suffixed = |suffixes: &[&str]| {
+                suffixes
+                    .iter()
+                    .any(|s| series.strip_suffix(s) == Some(family))
+            };
             let ok = series == family
-                || (kind == "counter" && series.strip_suffix("_total") == Some(family));
+                || (kind == "counter" && suffixed(&["_total"]))
+                || (kind == "histogram" && suffixed(&["_bucket", "_sum", "_count"]));
             assert!(ok, "{line:?} outside its family {family} ({kind})");
         }
     }
@@ -531,6 +537,8 @@ fn families(text: &str) -> Vec<(String, String)> {
 #[test]
 fn metrics_speak_the_prometheus_text_format_unless_openmetrics_is_asked_for() {
     let server = common::start(Strategy::Direct);
+    let answered = exchange(&server, b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(answered.status, 200);
     for (accept, content_type) in [
         ("", "text/plain; version=0.0.4; charset=utf-8"),
         (
@@ -559,6 +567,11 @@ fn metrics_speak_the_prometheus_text_format_unless_openmetrics_is_asked_for() {
         };
         assert!(
             declared.contains(&(requests.into(), "counter".into())),
+            "{body}"
+        );
+        // The latency histogram, of the request answered before the loop.
+        assert!(
+            declared.contains(&("unflat_request_duration_seconds".into(), "histogram".into())),
             "{body}"
         );
         for process in [

@@ -54,8 +54,8 @@ use crate::h1::{
 };
 use crate::memory::{Full, Lease, Memory};
 use crate::response::{Exchange, Writer, Written};
+use crate::site::{self, Finished, Job, Reply, Stamp};
 use crate::site::{Body, Memo, ReplyContext, Route, Site};
-use crate::site::{Finished, Job, Reply};
 
 /// What every session shares: the site it answers for, the writer of its
 /// responses, the memory account, and the limits of its protocol.
@@ -202,6 +202,11 @@ pub struct Session {
     referenced: VecDeque<(u64, Arc<Body>)>,
     /// With `--access-log`: the peer, and the request being answered.
     log: AccessLog,
+    /// When the head of the request being answered was complete (or the
+    /// request refused), on the latency histogram's coarse clock.
+    began: Stamp,
+    /// That clock, read as the current call began.
+    now: Stamp,
 }
 
 impl Session {
@@ -229,6 +234,8 @@ impl Session {
                 sending: 0,
             },
             referenced: VecDeque::new(),
+            began: Stamp::default(),
+            now: Stamp::default(),
             log: AccessLog::new(
                 service.limits.access_log,
                 service.limits.access_log_format,
@@ -286,6 +293,10 @@ impl Session {
         queue: &mut WriteQueue,
         service: &Service,
     ) -> Step {
+        // One clock read per call, however many requests it answers: the
+        // latency histogram's clock ticks in milliseconds, and what one
+        // call answers takes microseconds.
+        self.now = site::now();
         self.release_written(queue);
         let copied_before = queue.copied_len();
         loop {
@@ -362,7 +373,7 @@ impl Session {
                 head_request,
             } => {
                 // No body may follow even a refusal of a HEAD request.
-                self.log.note("-", "-", "-", &[]);
+                self.noted("-", "-", "-", &[]);
                 return Some(self.reject(queue, service, reject, head_request, Route::Unmatched));
             }
             Parsed::NewerMinor(at) => {
@@ -380,8 +391,7 @@ impl Session {
         } else {
             "HTTP/1.1"
         };
-        self.log
-            .note(head.method, head.target, version, head.fields);
+        self.noted(head.method, head.target, version, head.fields);
         let exchange = self.exchange(service, head.wants_keep_alive, head.is_head());
         let framed = Framed {
             len: head.len,
@@ -562,10 +572,25 @@ impl Session {
         }
     }
 
+    /// Notes the request about to be answered, from now: for the latency
+    /// histogram, and the access log's line.
+    #[inline]
+    fn noted(
+        &mut self,
+        method: &str,
+        target: &str,
+        version: &str,
+        fields: &[httparse::Header<'_>],
+    ) {
+        self.began = self.now;
+        self.log.note(method, target, version, fields);
+    }
+
     /// Counts a response in the metrics, and logs it with `--access-log`:
     /// the one place every response passes once it is queued.
     fn record(&mut self, service: &Service, queue: &WriteQueue, route: Route, written: Written) {
-        service.site.metrics().request(route, written.status);
+        let took = self.now.since(self.began);
+        service.site.metrics().request(route, written.status, took);
         let end = queue.written_total() + queue.remaining() as u64;
         self.log
             .queued(end, written.status.code(), written.body_bytes);
@@ -634,10 +659,11 @@ impl Session {
         service: &Service,
         full: Full,
     ) {
+        self.now = site::now();
         let (head_request, route) = match std::mem::replace(&mut self.state, State::Closed) {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.route),
             _ => {
-                self.log.note("-", "-", "-", &[]);
+                self.noted("-", "-", "-", &[]);
                 (begins_head_request(input), Route::Unmatched)
             }
         };
@@ -649,6 +675,7 @@ impl Session {
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
     /// that did not arrive in time; the connection then closes.
     pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, service: &Service) {
+        self.now = site::now();
         let (reason, head_request, about) = match std::mem::replace(&mut self.state, State::Closed)
         {
             State::Body { pending, .. } => (
@@ -658,7 +685,7 @@ impl Session {
             ),
             _ => {
                 // No head was read: the access log has no method or target.
-                self.log.note("-", "-", "-", &[]);
+                self.noted("-", "-", "-", &[]);
                 (
                     "request head not received in time",
                     begins_head_request(input),

@@ -20,6 +20,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -30,6 +31,7 @@ use unflat::head::Status;
 
 use super::bodies::Bodies;
 use super::exposition::{to_prometheus_text, Exposition};
+use super::latency;
 use super::process::Process;
 use super::routes::Route;
 use crate::memory::{Memory, Part};
@@ -73,6 +75,8 @@ struct Shard {
     requests: [[AtomicU64; COMMON.len()]; Route::ALL.len()],
     /// Bytes the sockets took (heads and bodies).
     written: AtomicU64,
+    /// The latency histograms.
+    latency: latency::Shard,
 }
 
 impl Shard {
@@ -80,6 +84,7 @@ impl Shard {
         Shard {
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             written: AtomicU64::new(0),
+            latency: latency::Shard::new(),
         }
     }
 }
@@ -144,9 +149,12 @@ impl Metrics {
         Metrics { counters, registry }
     }
 
-    /// Counts a response of `status` to a request of `route`.
+    /// Counts a response of `status` to a request of `route`, queued
+    /// `took` after the request's head was complete.
     #[inline]
-    pub fn request(&self, route: Route, status: Status) {
+    pub fn request(&self, route: Route, status: Status, took: Duration) {
+        let shard = self.counters.shard();
+        shard.latency.observe(route, status, took);
         let code = usize::from(status.code()).saturating_sub(100);
         match SLOT_OF.get(code) {
             Some(&slot @ 1..) => add(
@@ -208,7 +216,8 @@ impl Collector for Collect {
         c.encode_requests(&mut encoder)?;
         c.encode_connections(&mut encoder)?;
         c.encode_memory(&mut encoder)?;
-        c.encode_builds(&mut encoder)
+        c.encode_builds(&mut encoder)?;
+        latency::encode(c.shards.iter().map(|s| &s.latency), &mut encoder)
     }
 }
 

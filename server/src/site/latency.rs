@@ -1,0 +1,194 @@
+//! The request latency histogram of `GET /metrics`
+//! (`unflat_request_duration_seconds`): from a request's complete head to
+//! its response queued, by route and status class — labels bounded by
+//! construction (8 routes × 5 classes). Each worker thread observes into
+//! its own shard (part of the counters' shard): one bucket add and one sum
+//! add per response, on lines no other core writes.
+//!
+//! **The clock is the kernel's coarse one** ([`now`]), read once per call
+//! of the session, not per request: two reads per request of the precise
+//! clock cost about 190 instructions, 3 to 6 % of a request
+//! (docs/operations.md). Its resolution is the kernel's tick (1 to 4 ms),
+//! so the buckets start at 5 ms, as Prometheus's defaults do: the histogram
+//! tells the slow requests (a build waited for, the memory account full, a
+//! body trickling in) from the rest; a request answered within the call
+//! that read its head counts as 0 s.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use unflat::head::Status;
+
+use super::routes::Route;
+
+/// The buckets' upper bounds, in microseconds: Prometheus's defaults, 5 ms
+/// to 10 s, above the clock's tick.
+const BOUNDS_US: [u64; 11] = [
+    5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
+    10_000_000,
+];
+
+/// A moment on the coarse monotonic clock, in microseconds since an
+/// arbitrary start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    /// The time from `earlier` to `self` (none if `earlier` is later).
+    pub fn since(self, earlier: Stamp) -> Duration {
+        Duration::from_micros(self.0.saturating_sub(earlier.0))
+    }
+}
+
+/// Now, on the kernel's coarse monotonic clock (Linux's
+/// `CLOCK_MONOTONIC_COARSE`; elsewhere the precise one).
+#[cfg(target_os = "linux")]
+pub fn now() -> Stamp {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+    let us = u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000
+        + u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000;
+    Stamp(us)
+}
+
+/// Now, on the precise monotonic clock (no coarse one here).
+#[cfg(not(target_os = "linux"))]
+pub fn now() -> Stamp {
+    use std::sync::OnceLock;
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    let start = *START.get_or_init(std::time::Instant::now);
+    Stamp(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX))
+}
+
+/// Buckets, the last for what is above every bound (`+Inf`).
+const BUCKETS: usize = BOUNDS_US.len() + 1;
+
+/// The status classes, as labels: 1xx to 5xx (and 6xx to 9xx, which a
+/// `Status` may be, counted as 5xx).
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// One worker thread's histograms.
+#[derive(Debug)]
+pub(super) struct Shard {
+    buckets: [[[AtomicU64; BUCKETS]; CLASSES.len()]; Route::ALL.len()],
+    sum_us: [[AtomicU64; CLASSES.len()]; Route::ALL.len()],
+}
+
+impl Shard {
+    pub(super) fn new() -> Shard {
+        Shard {
+            buckets: std::array::from_fn(|_| {
+                std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+            }),
+            sum_us: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+        }
+    }
+
+    /// Counts a response of `status` to `route` that took `took`.
+    #[inline]
+    pub(super) fn observe(&self, route: Route, status: Status, took: Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let bucket = BOUNDS_US.partition_point(|&bound| bound < us);
+        let class = class(status);
+        let r = route.index();
+        self.buckets[r][class][bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_us[r][class].fetch_add(us, Ordering::Relaxed);
+    }
+}
+
+/// The index of `status`'s class in [`CLASSES`].
+fn class(status: Status) -> usize {
+    (usize::from(status.code() / 100)).clamp(1, CLASSES.len()) - 1
+}
+
+/// One route's and class's histogram, summed over the shards.
+struct Summed {
+    sum: f64,
+    count: u64,
+    buckets: Vec<(f64, u64)>,
+}
+
+impl EncodeMetric for Summed {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_histogram::<NoLabelSet>(self.sum, self.count, &self.buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Writes the histograms of the (route, class) pairs seen so far, summed
+/// over `shards`.
+pub(super) fn encode<'a>(
+    shards: impl Iterator<Item = &'a Shard> + Clone,
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "request_duration_seconds",
+        "Time from a request's complete head to its response queued, by route and status class.",
+        None,
+        MetricType::Histogram,
+    )?;
+    for route in Route::ALL {
+        let r = route.index();
+        for (c, label) in CLASSES.iter().enumerate() {
+            let mut counts = [0u64; BUCKETS];
+            let mut sum_us = 0u64;
+            for shard in shards.clone() {
+                for (n, b) in counts.iter_mut().zip(&shard.buckets[r][c]) {
+                    *n += b.load(Ordering::Relaxed);
+                }
+                sum_us += shard.sum_us[r][c].load(Ordering::Relaxed);
+            }
+            let count: u64 = counts.iter().sum();
+            if count == 0 {
+                continue;
+            }
+            let bounds = BOUNDS_US
+                .iter()
+                .map(|&us| us as f64 / 1e6)
+                .chain([f64::INFINITY]);
+            let summed = Summed {
+                sum: sum_us as f64 / 1e6,
+                count,
+                buckets: bounds.zip(counts).collect(),
+            };
+            let labels = [("route", route.label()), ("status_class", *label)];
+            summed.encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_lands_in_the_first_bucket_at_or_above_it() {
+        let shard = Shard::new();
+        shard.observe(Route::Help, Status::OK, Duration::from_micros(5_000));
+        shard.observe(Route::Help, Status::OK, Duration::from_micros(5_001));
+        shard.observe(Route::Help, Status::NOT_FOUND, Duration::from_secs(60));
+        let at =
+            |c: usize, b: usize| shard.buckets[Route::Help.index()][c][b].load(Ordering::Relaxed);
+        assert_eq!((at(1, 0), at(1, 1)), (1, 1));
+        assert_eq!(at(3, BUCKETS - 1), 1);
+        assert_eq!(
+            shard.sum_us[Route::Help.index()][1].load(Ordering::Relaxed),
+            10_001
+        );
+        assert_eq!(class(Status::CONTINUE), 0);
+    }
+
+    #[test]
+    fn the_coarse_clock_moves_forward() {
+        let a = now();
+        std::thread::sleep(Duration::from_millis(30));
+        let took = now().since(a);
+        assert!(took >= Duration::from_millis(20), "{took:?}");
+        assert_eq!(a.since(now()), Duration::ZERO);
+    }
+}
