@@ -1,7 +1,8 @@
 //! HTTPS: the server behind rustls serves every body form byte for byte,
 //! by both strategies, over one keep-alive connection; it closes a client
-//! that stalls the handshake or speaks cleartext HTTP to it, and goes on
-//! serving the others.
+//! that stalls the handshake, answers one that speaks cleartext HTTP with
+//! a plain 400, and goes on serving the others; SIGHUP loads a renewed
+//! certificate for new connections.
 
 mod common;
 
@@ -264,4 +265,69 @@ fn graceful_shutdown_ends_an_idle_connection_with_close_notify() {
     let mut rest = Vec::new();
     tls.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty() && buf.is_empty());
+}
+
+/// An HTTPS exchange on a new connection to `addr`, trusting only `der`:
+/// the response's status, or the error (a certificate not trusted).
+fn status_over_https(
+    addr: &str,
+    der: &rustls::pki_types::CertificateDer<'static>,
+) -> Result<u16, String> {
+    let mut tls = common::tls::over(TcpStream::connect(addr).unwrap(), der);
+    tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    common::read_response(&mut tls, &mut Vec::new(), false)
+        .map(|r| r.status)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_ones() {
+    let _serial = one_at_a_time();
+    let (old, new) = (Cert::new("reload-old"), Cert::new("reload-new"));
+    let args = old.args();
+    let (mut child, addr) =
+        common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(status_over_https(&addr, &old.der), Ok(200));
+    // A connection open across the reload keeps its session.
+    let mut open = common::tls::over(TcpStream::connect(&addr).unwrap(), &old.der);
+    open.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    assert_eq!(
+        common::read_response(&mut open, &mut Vec::new(), false)
+            .unwrap()
+            .status,
+        200
+    );
+    old.replace_with(&new);
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    // The reload is done when a new connection is offered the new certificate.
+    let begun = std::time::Instant::now();
+    while status_over_https(&addr, &new.der).is_err() {
+        assert!(
+            begun.elapsed() < Duration::from_secs(10),
+            "still the old certificate"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        status_over_https(&addr, &old.der).is_err(),
+        "the old certificate still offered"
+    );
+    open.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    assert_eq!(
+        common::read_response(&mut open, &mut Vec::new(), false)
+            .unwrap()
+            .status,
+        200
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP ended the server"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -54,6 +54,14 @@ impl Cert {
         ]
     }
 
+    /// Makes this certificate's files hold `other`'s certificate and key,
+    /// as an operator renewing a certificate would.
+    pub fn replace_with(&self, other: &Cert) {
+        for f in ["cert.pem", "key.pem"] {
+            std::fs::copy(other.dir.join(f), self.dir.join(f)).unwrap();
+        }
+    }
+
     /// A client configuration that trusts only this certificate and asks
     /// for `http/1.1` by ALPN.
     pub fn client_config(&self) -> ClientConfig {
