@@ -5,7 +5,7 @@
 //!
 //! [`Config::validate`]: super::Config::validate
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 pub use crate::units::parse_size;
@@ -194,7 +194,7 @@ impl Range {
 }
 
 /// The host `--addr` listens on when only a port is given.
-pub const DEFAULT_HOST: &str = "127.0.0.1";
+pub const DEFAULT_HOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
 /// An address to listen on from the command line: `HOST:PORT` (an IP
 /// address or a host name, resolved now: `localhost:3000`, `[::1]:3000`),
@@ -211,7 +211,7 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         let port: u16 = port_only
             .parse()
             .map_err(|_| format!("port {port_only} is not 0 to 65535"))?;
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+        return Ok(SocketAddr::from((DEFAULT_HOST, port)));
     }
     let Some((host, port)) = s.rsplit_once(':') else {
         return Err(format!(

@@ -101,14 +101,14 @@ impl AccessLog {
     /// request lines of at most `request_line` bytes: counted in the
     /// connection's base when the log is on.
     pub(super) fn memory(request_line: usize) -> usize {
-        let line = request_line + 3 * 4 * FIELD_MOST + 256;
+        let line = noted_most(request_line);
         line + LINES_WAITING * line + 64
     }
 
     /// A log of requests whose lines are at most `request_line` bytes
     /// long, in `format`, when `on`.
     pub(super) fn new(on: bool, format: LogFormat, request_line: usize) -> AccessLog {
-        let line = request_line + 3 * 4 * FIELD_MOST + 256;
+        let line = noted_most(request_line);
         AccessLog {
             on: on.then(|| {
                 Box::new(Log {
@@ -286,6 +286,13 @@ impl Drop for AccessLog {
             }
         }
     }
+}
+
+/// The most bytes a request's noted parts take, for request lines of at
+/// most `request_line` bytes: the line, and three field values of
+/// [`FIELD_MOST`] bytes each written as `\xHH` at worst, and the rest.
+fn noted_most(request_line: usize) -> usize {
+    request_line + 3 * 4 * FIELD_MOST + 256
 }
 
 /// Appends `bytes` with `"`, `\` and every byte outside printable ASCII as
