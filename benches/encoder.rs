@@ -30,7 +30,9 @@ use std::time::SystemTime;
 use unflat::flatten::flatten_then_write;
 
 use std::ops::ControlFlow;
-use unflat::head::{DateLine, Head, HeaderName, HeaderValue, Line, Persistence, Status};
+use unflat::head::{
+    DateLine, Head, HeaderName, HeaderValue, Line, Persistence, RequestMethod, Status,
+};
 use unflat::{size, storage_size, write, CharRange, Encoding, Mode, Piece, Rope, Shape};
 
 const LENS: [usize; 5] = [4, 64, 1024, 16384, 102400];
@@ -48,7 +50,7 @@ fn head(c: &mut Criterion) {
     let content_type = Line::parse("Content-Type", "text/plain; charset=utf-8").unwrap();
     let keep_alive = Line::parse("Keep-Alive", "timeout=5").unwrap();
     let date = DateLine::at(SystemTime::now());
-    let mut rope = Head::new(Status::OK, false);
+    let mut rope = Head::new(Status::OK, RequestMethod::Other);
     rope.line(&content_type).unwrap();
     let server = (
         HeaderName::new("Server").unwrap(),

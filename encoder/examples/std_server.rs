@@ -17,7 +17,7 @@ use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::time::SystemTime;
 
-use unflat::head::{DateLine, Head, Line, Persistence, Status};
+use unflat::head::{DateLine, Head, Line, Persistence, RequestMethod, Status};
 use unflat::queue::WriteQueue;
 use unflat::{Encoding, Mode};
 
@@ -87,7 +87,7 @@ fn serve(mut stream: TcpStream, text: &ropey::Rope) -> io::Result<()> {
             },
         };
         let date = DateLine::at(SystemTime::now());
-        let mut head = Head::new(status, false);
+        let mut head = Head::new(status, RequestMethod::Other);
         head.line(&plain).expect("room for a line");
         head.date(&date)
             .content_length(body_len as u64)

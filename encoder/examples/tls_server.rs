@@ -32,7 +32,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
-use unflat::head::{DateLine, Head, Line, Persistence, Status};
+use unflat::head::{DateLine, Head, Line, Persistence, RequestMethod, Status};
 use unflat::queue::WriteQueue;
 use unflat::{Encoding, Mode};
 
@@ -186,7 +186,7 @@ async fn serve(acceptor: &TlsAcceptor, tcp: TcpStream, body: &Bytes) -> io::Resu
             (_, Some(n)) if n <= MAX => (Status::OK, n),
             _ => (Status::NOT_FOUND, 0),
         };
-        let mut head = Head::new(status, false);
+        let mut head = Head::new(status, RequestMethod::Other);
         head.line(&plain).expect("room for a line").date(&date);
         head.content_length(n as u64).expect("one framing");
         if target.is_none() {

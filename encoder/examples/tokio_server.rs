@@ -21,7 +21,7 @@ use std::time::SystemTime;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use unflat::head::{DateLine, Head, Line, Status};
+use unflat::head::{DateLine, Head, Line, RequestMethod, Status};
 use unflat::queue::{SharedRope, WriteQueue};
 use unflat::{Encoding, Mode, Piece, Rope, Shape, Utf16};
 
@@ -82,7 +82,7 @@ async fn serve(
         // `/{n}`: n bytes of the rope; `/euro/{n}`: n euro signs.
         let count = |s: &str| s.parse::<usize>().ok().filter(|&n| n <= MAX);
         let date = DateLine::at(SystemTime::now());
-        let mut head = Head::new(Status::OK, false);
+        let mut head = Head::new(Status::OK, RequestMethod::Other);
         head.line(&plain).expect("room for a line").date(&date);
         if let Some(n) = target.strip_prefix("/euro/").and_then(count) {
             let part: SharedRope = Arc::new(Prefix(euro.clone(), n));
@@ -100,7 +100,7 @@ async fn serve(
                 .expect("a head is latin1");
             queue.share_rope(text, 0..n);
         } else {
-            let mut head = Head::new(Status::NOT_FOUND, false);
+            let mut head = Head::new(Status::NOT_FOUND, RequestMethod::Other);
             head.date(&date).content_length(0).expect("one framing");
             queue
                 .encode(&head, Encoding::Latin1, Mode::Strict)

@@ -11,7 +11,9 @@ use std::ops::ControlFlow;
 use proptest::prelude::*;
 
 use head_common::parse_fields;
-use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Line, Status, MAX_FIELDS};
+use unflat::head::{
+    Head, HeadError, HeaderName, HeaderValue, Line, RequestMethod, Status, MAX_FIELDS,
+};
 use unflat::{Piece, Rope};
 
 fn pieces(rope: &dyn Rope) -> Vec<Vec<u8>> {
@@ -30,7 +32,7 @@ fn every_code_from_100_to_999_is_sent_and_read_back() {
     let mut registered = 0;
     for code in 100..=999 {
         let status = Status::from_code(code).unwrap();
-        let head = Head::new(status, false);
+        let head = Head::new(status, RequestMethod::Other);
         let bytes = head.to_vec();
         let (parsed, reason, _) = parse_fields(&bytes);
         assert_eq!(parsed, code);
@@ -50,12 +52,12 @@ fn every_code_from_100_to_999_is_sent_and_read_back() {
         }
         let custom = Status::new(code, Some("Custom \t Phrase")).unwrap();
         assert_eq!(custom.line(), None);
-        let (parsed, reason, _) = parse_fields(&Head::new(custom, false).to_vec());
+        let (parsed, reason, _) = parse_fields(&Head::new(custom, RequestMethod::Other).to_vec());
         assert_eq!((parsed, reason.as_str()), (code, "Custom \t Phrase"));
         // obs-text is allowed, and sent as it is (httparse accepts it and
         // reports no phrase).
         let obs = Status::new(code, Some("Caf\u{e9}")).unwrap();
-        let bytes = Head::new(obs, false).to_vec();
+        let bytes = Head::new(obs, RequestMethod::Other).to_vec();
         assert_eq!(parse_fields(&bytes).0, code);
         assert!(bytes.starts_with(format!("HTTP/1.1 {code} Caf\u{e9}\r\n").as_bytes()));
     }
@@ -91,7 +93,7 @@ fn bodiless_statuses_refuse_framing_and_the_others_take_it() {
         let status = Status::from_code(code).unwrap();
         let bodiless = code < 200 || code == 204 || code == 304;
         assert_eq!(status.has_no_body(), bodiless, "{code}");
-        let mut head = Head::new(status, false);
+        let mut head = Head::new(status, RequestMethod::Other);
         assert_eq!(head.content_length(0).is_err(), bodiless, "{code}");
         assert_eq!(head.body_allowed(), !bodiless, "{code}");
     }
@@ -108,7 +110,7 @@ fn a_head_holds_n_fields_and_refuses_one_more() {
         )
     };
 
-    let mut small = Head::new(Status::OK, false);
+    let mut small = Head::new(Status::OK, RequestMethod::Other);
     for i in 0..MAX_FIELDS {
         let (n, v) = field(i);
         small.field(n, v).unwrap();
@@ -116,7 +118,7 @@ fn a_head_holds_n_fields_and_refuses_one_more() {
     let (n, v) = field(MAX_FIELDS);
     assert_eq!(small.field(n, v).err(), Some(HeadError::TooManyFields));
 
-    let mut large = Head::<'_, 40>::with_room(Status::OK, false);
+    let mut large = Head::<'_, 40>::with_room(Status::OK, RequestMethod::Other);
     for i in 0..40 {
         let (n, v) = field(i);
         large.field(n, v).unwrap();
@@ -147,7 +149,7 @@ fn framing_fields_are_refused_by_name_in_any_case() {
         .iter()
         .map(|n| Line::parse(n, "chunked").unwrap())
         .collect();
-    let mut head = Head::new(Status::OK, false);
+    let mut head = Head::new(Status::OK, RequestMethod::Other);
     for (name, line) in names.iter().zip(&lines) {
         let err = head
             .field(
@@ -198,7 +200,7 @@ proptest! {
             None => prop_assert!(!name_ok),
         }
         if let (Some(Ok(n)), Ok(v)) = (parsed_name, parsed_value) {
-            let mut head = Head::new(Status::OK, false);
+            let mut head = Head::new(Status::OK, RequestMethod::Other);
             head.field(n, v).unwrap();
             head.content_length(0).unwrap();
             let bytes = head.to_vec();
@@ -213,19 +215,19 @@ proptest! {
 
 #[test]
 fn framing_is_exclusive_in_the_head_builder() {
-    let mut head = Head::new(Status::OK, false);
+    let mut head = Head::new(Status::OK, RequestMethod::Other);
     head.content_length(3).unwrap();
     assert!(head.chunked().is_err());
-    let mut head = Head::new(Status::OK, false);
+    let mut head = Head::new(Status::OK, RequestMethod::Other);
     head.chunked().unwrap();
     assert!(head.content_length(3).is_err());
-    let mut head = Head::new(Status::NO_CONTENT, false);
+    let mut head = Head::new(Status::NO_CONTENT, RequestMethod::Other);
     assert!(
         head.content_length(0).is_err(),
         "204 carries no body framing"
     );
     assert!(
-        !Head::new(Status::OK, true).body_allowed(),
+        !Head::new(Status::OK, RequestMethod::Head).body_allowed(),
         "no body after HEAD"
     );
 }

@@ -6,7 +6,7 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use http::StatusCode;
-use unflat::head::{DateLine, Head};
+use unflat::head::{DateLine, Head, RequestMethod};
 use unflat::{plan, write, Encoding, Mode};
 
 #[path = "common/alloc.rs"]
@@ -35,7 +35,7 @@ fn building_and_encoding_a_head_from_http_types_allocates_nothing() {
             StatusCode::IM_A_TEAPOT,
             StatusCode::from_u16(299).unwrap(),
         ] {
-            let mut head = Head::new(code.into(), false);
+            let mut head = Head::new(code.into(), RequestMethod::Other);
             head.field((&CONTENT_TYPE).into(), (&content_type).into())
                 .unwrap()
                 .field((&CACHE_CONTROL).into(), (&cache).into())

@@ -10,7 +10,7 @@ use head_common::parse_fields;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::StatusCode;
 use proptest::prelude::*;
-use unflat::head::{Head, HeadError, Status};
+use unflat::head::{Head, HeadError, RequestMethod, Status};
 use unflat::{size, write, Encoding, Mode};
 
 /// The value a recipient sees: no surrounding SP or HTAB.
@@ -30,7 +30,7 @@ fn every_status_code_converts_with_its_canonical_reason() {
         let status = Status::from(sc);
         assert_eq!(status.code(), code);
         assert_eq!(status.reason(), sc.canonical_reason());
-        let (parsed, reason, _) = parse_fields(&Head::new(status, false).to_vec());
+        let (parsed, reason, _) = parse_fields(&Head::new(status, RequestMethod::Other).to_vec());
         assert_eq!(parsed, code);
         assert_eq!(reason, sc.canonical_reason().unwrap_or(""));
     }
@@ -72,13 +72,13 @@ proptest! {
             })
             .collect();
         // One field per slot, and the same fields as one map.
-        let mut head = Head::<'_, 40>::with_room(StatusCode::from_u16(code).unwrap().into(), false);
+        let mut head = Head::<'_, 40>::with_room(StatusCode::from_u16(code).unwrap().into(), RequestMethod::Other);
         let mut map = HeaderMap::new();
         for (n, v) in &fields {
             head.field(n.into(), v.into()).unwrap();
             map.append(n.clone(), v.clone());
         }
-        let mut from_map = Head::new(StatusCode::from_u16(code).unwrap().into(), false);
+        let mut from_map = Head::new(StatusCode::from_u16(code).unwrap().into(), RequestMethod::Other);
         from_map.header_map(&map).unwrap();
         let seen = |(n, v): (&HeaderName, &HeaderValue)| {
             (n.as_str().to_string(), trimmed(v.as_bytes()).to_vec())
@@ -112,7 +112,7 @@ fn a_map_of_forty_fields_takes_one_slot() {
         map.append(name, HeaderValue::from_str(&format!("value {i}")).unwrap());
     }
     assert_eq!(map.len(), 40);
-    let mut head = Head::new(StatusCode::PARTIAL_CONTENT.into(), false);
+    let mut head = Head::new(StatusCode::PARTIAL_CONTENT.into(), RequestMethod::Other);
     head.header_map(&map).unwrap();
     head.content_length(9).unwrap();
     let bytes = head.to_vec();
@@ -136,7 +136,7 @@ fn framing_names_in_a_map_or_a_field_are_refused() {
         let mut map = HeaderMap::new();
         map.insert(http::header::SERVER, HeaderValue::from_static("unflat"));
         map.insert(framing.clone(), HeaderValue::from_static("5"));
-        let mut head = Head::new(Status::OK, false);
+        let mut head = Head::new(Status::OK, RequestMethod::Other);
         assert!(matches!(
             head.header_map(&map),
             Err(HeadError::FramingField)

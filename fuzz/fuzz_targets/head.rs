@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status};
+use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status, RequestMethod};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&split, rest)) = data.split_first() else { return };
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(matches!(name_ok, Some(Ok(_))), valid_name);
     assert_eq!(value_ok.is_ok(), valid_value);
     if let (Some(Ok(n)), Ok(v)) = (name_ok, value_ok) {
-        let mut head = Head::new(Status::OK, false);
+        let mut head = Head::new(Status::OK, RequestMethod::Other);
         let framing = name.eq_ignore_ascii_case(b"content-length")
             || name.eq_ignore_ascii_case(b"transfer-encoding");
         if framing {

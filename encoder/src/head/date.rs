@@ -7,13 +7,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use unflat::head::{DateLine, Head, Status};
+/// use unflat::head::{DateLine, Head, Status, RequestMethod};
 /// let mut date = DateLine::at(UNIX_EPOCH + Duration::from_secs(784_111_777));
 /// assert_eq!(date.as_bytes(), b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
 /// // Refreshed by the clock; a head borrows it.
 /// assert!(!date.refresh(UNIX_EPOCH + Duration::from_millis(784_111_777_500)));
 /// assert!(date.refresh(UNIX_EPOCH + Duration::from_secs(784_111_778)));
-/// let mut head = Head::new(Status::OK, false);
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.date(&date);
 /// assert!(head.to_vec().ends_with(b"08:49:38 GMT\r\n\r\n"));
 /// ```

@@ -5,10 +5,10 @@ use std::fmt;
 /// Why a head could not be built.
 ///
 /// ```
-/// use unflat::head::{Head, HeadError, Status};
-/// let mut head = Head::new(Status::NOT_MODIFIED, false);
+/// use unflat::head::{Head, HeadError, Status, RequestMethod};
+/// let mut head = Head::new(Status::NOT_MODIFIED, RequestMethod::Other);
 /// assert_eq!(head.content_length(5).unwrap_err(), HeadError::FramingWithoutBody);
-/// let mut head = Head::new(Status::OK, false);
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.chunked().unwrap();
 /// let err = head.content_length(5).unwrap_err();
 /// assert_eq!(err, HeadError::FramingTwice);

@@ -82,13 +82,13 @@ impl<'a> HeaderName<'a> {
 /// Header injection cannot be expressed: CR and LF are refused.
 ///
 /// ```
-/// use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status};
+/// use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status, RequestMethod};
 /// let value = HeaderValue::new(b"text/plain").unwrap();
 /// assert_eq!(
 ///     HeaderValue::new(b"x\r\nSet-Cookie: a=b"),
 ///     Err(HeadError::InvalidValue { at: 1, byte: b'\r' })
 /// );
-/// let mut head = Head::new(Status::OK, false);
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.field(HeaderName::new("Content-Type").unwrap(), value).unwrap();
 /// assert_eq!(head.to_vec(), b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
 /// ```
@@ -130,11 +130,11 @@ impl<'a> HeaderValue<'a> {
 /// start-up, for fields every response carries).
 ///
 /// ```
-/// use unflat::head::{Head, Line, Status};
+/// use unflat::head::{Head, Line, Status, RequestMethod};
 /// let server = Line::parse("Server", "unflat").unwrap(); // once, at start-up
 /// assert_eq!(server.as_bytes(), b"Server: unflat\r\n");
 /// assert_eq!(server.name().as_str(), "Server");
-/// let mut head = Head::new(Status::OK, false); // per response: borrowed, not copied
+/// let mut head = Head::new(Status::OK, RequestMethod::Other); // per response: borrowed, not copied
 /// head.line(&server).unwrap().content_length(0).unwrap();
 /// assert_eq!(head.to_vec(), b"HTTP/1.1 200 OK\r\nServer: unflat\r\nContent-Length: 0\r\n\r\n");
 /// ```

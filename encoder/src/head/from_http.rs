@@ -18,6 +18,25 @@ impl From<http::StatusCode> for Status {
     }
 }
 
+/// `HEAD` is [`RequestMethod::Head`], every other method
+/// [`RequestMethod::Other`].
+///
+/// ```
+/// use unflat::head::RequestMethod;
+/// assert_eq!(RequestMethod::from(&http::Method::HEAD), RequestMethod::Head);
+/// assert_eq!(RequestMethod::from(&http::Method::POST), RequestMethod::Other);
+/// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+impl From<&http::Method> for RequestMethod {
+    fn from(method: &http::Method) -> RequestMethod {
+        if method == http::Method::HEAD {
+            RequestMethod::Head
+        } else {
+            RequestMethod::Other
+        }
+    }
+}
+
 /// `http::HeaderName` is a token by construction (and lower case).
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
@@ -63,11 +82,11 @@ impl<'a, const N: usize> Head<'a, N> {
     ///
     /// ```
     /// use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, VARY};
-    /// use unflat::head::{Head, Status};
+    /// use unflat::head::{Head, Status, RequestMethod};
     /// let mut map = HeaderMap::new();
     /// map.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     /// map.append(VARY, HeaderValue::from_static(" accept "));
-    /// let mut head = Head::new(http::StatusCode::CREATED.into(), false);
+    /// let mut head = Head::new(http::StatusCode::CREATED.into(), RequestMethod::Other);
     /// head.header_map(&map).unwrap().content_length(0).unwrap();
     /// assert_eq!(
     ///     head.to_vec(),

@@ -44,15 +44,15 @@ pub use status::Status;
 /// framing, date and persistence lines.
 ///
 /// ```
-/// use unflat::head::{Head, HeadError, Line, Status, MAX_FIELDS};
+/// use unflat::head::{Head, HeadError, Line, Status, MAX_FIELDS, RequestMethod};
 /// let line = Line::parse("X-Trace", "1").unwrap();
-/// let mut head = Head::new(Status::OK, false);
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// for _ in 0..MAX_FIELDS {
 ///     head.line(&line).unwrap();
 /// }
 /// assert_eq!(head.line(&line).unwrap_err(), HeadError::TooManyFields);
 /// // More room: a head of 64 fields.
-/// let mut big = Head::<'_, 64>::with_room(Status::OK, false);
+/// let mut big = Head::<'_, 64>::with_room(Status::OK, RequestMethod::Other);
 /// for _ in 0..64 {
 ///     big.line(&line).unwrap();
 /// }
@@ -75,12 +75,32 @@ pub enum Framing {
     Chunked,
 }
 
+/// The request a head answers, as far as the head needs to know it: the
+/// response to a `HEAD` request announces the framing a `GET` would have
+/// and carries no body ([`Head::body_allowed`]); every other method's
+/// response may.
+///
+/// ```
+/// use unflat::head::{Head, RequestMethod, Status};
+/// let mut head = Head::new(Status::OK, RequestMethod::Head);
+/// head.content_length(5).unwrap(); // what a GET would have received
+/// assert!(!head.body_allowed());
+/// assert!(Head::new(Status::OK, RequestMethod::Other).body_allowed());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestMethod {
+    /// `HEAD`: the head alone is sent.
+    Head,
+    /// Any method but `HEAD`.
+    Other,
+}
+
 /// The keep-alive decision the head announces.
 ///
 /// ```
-/// use unflat::head::{Head, Line, Persistence, Status};
+/// use unflat::head::{Head, Line, Persistence, Status, RequestMethod};
 /// let timeout = Line::parse("Keep-Alive", "timeout=5").unwrap();
-/// let mut head = Head::new(Status::NO_CONTENT, false);
+/// let mut head = Head::new(Status::NO_CONTENT, RequestMethod::Other);
 /// head.persistence(Persistence::KeepAlive(&timeout));
 /// assert_eq!(
 ///     head.to_vec(),
@@ -149,11 +169,11 @@ fn pair_len(name: &[u8], value: &[u8]) -> usize {
 /// field slot can hold a whole `http::HeaderMap` (`Head::header_map`).
 ///
 /// ```
-/// use unflat::head::{DateLine, Head, Line, Status};
+/// use unflat::head::{DateLine, Head, Line, Status, RequestMethod};
 /// use unflat::{size, write, Encoding, Mode};
 /// let content_type = Line::parse("Content-Type", "text/plain").unwrap();
 /// let date = DateLine::at(std::time::UNIX_EPOCH);
-/// let mut head = Head::new(Status::OK, false);
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.line(&content_type).unwrap();
 /// head.date(&date).content_length(5).unwrap();
 /// let mut out = vec![0; size(&head, Encoding::Latin1)];
@@ -168,7 +188,7 @@ fn pair_len(name: &[u8], value: &[u8]) -> usize {
 #[derive(Clone, Debug)]
 pub struct Head<'a, const N: usize = MAX_FIELDS> {
     status: Status,
-    head_request: bool,
+    method: RequestMethod,
     fields: [Option<Field<'a>>; N],
     count: usize,
     date: Option<&'a DateLine>,
@@ -186,19 +206,19 @@ const LENGTH_LINE_MAX: usize = CONTENT_LENGTH.len() + 20 + CRLF.len();
 
 impl<'a> Head<'a> {
     /// A head with `status` and room for [`MAX_FIELDS`] fields, answering a
-    /// `HEAD` request when `head_request` (it then announces the framing a
-    /// `GET` would have, and allows no body).
-    pub fn new(status: Status, head_request: bool) -> Head<'a> {
-        Head::with_room(status, head_request)
+    /// request made with `method` (the answer to a `HEAD` request announces
+    /// the framing a `GET` would have, and allows no body).
+    pub fn new(status: Status, method: RequestMethod) -> Head<'a> {
+        Head::with_room(status, method)
     }
 }
 
 impl<'a, const N: usize> Head<'a, N> {
     /// [`Head::new`] with room for `N` fields: `Head::<'_, 64>::with_room(..)`.
-    pub fn with_room(status: Status, head_request: bool) -> Head<'a, N> {
+    pub fn with_room(status: Status, method: RequestMethod) -> Head<'a, N> {
         Head {
             status,
-            head_request,
+            method,
             fields: [None; N],
             count: 0,
             date: None,
@@ -292,7 +312,7 @@ impl<'a, const N: usize> Head<'a, N> {
     /// Whether body bytes may follow this head: never for `HEAD` requests or
     /// bodiless statuses.
     pub fn body_allowed(&self) -> bool {
-        !self.head_request && !self.status.has_no_body()
+        self.method == RequestMethod::Other && !self.status.has_no_body()
     }
 
     fn length_line(&self) -> &[u8] {

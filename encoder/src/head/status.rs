@@ -16,11 +16,11 @@ use super::{HeadError, CRLF};
 /// with another phrase, or none, is written as a few `'static` pieces.
 ///
 /// ```
-/// use unflat::head::{Head, Status};
+/// use unflat::head::{Head, Status, RequestMethod};
 /// assert_eq!(Status::from_code(404).unwrap(), Status::NOT_FOUND);
 /// assert_eq!(Status::from_code(299).unwrap().reason(), None);
 /// let teapot = Status::new(418, Some("I'm a teapot")).unwrap();
-/// assert!(Head::new(teapot, false).to_vec().starts_with(b"HTTP/1.1 418 I'm a teapot\r\n"));
+/// assert!(Head::new(teapot, RequestMethod::Other).to_vec().starts_with(b"HTTP/1.1 418 I'm a teapot\r\n"));
 /// assert!(Status::new(1000, None).is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

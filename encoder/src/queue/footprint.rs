@@ -12,6 +12,29 @@ use std::mem::size_of;
 use super::segment::Segment;
 use super::WriteQueue;
 
+/// What a caller is about to push, for [`WriteQueue::footprint_after`]:
+/// bytes copied or encoded into the write buffer in all (encoding counts
+/// its worst case, [`crate::storage_size`]), whether a framed segment is
+/// among the pushes (a body longer than a frame: a long stream, or a rope
+/// range whose short chunks are copied a frame at a time), and how many
+/// segments they add at most.
+///
+/// ```
+/// use unflat::queue::Pushes;
+/// let head_and_small_body = Pushes { copied: 300, framed: false, segments: 1 };
+/// let long_stream = Pushes { framed: true, ..Pushes::default() };
+/// # let _ = (head_and_small_body, long_stream);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pushes {
+    /// Bytes copied or encoded into the write buffer, in all.
+    pub copied: usize,
+    /// Whether a framed segment is among the pushes.
+    pub framed: bool,
+    /// Segments the pushes add, at most.
+    pub segments: usize,
+}
+
 impl WriteQueue {
     /// Bytes the queue's own buffers occupy now: the write buffer, the frame
     /// buffer (spare, or lent to the segment being written), and the
@@ -33,26 +56,30 @@ impl WriteQueue {
     }
 
     /// An upper bound of [`WriteQueue::footprint`] after
-    /// [`WriteQueue::reserve`]`(copied)` and pushes that copy or encode at
-    /// most that many bytes — with a framed segment among them if `framed`
-    /// (a body longer than a frame: a long stream, or a rope range whose
-    /// short chunks are copied a frame at a time) — and at most `segments`
-    /// new segments, and the end of one response.
+    /// [`WriteQueue::reserve`]`(pushes.copied)`, the `pushes` (copying or
+    /// encoding at most that many bytes, with a framed segment among them
+    /// if `pushes.framed`, adding at most `pushes.segments` segments), and
+    /// the end of one response.
     ///
     /// The bound holds only when the bytes are reserved first: pushes made
     /// without it may grow the buffer once per push, each by a quarter.
     ///
     /// ```
-    /// use unflat::queue::WriteQueue;
+    /// use unflat::queue::{Pushes, WriteQueue};
     /// let mut q = WriteQueue::new();
-    /// let after = q.footprint_after(10_000, false, 2);
+    /// let after = q.footprint_after(Pushes { copied: 10_000, framed: false, segments: 2 });
     /// q.reserve(10_000);
     /// q.copy(&[b'h'; 200]);
     /// q.copy(&[b'b'; 9_800]);
     /// q.end_response();
     /// assert!(q.footprint() <= after);
     /// ```
-    pub fn footprint_after(&self, copied: usize, framed: bool, segments: usize) -> usize {
+    pub fn footprint_after(&self, pushes: Pushes) -> usize {
+        let Pushes {
+            copied,
+            framed,
+            segments,
+        } = pushes;
         let buffer = self
             .grown_len(copied)
             .map_or(self.buf.capacity(), |len| len.max(self.buf.capacity()));
@@ -79,13 +106,13 @@ impl WriteQueue {
     /// ([`crate::storage_size`]), so count that for an encoded push.
     ///
     /// ```
-    /// use unflat::queue::WriteQueue;
+    /// use unflat::queue::{Pushes, WriteQueue};
     /// use unflat::{storage_size, Encoding, Mode};
     /// let head = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n";
     /// let body = "x".repeat(100_000);
     /// let n = storage_size(&head, Encoding::Latin1) + storage_size(&body, Encoding::Utf8);
     /// let mut q = WriteQueue::new();
-    /// let bound = q.footprint_after(n, false, 1);
+    /// let bound = q.footprint_after(Pushes { copied: n, framed: false, segments: 1 });
     /// q.reserve(n); // one allocation for both pushes
     /// q.encode(&head, Encoding::Latin1, Mode::Strict).unwrap();
     /// q.encode(&body, Encoding::Utf8, Mode::Strict).unwrap();
@@ -168,7 +195,11 @@ mod tests {
                     }),
                 ];
                 for (copied, framed, push) in pushes {
-                    let after = q.footprint_after(copied, framed, 4);
+                    let after = q.footprint_after(Pushes {
+                        copied,
+                        framed,
+                        segments: 4,
+                    });
                     q.reserve(copied);
                     push(&mut q);
                     q.end_response();

@@ -91,6 +91,7 @@ use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
 use crate::rope::{walk_ropey_chunks, Rope, Walk};
+pub use footprint::Pushes;
 use framed::Framed;
 pub use policy::Policy;
 use segment::Segment;
@@ -189,12 +190,12 @@ fn chunk_bytes<'r>(
 /// [`Buf::chunks_vectored`] and [`Buf::advance`] by hand).
 ///
 /// ```
-/// use unflat::head::{Head, Status};
+/// use unflat::head::{Head, Status, RequestMethod};
 /// use unflat::queue::WriteQueue;
 /// use unflat::{Encoding, Latin1, Mode};
 ///
 /// let body = Latin1(b"cr\xe8me"); // Latin-1 text: 5 characters, 6 bytes as UTF-8
-/// let mut head = Head::new(Status::OK, false);
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.content_length(6).unwrap();
 ///
 /// let mut q = WriteQueue::new();

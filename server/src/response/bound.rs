@@ -5,7 +5,7 @@
 //! the copy threshold is copied, text longer than a frame is framed) — and
 //! the flatten strategy's transient flat string.
 
-use unflat::queue::Policy;
+use unflat::queue::{Policy, Pushes};
 use unflat::{storage_size, Encoding};
 
 use super::Body;
@@ -14,16 +14,6 @@ use super::Body;
 /// 64-bit targets): a rope whose chunks are all shorter than the copy
 /// threshold is queued as one run.
 const ROPE_CHUNK_MAX: usize = 1024;
-
-/// What pushing a response's body may add to the queue: bytes copied or
-/// encoded into the write buffer (the worst case the queue reserves),
-/// whether a framed segment is among them, and segments at most.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Pushes {
-    pub copied: usize,
-    pub framed: bool,
-    pub segments: usize,
-}
 
 /// What the direct strategy's pushes of `body` may add to a queue of
 /// `policy` (see `direct.rs`, and the queue's own rules: a buffer shorter

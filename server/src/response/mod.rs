@@ -38,8 +38,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use unflat::head::{Head, Line, Persistence, Status};
-use unflat::queue::{SharedRope, WriteQueue};
+use unflat::head::{Head, Line, Persistence, RequestMethod, Status};
+use unflat::queue::{Pushes, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use crate::memory::{Full, Lease, Memory};
@@ -137,6 +137,15 @@ impl Exchange {
     pub fn sends_content(self) -> bool {
         !self.head_request
     }
+
+    /// The request's method as the response head takes it.
+    fn method(self) -> RequestMethod {
+        if self.head_request {
+            RequestMethod::Head
+        } else {
+            RequestMethod::Other
+        }
+    }
 }
 
 /// One response to write, as a route gives it: a status, its own field
@@ -227,9 +236,16 @@ impl Writer {
         besides: usize,
     ) -> Result<(), Full> {
         debug_assert!(status.code() < 200, "an interim status");
-        let head = Head::new(status, false);
+        let head = Head::new(status, RequestMethod::Other);
         let len = storage_size(&head, Encoding::Latin1);
-        lease.cover(besides + queue.footprint_after(len, false, 1))?;
+        lease.cover(
+            besides
+                + queue.footprint_after(Pushes {
+                    copied: len,
+                    framed: false,
+                    segments: 1,
+                }),
+        )?;
         encode(queue, &head, Encoding::Latin1);
         Ok(())
     }
@@ -250,7 +266,7 @@ impl Writer {
         let date = date::date_line();
         // Room for the three lines a response has at most, and no more:
         // the head is built on the stack for every response.
-        let mut head = ResponseHead::with_room(r.status, exchange.head_request);
+        let mut head = ResponseHead::with_room(r.status, exchange.method());
         for line in r.fields.into_iter().flatten() {
             head.line(line).expect("room for two lines");
         }
@@ -281,8 +297,11 @@ impl Writer {
             Strategy::Direct => (bound::direct_pushes(queue.policy(), body), 0),
             Strategy::Flatten => bound::flattened_pushes(queue.policy(), head_len, body),
         };
-        let after =
-            queue.footprint_after(head_len + pushes.copied, pushes.framed, pushes.segments + 1);
+        let after = queue.footprint_after(Pushes {
+            copied: head_len + pushes.copied,
+            segments: pushes.segments + 1,
+            ..pushes
+        });
         lease.cover(besides + transient + after)?;
         queue.reserve(head_len + pushes.copied);
         match self.strategy {
