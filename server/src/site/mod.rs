@@ -130,7 +130,8 @@ impl Site {
 }
 
 /// The text of `GET /` and of the start-up banner: the address, the
-/// self-signed certificate's PEM if there is one, the routes.
+/// self-signed certificate's PEM if there is one, the routes
+/// ([`routes_text`]), a wrk command.
 fn help_text(s: &Settings<'_>) -> String {
     let (addr, strategy) = (s.address, s.strategy.name());
     let scheme = if s.https { "https" } else { "http" };
@@ -143,14 +144,26 @@ fn help_text(s: &Settings<'_>) -> String {
         )
     });
     format!(
-        "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n\
-         Routes:\n{}\n\
-         /end-string bodies: body=flat (the default) keeps the text as one flat\n\
-         string, sent as one iovec (ascii) or encoded behind the head (latin1,\n\
-         twobyte); body=rope keeps it as a ropey rope of ~1 KiB chunks, copied\n\
-         behind the head (a frame at a time when longer than one): chunks that\n\
-         short cost the kernel more as iovecs than as a copy.\n\n\
+        "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n{}\n\
          Benchmark it:\n  wrk -s wrk_scripts/end-string.lua {scheme}://{addr} -- 1024\n",
+        routes_text()
+    )
+}
+
+/// The part of the banner that is the same for every server: the routes
+/// and what `/end-string`'s two body forms are. The README quotes it
+/// whole, between `<!-- routes -->` markers; a test keeps the two equal
+/// (`UNFLAT_BLESS=1 cargo test -p unflat-server readme` rewrites the
+/// README's copy).
+pub fn routes_text() -> String {
+    format!(
+        "Routes:\n{}\n\
+         /end-string bodies: body=flat (the default) keeps the text as one flat\n\
+         string, sent as one iovec at its own memory (ascii) or encoded behind\n\
+         the head (latin1, twobyte); body=rope keeps it as a ropey rope of\n\
+         ~1 KiB chunks, copied behind the head (a frame at a time when longer\n\
+         than one): chunks that short cost the kernel more as iovecs than as\n\
+         a copy.\n",
         routes::usage()
     )
 }
@@ -219,5 +232,46 @@ impl Fields {
             BodyKey::Text(_) => &self.text_plain,
             BodyKey::Large(_) => &self.octet_stream,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::routes_text;
+
+    /// The README quotes [`routes_text`] between these markers, in a
+    /// `text` block.
+    const BEGIN: &str = "<!-- routes: server/src/site/mod.rs, routes_text() -->\n";
+    const END: &str = "<!-- /routes -->\n";
+
+    /// What the README says of the routes is what the server says: one
+    /// source, the README's copy checked (or, with `UNFLAT_BLESS=1`,
+    /// rewritten).
+    #[test]
+    fn readme_quotes_the_routes_text() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+        let readme = std::fs::read_to_string(path).expect("the README");
+        let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
+            panic!("README.md lacks the {BEGIN:?} … {END:?} markers");
+        };
+        let quoted = &readme[begin + BEGIN.len()..end];
+        let wanted = format!("```text\n{}```\n", routes_text());
+        if quoted == wanted {
+            return;
+        }
+        if std::env::var_os("UNFLAT_BLESS").is_some() {
+            let blessed = format!(
+                "{}{wanted}{}",
+                &readme[..begin + BEGIN.len()],
+                &readme[end..]
+            );
+            std::fs::write(path, blessed).expect("README.md rewritten");
+            return;
+        }
+        panic!(
+            "README.md's routes differ from the server's (routes_text); \
+             `UNFLAT_BLESS=1 cargo test -p unflat-server readme` rewrites them.\n\
+             README:\n{quoted}\nserver:\n{wanted}"
+        );
     }
 }

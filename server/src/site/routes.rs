@@ -50,37 +50,37 @@ const TABLE: [Entry; 7] = [
     Entry {
         route: Route::EndString,
         path: "/end-string/",
-        usage: "GET|HEAD /end-string/{len}?kind=ascii|latin1|twobyte&body=flat|rope",
+        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope",
     },
     Entry {
         route: Route::Large,
         path: "/large/",
-        usage: "GET|HEAD /large/{size}    (bytes, or with a unit: 64KiB, 1MiB)",
+        usage: "GET|HEAD /large/{size}      size bytes (a number, or with a unit: 64KiB, 1MiB)",
     },
     Entry {
         route: Route::Echo,
         path: "/echo",
-        usage: "*        /echo[?format=json|raw]",
+        usage: "*        /echo              the request as JSON, strings base64-encoded; ?format=raw: the body",
     },
     Entry {
         route: Route::Healthz,
         path: "/healthz",
-        usage: "GET|HEAD /healthz     200 ok; 503 while shutting down",
+        usage: "GET|HEAD /healthz           200 ok; 503 while shutting down",
     },
     Entry {
         route: Route::Metrics,
         path: "/metrics",
-        usage: "GET|HEAD /metrics     OpenMetrics text (Prometheus)",
+        usage: "GET|HEAD /metrics           Prometheus text 0.0.4, or OpenMetrics when Accept asks for it",
     },
     Entry {
         route: Route::Help,
         path: "/",
-        usage: "GET|HEAD /",
+        usage: "GET|HEAD /                  this text",
     },
     Entry {
         route: Route::ServerWide,
         path: "*",
-        usage: "OPTIONS  * and every path above (204 with Allow)",
+        usage: "OPTIONS  *                  and every path above: 204 with Allow",
     },
 ];
 
@@ -130,7 +130,7 @@ impl Route {
 /// The routes, a line each, for the help text and 404s.
 pub fn usage() -> String {
     TABLE.iter().fold(String::new(), |mut text, e| {
-        let _ = writeln!(text, "{}", e.usage);
+        let _ = writeln!(text, "  {}", e.usage);
         text
     })
 }
