@@ -4,13 +4,14 @@
 //! that streams the body into SHA-256, and samples the server's RSS from
 //! /proc/PID/status every 5 ms.
 //!
-//! Printed per strategy, medians over the runs: time from request to last
-//! byte, peak RSS, peak RSS above the idle server, and the integrity line
-//! `integrity: OK <first 16 hex>` (FAIL exits non-zero). The digest expected
-//! is computed here, from the payload's description, not by the server's
-//! code. An SVG of RSS over time for both strategies is written to
-//! `target/unflat-bench/large-write.svg` (`large-write-tls.svg` with
-//! `--tls`).
+//! Printed per strategy, medians over the runs with their range: time from
+//! request to last byte, peak RSS, peak RSS above the idle server, and the
+//! integrity line `integrity: OK <first 16 hex>` (FAIL exits non-zero).
+//! The digest expected is computed here, from the payload's description,
+//! not by the server's code. An SVG of RSS over time for both strategies,
+//! each run's range as bars, is written to
+//! `target/unflat-bench/large-write.svg`, and every run's figures to
+//! `large-write-runs.csv` (`large-write-tls.*` with `--tls`).
 //!
 //! With `--tls` the server serves HTTPS (a certificate made here for
 //! localhost) and the client reads through rustls: the same payload, the
@@ -18,6 +19,7 @@
 
 mod support;
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,7 +46,8 @@ const MAX_SIZE_MIB: u64 = 2048;
 /// `integrity: OK <first 16 hex>` (FAIL exits 1), to stdout.
 ///
 /// Writes target/unflat-bench/large-write.svg, RSS over time for both
-/// strategies (large-write-tls.svg with --tls, and then the certificate,
+/// strategies with each run's range as bars, and large-write-runs.csv,
+/// every run's figures (large-write-tls.svg and -tls-runs.csv with --tls, and then the certificate,
 /// large-write-cert.pem and large-write-key.pem).
 ///
 /// Examples:
@@ -206,6 +209,8 @@ fn main() {
     // Per strategy: every run's time to the last byte (ms) and peak RSS (MiB).
     let mut spreads: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
     let mut failed = false;
+    // Every run, for the runs file: strategy, run, ms, peak MiB, above idle MiB.
+    let mut rows = String::from("strategy,run,ms_to_last_byte,peak_rss_mib,above_idle_mib\n");
     // The warm-up fetch, which builds the payload, is a step too.
     let mut progress = Progress::new("large-write", 2 * (o.runs + 1), None);
     for strategy in ["flatten", "direct"] {
@@ -247,6 +252,14 @@ fn main() {
             peaks.push(peak as f64 / MIB);
             above.push(peak.saturating_sub(idle) as f64 / MIB);
             digests_ok &= digest == expected;
+            let _ = writeln!(
+                rows,
+                "{strategy},{},{:.1},{:.1},{:.1}",
+                run + 1,
+                times[run],
+                peaks[run],
+                above[run]
+            );
             if run == 0 {
                 traces.push((strategy.to_string(), samples));
             }
@@ -258,8 +271,10 @@ fn main() {
             "FAIL".to_string()
         };
         failed |= !digests_ok;
+        let (fastest, slowest) = (min(&times), max(&times));
+        let (lowest, highest) = (min(&peaks), max(&peaks));
         println!(
-            "{strategy:>8}: size={}MiB  request→last byte {:.0} ms  peakRSS {:.0} MiB  above idle {:.0} MiB (idle {:.0} MiB)  integrity: {integrity}",
+            "{strategy:>8}: size={}MiB  request→last byte {:.0} ms ({fastest:.0}–{slowest:.0})  peakRSS {:.0} MiB ({lowest:.0}–{highest:.0})  above idle {:.0} MiB (idle {:.0} MiB)  integrity: {integrity}",
             o.size_mib,
             median(&mut times),
             median(&mut peaks),
@@ -267,16 +282,33 @@ fn main() {
             idle as f64 / MIB
         );
     }
-    let svg = out_dir().join(if o.tls {
-        "large-write-tls.svg"
+    let name = if o.tls {
+        "large-write-tls"
     } else {
-        "large-write.svg"
-    });
+        "large-write"
+    };
+    let svg = out_dir().join(format!("{name}.svg"));
     chart(&svg, &traces, &spreads, o.size_mib);
-    println!("\nRSS over time: {}", svg.display());
+    let runs = out_dir().join(format!("{name}-runs.csv"));
+    std::fs::write(&runs, rows).expect("the runs file is written");
+    println!(
+        "\nRSS over time: {}\nevery run: {}",
+        svg.display(),
+        runs.display()
+    );
     if failed {
         std::process::exit(1);
     }
+}
+
+/// The smallest of `values` (not empty).
+fn min(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The largest of `values` (not empty).
+fn max(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
 }
 
 /// RSS over time for the first run of each strategy, and over each trace,
