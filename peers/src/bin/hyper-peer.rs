@@ -14,12 +14,15 @@
 //!
 //! With `--tls-cert`/`--tls-key` it serves HTTPS through tokio-rustls with
 //! the rustls configuration unflat-server builds (`unflat_server::net::tls`: the
-//! same provider, protocol versions, cipher suites and ALPN) and the same
-//! bound on the records rustls holds, so that the two servers differ only
-//! in their HTTP layers.
+//! same provider, protocol versions, cipher suites and ALPN) and unflat-server's
+//! handshake (its deadline, its answer to plain HTTP, its bound on the
+//! records rustls holds), so that the two servers differ only in their HTTP
+//! layers. `--tls-provider aws-lc-rs|ring` picks rustls's crypto provider,
+//! as unflat-server's flag of that name does (default aws-lc-rs).
 //!
 //! `cargo run --release -p unflat-peers --bin hyper-peer -- --addr 127.0.0.1:0 --workers 2`
-//! prints `hyper-peer at http://ADDR` (or `https://`) once it listens.
+//! prints `hyper-peer at http://ADDR` (over HTTPS, `hyper-peer (rustls with
+//! PROVIDER) at https://ADDR`) once it listens.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -60,6 +63,9 @@ struct Args {
     /// PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// rustls's crypto provider for HTTPS.
+    #[arg(long, value_enum, default_value_t = tls::Provider::AwsLcRs)]
+    tls_provider: tls::Provider,
 }
 
 thread_local! {
@@ -80,19 +86,25 @@ fn main() -> std::io::Result<()> {
 }
 
 async fn serve(args: Args) -> std::io::Result<()> {
+    let provider = args.tls_provider;
     let acceptor = match (args.tls_cert, args.tls_key) {
-        (Some(cert), Some(key)) => match tls::acceptor(&tls::Source::Files { cert, key }) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(2);
+        (Some(cert), Some(key)) => {
+            match tls::acceptor(&tls::Source::Files { cert, key }, provider) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    std::process::exit(2);
+                }
             }
-        },
+        }
         _ => None,
     };
     let listener = TcpListener::bind(args.addr).await?;
-    let scheme = if acceptor.is_some() { "https" } else { "http" };
-    println!("hyper-peer at {scheme}://{}", listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    match acceptor {
+        None => println!("hyper-peer at http://{addr}"),
+        Some(_) => println!("hyper-peer (rustls with {provider}) at https://{addr}"),
+    }
     std::io::stdout().flush()?;
     let (max_len, pipeline_flush) = (args.max_len, args.pipeline_flush);
     // unflat-server's default `--handshake-timeout`.
