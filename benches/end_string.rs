@@ -41,13 +41,20 @@
 //! With `--tls` every server speaks HTTPS with a certificate made here for
 //! localhost (wrk connects with OpenSSL): unflat-server with
 //! `--tls-cert`/`--tls-key`, hyper-peer on tokio-rustls with the same rustls
-//! configuration; the ceiling is cleartext only and left out.
+//! configuration and handshake; the ceiling is cleartext only and left out.
+//! `--tls-provider aws-lc-rs|ring` is the rustls crypto provider of every
+//! one of them (default aws-lc-rs), so that the providers can be compared
+//! run against run. The variant `hyper-stock` (`--variants`, with `--tls`
+//! only; not run by default) is hyper-peer `--tls-stock`: hyper on a stock
+//! tokio-rustls acceptor, as its users write it, none of unflat-server's
+//! handshake or record bound.
 //!
 //! Written to target/unflat-bench/: `end-string.csv` in the layout of Node's
 //! compare.js, one `end-string.OLD-NEW.csv` per comparison with the variants
 //! renamed `old` and `new` (`Rscript benchmark/compare.R < FILE` reads it
 //! unchanged), `end-string-runs.csv` with every figure of every run, and
-//! `end-string.svg` (each named `end-string-tls…` with `--tls`).
+//! `end-string.svg` (each named `end-string-tls…` with `--tls`,
+//! `end-string-tls-ring…` with `--tls-provider ring`).
 
 mod support;
 
@@ -65,9 +72,11 @@ use support::{
     build_release, children_cpu_time, cli, connect, hms, installed, machine, on_cpus, out_dir,
     root, Proc, Progress, Responses, Tls,
 };
+use unflat_server::net::tls::Provider;
 
 /// A server the benchmark runs, in the default order (may-peer by default
-/// only with `--pipeline`, the shape it is built for).
+/// only with `--pipeline`, the shape it is built for; hyper-stock only when
+/// `--variants` names it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Variant {
     /// unflat-server `--strategy flatten`.
@@ -76,6 +85,9 @@ enum Variant {
     Direct,
     /// hyper-peer (peers/src/bin/hyper-peer.rs).
     Hyper,
+    /// hyper-peer --tls-stock: hyper on a stock tokio-rustls acceptor
+    /// (with --tls only).
+    HyperStock,
     /// may-peer, may_minihttp (peers/src/bin/may-peer.rs).
     May,
     /// The floor: peers/src/bin/ceiling.rs.
@@ -89,6 +101,7 @@ impl Variant {
             Variant::Flatten => "flatten",
             Variant::Direct => "direct",
             Variant::Hyper => "hyper",
+            Variant::HyperStock => "hyper-stock",
             Variant::May => "may",
             Variant::Ceiling => "ceiling",
         }
@@ -97,6 +110,11 @@ impl Variant {
     /// True for the servers that speak cleartext only.
     fn cleartext_only(self) -> bool {
         matches!(self, Variant::May | Variant::Ceiling)
+    }
+
+    /// True for the servers that speak HTTPS only.
+    fn https_only(self) -> bool {
+        self == Variant::HyperStock
     }
 }
 
@@ -143,16 +161,20 @@ impl Body {
 }
 
 /// The comparisons, old → new: Node's tables and the pair CSV files.
-const PAIRS: [(Variant, Variant); 4] = [
+/// hyper → hyper-stock is what hyper gains or loses on a stock acceptor
+/// rather than on unflat-server's handshake.
+const PAIRS: [(Variant, Variant); 6] = [
     (Variant::Flatten, Variant::Direct),
     (Variant::Hyper, Variant::Direct),
+    (Variant::HyperStock, Variant::Direct),
+    (Variant::Hyper, Variant::HyperStock),
     (Variant::May, Variant::Direct),
     (Variant::Ceiling, Variant::Direct),
 ];
 /// The comparisons in Node's (Welch) tables: the ceiling has its own
 /// column there. The paired tables take all of [`PAIRS`], so that the
 /// ratios to the ceiling get an accuracy too.
-const TABLE_PAIRS: usize = 3;
+const TABLE_PAIRS: usize = 5;
 /// The longest body: the servers' default `--max-len` (the ceiling's
 /// limit too).
 const MAX_LEN: u64 = 16 * 1024 * 1024;
@@ -160,7 +182,10 @@ const MAX_LEN: u64 = 16 * 1024 * 1024;
 /// Node's end-string benchmark under wrk: requests per second and server CPU
 /// µs per request of unflat-server (--strategy flatten and direct),
 /// hyper-peer, may-peer (with --pipeline) and a ceiling server (parse, one
-/// write of a prebuilt response), each as a ratio to the ceiling.
+/// write of a prebuilt response), each as a ratio to the ceiling. Over
+/// HTTPS (--tls) on the rustls provider --tls-provider names, and
+/// hyper-peer on a stock tokio-rustls acceptor too when --variants names
+/// hyper-stock.
 ///
 /// Builds the release binaries, starts every server pinned to cores of its
 /// own, warms each up with one unrecorded 1 s wrk run per length, then runs
@@ -175,14 +200,15 @@ const MAX_LEN: u64 = 16 * 1024 * 1024;
 /// layout), end-string.OLD-NEW.csv per comparison (for compare.R),
 /// end-string-runs.csv (every figure of every run, read by --from-runs) and
 /// end-string.svg; with --pipeline or --tls they are named
-/// end-string-pipeline… or end-string-tls…; with --syscalls also
-/// strace-VARIANT-LEN.txt. Needs wrk (strace for --syscalls, valgrind for
-/// --instructions).
+/// end-string-pipeline… or end-string-tls… (end-string-tls-ring… with
+/// --tls-provider ring); with --syscalls also strace-VARIANT-LEN.txt.
+/// Needs wrk (strace for --syscalls, valgrind for --instructions).
 ///
 /// Examples:
 ///   cargo bench --bench end-string -- --quick    a smoke run, 1 to 2 minutes
 ///   cargo bench --bench end-string               the full run, up to about 20 minutes
 ///   cargo bench --bench end-string -- --lens 1024 --runs 10 --tls
+///   cargo bench --bench end-string -- --tls --tls-provider ring --variants direct,hyper,hyper-stock
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "end-string",
@@ -218,8 +244,10 @@ struct Opts {
     /// Kinds, comma-separated (the ceiling serves ascii only).
     #[arg(long, value_delimiter = ',', default_values = ["ascii"])]
     kinds: Vec<Kind>,
-    /// Variants, comma-separated (default: all but may; with --pipeline,
-    /// all; with --tls, flatten, direct and hyper).
+    /// Variants, comma-separated (default: all but may and hyper-stock;
+    /// with --pipeline, all but hyper-stock; with --tls, flatten, direct
+    /// and hyper). hyper-stock, hyper on a stock tokio-rustls acceptor,
+    /// needs --tls.
     #[arg(long, value_delimiter = ',')]
     variants: Vec<Variant>,
     /// Pipeline this many requests per connection, TechEmpower's plaintext
@@ -241,6 +269,11 @@ struct Opts {
     /// wrk through OpenSSL.
     #[arg(long)]
     tls: bool,
+    /// With --tls, the rustls crypto provider of every server that speaks
+    /// HTTPS: unflat-server's and hyper-peer's --tls-provider (default
+    /// aws-lc-rs).
+    #[arg(long, value_enum)]
+    tls_provider: Option<Provider>,
     /// How unflat-server keeps the body (the wrk script's third argument).
     #[arg(long, default_value = "flat")]
     body: Body,
@@ -307,8 +340,10 @@ struct Plan {
     cpus: Option<(String, String)>,
     /// The certificate, with `--tls`.
     tls: Option<Tls>,
+    /// The servers' crypto provider, with `--tls`.
+    provider: Provider,
     /// The output files' stem: `end-string`, then `-pipeline` and `-tls`
-    /// as they apply.
+    /// (`-tls-ring` with *ring*) as they apply.
     stem: String,
 }
 
@@ -321,6 +356,7 @@ fn plan(o: &mut Opts) -> Result<Plan, String> {
             .copied()
             .filter(|v| !(o.tls && v.cleartext_only()))
             .filter(|v| *v != Variant::May || o.pipeline.is_some())
+            .filter(|v| *v != Variant::HyperStock)
             .collect();
     } else if o.tls {
         if let Some(v) = o.variants.iter().find(|v| v.cleartext_only()) {
@@ -329,7 +365,19 @@ fn plan(o: &mut Opts) -> Result<Plan, String> {
                 v.name()
             ));
         }
+    } else if let Some(v) = o.variants.iter().find(|v| v.https_only()) {
+        return Err(format!(
+            "--variants {}: it serves HTTPS only; add --tls",
+            v.name()
+        ));
     }
+    if let (Some(p), false) = (o.tls_provider, o.tls) {
+        return Err(format!(
+            "--tls-provider {}: the provider of HTTPS; add --tls",
+            p.name()
+        ));
+    }
+    let provider = o.tls_provider.unwrap_or_default();
     if let Some(v) = twice(&o.variants) {
         return Err(format!("--variants names {} twice", v.name()));
     }
@@ -375,6 +423,7 @@ fn plan(o: &mut Opts) -> Result<Plan, String> {
         workers,
         cpus,
         tls: o.tls.then(|| Tls::new("end-string")),
+        provider,
         stem: format!(
             "end-string{}{}",
             if o.pipeline.is_some() {
@@ -382,7 +431,11 @@ fn plan(o: &mut Opts) -> Result<Plan, String> {
             } else {
                 ""
             },
-            if o.tls { "-tls" } else { "" }
+            match (o.tls, provider) {
+                (false, _) => "",
+                (true, Provider::AwsLcRs) => "-tls",
+                (true, Provider::Ring) => "-tls-ring",
+            }
         ),
     })
 }
@@ -451,7 +504,7 @@ fn main() {
         o.connections,
         o.duration,
         o.pipeline.map_or(String::new(), |d| format!(", {d} requests pipelined per connection (wrk_scripts/pipeline.lua)")),
-        if p.tls.is_some() { " over HTTPS (rustls with aws-lc-rs; wrk with OpenSSL)" } else { "" },
+        if p.tls.is_some() { format!(" over HTTPS (rustls with {}; wrk with OpenSSL)", p.provider) } else { String::new() },
         p.workers,
         match &p.cpus {
             Some((server, wrk)) => format!(", pinned: servers on CPUs {server}, wrk on CPUs {wrk}"),
@@ -512,7 +565,7 @@ fn main() {
                 for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                     let r = wrk(&o, &p, s, len, kind, run);
                     println!(
-                        "run {} {:>7} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs{}",
+                        "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs{}",
                         run + 1,
                         s.name,
                         kind,
@@ -674,12 +727,17 @@ fn command(o: &Opts, p: &Plan, variant: &str, addr: &str) -> (&'static str, Vec<
     ];
     if let Some(tls) = &p.tls {
         args.extend(tls.server_args.iter().cloned());
+        // Every variant that speaks HTTPS is unflat-server or hyper-peer.
+        args.extend(["--tls-provider".into(), p.provider.name().into()]);
     }
     let exe = match variant {
-        "hyper" => {
+        "hyper" | "hyper-stock" => {
             // hyper's own answer to pipelining: one write per batch.
             if o.pipeline.is_some() {
                 args.push("--pipeline-flush".into());
+            }
+            if variant == "hyper-stock" {
+                args.push("--tls-stock".into());
             }
             "hyper-peer"
         }
@@ -1118,7 +1176,8 @@ fn stars(p: f64) -> &'static str {
 }
 
 /// Node's compare.R table for `metric`: flatten → direct and hyper → direct
-/// (and the other peers that ran), per kind and length, by `test`.
+/// (and the other peers that ran, hyper → hyper-stock), per kind and
+/// length, by `test`.
 fn compare_table(o: &Opts, by: &Groups, metric: Metric, test: Test) {
     let runs = |kind: &str, len: usize, v: &str| -> Vec<(usize, f64)> {
         by.get(&(kind.to_string(), len, v.to_string()))
@@ -1284,7 +1343,12 @@ fn configuration(o: &Opts, r: &Run) -> String {
         inspect("wrk"),
         o.pipeline
             .map_or(String::new(), |d| format!(" pipeline={d}")),
-        if o.tls { " tls=true" } else { "" }
+        if o.tls {
+            let provider = o.tls_provider.unwrap_or_default();
+            format!(" tls=true tls_provider={}", inspect(provider.name()))
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -1594,7 +1658,7 @@ fn syscalls(o: &Opts, servers: &[Proc], tls: Option<&Tls>) {
     let n = o.syscall_requests;
     println!("\nsystem calls per request ({n} sequential keep-alive requests, kind={kind}):");
     println!(
-        "{:>8} {:>7} {:>8} {:>8} {:>8}",
+        "{:>11} {:>7} {:>8} {:>8} {:>8}",
         "variant", "len", "reads", "writes", "writev"
     );
     for &len in &o.lens {
@@ -1645,7 +1709,7 @@ fn syscalls(o: &Opts, servers: &[Proc], tls: Option<&Tls>) {
                     / n as f64
             };
             println!(
-                "{:>8} {:>7} {:>8.2} {:>8.2} {:>8.2}",
+                "{:>11} {:>7} {:>8.2} {:>8.2} {:>8.2}",
                 s.name,
                 len,
                 calls(&["read", "recvfrom", "readv", "recvmsg"]),

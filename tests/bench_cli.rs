@@ -129,6 +129,15 @@ fn end_string_refuses_bad_options_with_one_line_and_status_2() {
             &["--tls", "--variants", "direct,ceiling"],
             &["--tls", "ceiling"],
         ),
+        (
+            &["--variants", "direct,hyper-stock"],
+            &["--variants", "hyper-stock", "--tls"],
+        ),
+        (&["--tls-provider", "ring"], &["--tls-provider", "--tls"]),
+        (
+            &["--tls", "--tls-provider", "openssl"],
+            &["--tls-provider", "openssl", "aws-lc-rs", "ring"],
+        ),
         (&["--variants", "direct,direct"], &["--variants", "direct"]),
         (&["--kinds", "ascii,ascii"], &["--kinds", "ascii"]),
         (&["--lens", "64,64"], &["--lens", "64"]),
@@ -227,6 +236,43 @@ fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
         &["absent.csv"],
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn end_string_compares_hyper_stock_with_direct_and_with_hyper() {
+    let dir = std::env::temp_dir().join(format!("unflat-stock-runs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runs = runs_file(
+        &dir,
+        "stock-runs.csv",
+        &[
+            "direct,ascii,64,1,95000,1.1,1.0,500,0",
+            "hyper,ascii,64,1,90000,1.2,1.0,500,0",
+            "hyper-stock,ascii,64,1,92000,1.15,1.0,500,0",
+            "direct,ascii,64,2,96000,1.1,1.0,500,0",
+            "hyper,ascii,64,2,91000,1.2,1.0,500,0",
+            "hyper-stock,ascii,64,2,93000,1.16,1.0,500,0",
+        ],
+    );
+    let (code, stdout, stderr) = run("end-string", &["--from-runs", &runs]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("ascii") && l.contains(" hyper-stock ")),
+        "no summary row for hyper-stock: {stdout}"
+    );
+    for pair in [
+        "hyper-stock → direct",
+        "hyper → hyper-stock",
+        "hyper → direct",
+    ] {
+        let label = format!("end-string {pair} kind=ascii len=64");
+        // Welch's table and the paired one, for req/s and for CPU.
+        let rows = stdout.lines().filter(|l| l.contains(&label)).count();
+        assert_eq!(rows, 4, "{label}: {stdout}");
+    }
 }
 
 #[test]

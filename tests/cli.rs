@@ -92,6 +92,13 @@ fn values_that_cannot_work_exit_2_with_one_line_naming_the_option() {
             "--connection-memory 2147483648 is more than --memory-limit",
         ),
         (&["--memory-limit", "1KiB"], &[], "1 MiB to 1 TiB"),
+        // One of rustls's two providers, by its name.
+        (&["--tls-provider", "openssl"], &[], "--tls-provider"),
+        (
+            &[],
+            &[("UNFLAT_TLS_PROVIDER", "boringssl")],
+            "UNFLAT_TLS_PROVIDER=boringssl",
+        ),
     ] {
         let (code, _, stderr) = run(args, env);
         assert_eq!(code, Some(2), "{args:?} {env:?}: {stderr}");
@@ -402,6 +409,18 @@ fn help_is_grouped_under_headings_and_h_is_shorter() {
         assert!(
             long.lines().any(|l| l == heading),
             "--help lacks {heading}:\n{long}"
+        );
+    }
+    // The TLS options under their heading, the provider among them.
+    let tls: Vec<&str> = long
+        .lines()
+        .skip_while(|l| *l != "TLS:")
+        .take_while(|l| l.is_empty() || l.starts_with(' ') || *l == "TLS:")
+        .collect();
+    for flag in ["--tls-cert", "--tls-self-signed", "--tls-provider"] {
+        assert!(
+            tls.iter().any(|l| l.trim_start().starts_with(flag)),
+            "{flag} not under TLS:\n{long}"
         );
     }
     let (code, short, _) = run(&["-h"], &[]);

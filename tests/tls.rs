@@ -2,15 +2,18 @@
 //! by both strategies, over one keep-alive connection; it closes a client
 //! that stalls the handshake, answers one that speaks cleartext HTTP with
 //! a plain 400, and goes on serving the others; SIGHUP loads a renewed
-//! certificate for new connections.
+//! certificate for new connections; `--tls-provider ring` serves on *ring*.
 
 mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::tls::{client, Cert};
+use common::tls::{client, Cert, TlsClient};
+use rustls::NamedGroup;
+use unflat_server::net::tls::Provider;
 use unflat_server::{Config, Running, Strategy};
 
 /// The tests of this file one at a time: the memory test reads the
@@ -330,4 +333,73 @@ fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_one
     );
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A client that trusts only `der` and offers X25519MLKEM768 first, with
+/// its key share, and X25519 after it: aws-lc-rs takes the first, *ring*,
+/// which has no ML-KEM, asks for X25519 again (a HelloRetryRequest). The
+/// group a server agrees on tells which provider it runs.
+fn provider_probe(addr: &str, der: &rustls::pki_types::CertificateDer<'static>) -> TlsClient {
+    use rustls::crypto::aws_lc_rs::{default_provider, kx_group};
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der.clone()).unwrap();
+    let provider = rustls::crypto::CryptoProvider {
+        kx_groups: vec![kx_group::X25519MLKEM768, kx_group::X25519],
+        ..default_provider()
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    TlsClient {
+        conn: rustls::ClientConnection::new(Arc::new(config), name).unwrap(),
+        sock: TcpStream::connect(addr).unwrap(),
+    }
+}
+
+#[test]
+fn tls_provider_ring_serves_https_on_ring_and_the_banner_names_it() {
+    let _serial = one_at_a_time();
+    let cert = Cert::new("provider");
+    for (provider, group) in [
+        ("ring", NamedGroup::X25519),
+        ("aws-lc-rs", NamedGroup::X25519MLKEM768),
+    ] {
+        let mut args = cert.args();
+        args.extend(["--tls-provider".into(), provider.into()]);
+        let (mut child, addr) =
+            common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut tls = provider_probe(&addr, &cert.der);
+        tls.write_all(b"GET /end-string/102400?kind=twobyte HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .unwrap();
+        let r = common::read_response(&mut tls, &mut Vec::new(), false);
+        let _ = child.kill();
+        let _ = child.wait();
+        let r = r.unwrap_or_else(|e| panic!("--tls-provider {provider}: {e}"));
+        assert_eq!(r.status, 200, "--tls-provider {provider}");
+        assert!(
+            r.body == common::end_string_body(102_400, "twobyte"),
+            "--tls-provider {provider}: {} bytes",
+            r.body.len()
+        );
+        let agreed = tls.conn.negotiated_key_exchange_group().map(|g| g.name());
+        assert_eq!(agreed, Some(group), "--tls-provider {provider}");
+    }
+    // The banner (and `GET /`) says which provider serves.
+    let server = Running::start(Config {
+        tls_provider: Provider::Ring,
+        ..cert.config(Strategy::Direct)
+    })
+    .unwrap();
+    let help = server.stack().site().help();
+    let first = help.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "unflat-server (direct strategy, rustls with ring) at https://{}",
+            server.addr()
+        )
+    );
 }

@@ -54,6 +54,7 @@ pub fn main() -> std::io::Result<()> {
         ))
         .init();
     let workers = config.worker_threads();
+    let tls = config.tls().map(|_| config.tls_provider);
     let server = match Server::bind(config) {
         Ok(server) => server,
         Err(e) => {
@@ -72,7 +73,10 @@ pub fn main() -> std::io::Result<()> {
         // Best effort: a closed stdout (`unflat-server | head -1`) must not
         // stop the server.
         let _ = writeln!(std::io::stdout(), "{banner}");
-        info!(%addr, workers, "listening");
+        match tls {
+            Some(provider) => info!(%addr, workers, tls = provider.name(), "listening"),
+            None => info!(%addr, workers, "listening"),
+        }
         signals.forward(controls).await;
     })?;
     info!("stopped");

@@ -42,7 +42,8 @@ impl Stack {
     pub fn new(config: Config, address: SocketAddr, tls: Option<&Tls>) -> Stack {
         let memory = Arc::new(Memory::new(config.memory_limit, config.connection_memory()));
         let trust = tls.and_then(Tls::self_signed_pem);
-        let site = Site::new(config.site(address, tls.is_some(), trust), &memory);
+        let provider = tls.map(|t| t.provider);
+        let site = Site::new(config.site(address, provider, trust), &memory);
         let writer = Writer::new(
             config.strategy,
             config.idle_timeout.as_secs(),
@@ -116,8 +117,7 @@ impl Server {
         config.validate().map_err(invalid)?;
         let tls = config
             .tls()
-            .as_ref()
-            .map(tls::load)
+            .map(|source| tls::load(&source, config.tls_provider))
             .transpose()
             .map_err(invalid)?;
         let listener = listen(config.addr, config.reuse_port).map_err(|e| {
@@ -173,7 +173,7 @@ impl Server {
             .worker_threads(self.stack.config.worker_threads())
             .enable_all()
             .build()?;
-        let source = self.stack.config.tls();
+        let (source, provider) = (self.stack.config.tls(), self.stack.config.tls_provider);
         let tls = Arc::new(RwLock::new(self.tls));
         let cut = Arc::new(Notify::new());
         let served = runtime.block_on(async {
@@ -190,7 +190,7 @@ impl Server {
                 cut.clone(),
             ));
             while let Some(Control::Reload) = rx.recv().await {
-                reload(&tls, source.as_ref());
+                reload(&tls, source.as_ref(), provider);
             }
             // /healthz answers 503 from now on, while connections drain.
             stack.site().begin_draining();
@@ -199,7 +199,7 @@ impl Server {
                 tokio::select! {
                     drained = &mut accept => return drained.map_err(io::Error::other),
                     control = rx.recv() => match control {
-                        Some(Control::Reload) => reload(&tls, source.as_ref()),
+                        Some(Control::Reload) => reload(&tls, source.as_ref(), provider),
                         Some(Control::Stop) => cut.notify_one(),
                         None => {
                             let drained = accept.await;
@@ -228,15 +228,16 @@ pub enum Control {
     Reload,
 }
 
-/// Loads the certificate and key of `source` again into `tls`; what
-/// cannot be loaded leaves the one in use, and says why.
-fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>) {
+/// Loads the certificate and key of `source` again into `tls`, on the
+/// same `provider`; what cannot be loaded leaves the one in use, and says
+/// why.
+fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>, provider: tls::Provider) {
     match source {
         None => info!("reload: not serving HTTPS, nothing to reload"),
         Some(tls::Source::SelfSigned) => {
             info!("reload: the certificate is self-signed for this run; kept")
         }
-        Some(source @ tls::Source::Files { cert, key }) => match tls::load(source) {
+        Some(source @ tls::Source::Files { cert, key }) => match tls::load(source, provider) {
             Ok(loaded) => {
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");

@@ -14,19 +14,33 @@
 //!
 //! With `--tls-cert`/`--tls-key` it serves HTTPS through tokio-rustls with
 //! the rustls configuration unflat-server builds (`unflat_server::net::tls`: the
-//! same provider, protocol versions, cipher suites and ALPN) and the same
-//! bound on the records rustls holds, so that the two servers differ only
-//! in their HTTP layers.
+//! same provider, protocol versions, cipher suites and ALPN) and unflat-server's
+//! handshake (its deadline, its answer to plain HTTP, its bound on the
+//! records rustls holds), so that the two servers differ only in their HTTP
+//! layers. `--tls-provider aws-lc-rs|ring` picks rustls's crypto provider,
+//! as unflat-server's flag of that name does (default aws-lc-rs).
+//!
+//! `--tls-stock` serves HTTPS as hyper 1.x on tokio-rustls is written by its
+//! users instead: a stock `ServerConfig` (`builder_with_provider` on the
+//! `--tls-provider`, safe default protocol versions, no client
+//! authentication, the single certificate chain, ALPN `http/1.1`; rustls's
+//! own default buffer limits) and a plain `acceptor.accept(stream)` — no
+//! handshake deadline, no record bound, nothing of unflat-server's. Its
+//! difference from the default shows what unflat-server's handshake and
+//! record bound cost or save.
 //!
 //! `cargo run --release -p unflat-peers --bin hyper-peer -- --addr 127.0.0.1:0 --workers 2`
-//! prints `hyper-peer at http://ADDR` (or `https://`) once it listens.
+//! prints `hyper-peer at http://ADDR` (over HTTPS, `hyper-peer (rustls with
+//! PROVIDER) at https://ADDR`, `stock tokio-rustls, …` with `--tls-stock`)
+//! once it listens.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use clap::Parser;
@@ -35,7 +49,11 @@ use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rustls::ServerConfig;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use unflat_server::net::tls;
 
 /// hyper-peer: the end-string route on hyper, for comparison.
@@ -60,6 +78,23 @@ struct Args {
     /// PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// rustls's crypto provider for HTTPS.
+    #[arg(long, value_enum, default_value_t = tls::Provider::AwsLcRs)]
+    tls_provider: tls::Provider,
+    /// HTTPS through a stock tokio-rustls acceptor (a plain
+    /// `ServerConfig`, `acceptor.accept(stream)`) instead of unflat-server's
+    /// configuration and handshake.
+    #[arg(long, requires = "tls_cert")]
+    tls_stock: bool,
+}
+
+/// How HTTPS connections are accepted.
+#[derive(Clone)]
+enum Https {
+    /// unflat-server's configuration and handshake (`tls::handshake`).
+    Unflat(TlsAcceptor),
+    /// A stock configuration and `acceptor.accept(stream)`.
+    Stock(TlsAcceptor),
 }
 
 thread_local! {
@@ -80,19 +115,33 @@ fn main() -> std::io::Result<()> {
 }
 
 async fn serve(args: Args) -> std::io::Result<()> {
-    let acceptor = match (args.tls_cert, args.tls_key) {
-        (Some(cert), Some(key)) => match tls::acceptor(&tls::Source::Files { cert, key }) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(2);
+    let provider = args.tls_provider;
+    let https = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let made = if args.tls_stock {
+                stock_acceptor(&cert, &key, provider).map(Https::Stock)
+            } else {
+                tls::acceptor(&tls::Source::Files { cert, key }, provider).map(Https::Unflat)
+            };
+            match made {
+                Ok(https) => Some(https),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    std::process::exit(2);
+                }
             }
-        },
+        }
         _ => None,
     };
     let listener = TcpListener::bind(args.addr).await?;
-    let scheme = if acceptor.is_some() { "https" } else { "http" };
-    println!("hyper-peer at {scheme}://{}", listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    match &https {
+        None => println!("hyper-peer at http://{addr}"),
+        Some(Https::Unflat(_)) => println!("hyper-peer (rustls with {provider}) at https://{addr}"),
+        Some(Https::Stock(_)) => {
+            println!("hyper-peer (stock tokio-rustls, rustls with {provider}) at https://{addr}")
+        }
+    }
     std::io::stdout().flush()?;
     let (max_len, pipeline_flush) = (args.max_len, args.pipeline_flush);
     // unflat-server's default `--handshake-timeout`.
@@ -100,22 +149,48 @@ async fn serve(args: Args) -> std::io::Result<()> {
     loop {
         let (stream, peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
-        let acceptor = acceptor.clone();
+        let https = https.clone();
         tokio::spawn(async move {
-            match acceptor {
+            match https {
                 None => connection(stream, max_len, pipeline_flush).await,
                 // unflat-server's handshake: its deadline, and its bound on
                 // the records rustls holds.
-                Some(acceptor) => {
+                Some(Https::Unflat(acceptor)) => {
                     if let Some(stream) =
                         tls::handshake(&acceptor, stream, peer, handshake_timeout).await
                     {
                         connection(stream, max_len, pipeline_flush).await
                     }
                 }
+                // As tokio-rustls's users write it.
+                Some(Https::Stock(acceptor)) => {
+                    if let Ok(stream) = acceptor.accept(stream).await {
+                        connection(stream, max_len, pipeline_flush).await
+                    }
+                }
             }
         });
     }
+}
+
+/// A stock tokio-rustls acceptor: the certificate chain and key of the PEM
+/// files `cert` and `key`, rustls's safe default protocol versions on
+/// `provider`, no client authentication, ALPN `http/1.1`, and nothing else
+/// changed from rustls's defaults.
+fn stock_acceptor(cert: &Path, key: &Path, provider: tls::Provider) -> Result<TlsAcceptor, String> {
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    let mut config = ServerConfig::builder_with_provider(Arc::new(provider.crypto()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("--tls-cert and --tls-key: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 /// Serves one connection, cleartext or TLS, until it closes.

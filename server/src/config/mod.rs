@@ -101,6 +101,12 @@ pub struct Config {
     #[arg(conflicts_with = "tls_cert", help_heading = "TLS", value_parser = clap::builder::BoolishValueParser::new())]
     pub tls_self_signed: bool,
 
+    /// The rustls crypto provider HTTPS is built on: `aws-lc-rs` or `ring`.
+    /// The certificate's key must be one it takes; without --tls-cert or
+    /// --tls-self-signed it has no effect.
+    #[arg(value_enum, default_value_t = tls::Provider::AwsLcRs, help_heading = "TLS")]
+    pub tls_provider: tls::Provider,
+
     /// Time a client has to complete the TLS handshake.
     #[arg(default_value = "10s", help_heading = "TLS")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
@@ -413,12 +419,13 @@ impl Config {
         }
     }
 
-    /// What the site is made with, for a server at `address`; `https`
-    /// with the self-signed certificate's PEM at `trust`, if any.
+    /// What the site is made with, for a server at `address`; over HTTPS
+    /// on the provider `tls`, with the self-signed certificate's PEM at
+    /// `trust`, if any.
     pub fn site<'a>(
         &self,
         address: SocketAddr,
-        https: bool,
+        tls: Option<tls::Provider>,
         trust: Option<&'a Path>,
     ) -> site::Settings<'a> {
         site::Settings {
@@ -430,7 +437,7 @@ impl Config {
             cache_bytes: self.cache_bytes(),
             builders: self.build_threads(),
             address,
-            https,
+            tls,
             trust,
         }
     }

@@ -191,3 +191,24 @@ fn short_help_is_the_first_sentence() {
         "Worker threads (e.g. 4)"
     );
 }
+
+#[test]
+fn the_tls_provider_is_aws_lc_rs_or_ring_and_anything_else_is_refused_by_name() {
+    assert_eq!(Config::default().tls_provider, tls::Provider::AwsLcRs);
+    for (value, provider) in [
+        ("aws-lc-rs", tls::Provider::AwsLcRs),
+        ("ring", tls::Provider::Ring),
+    ] {
+        let config = parse(&["--tls-provider", value, "--tls-self-signed"]).unwrap();
+        assert_eq!(config.tls_provider, provider, "{value}");
+        assert_eq!(config.tls(), Some(tls::Source::SelfSigned));
+    }
+    for bad in ["openssl", "Ring", "aws_lc_rs", "aws-lc", ""] {
+        let err = parse(&["--tls-provider", bad]).expect_err(bad);
+        assert!(err.contains("--tls-provider"), "{bad:?}: {err}");
+        assert!(
+            err.contains("aws-lc-rs") && err.contains("ring"),
+            "{bad:?}: {err}"
+        );
+    }
+}

@@ -41,6 +41,7 @@ use reply::ErrorField;
 
 use crate::h1::RequestHead;
 use crate::memory::Memory;
+use crate::net::tls;
 use crate::response::Strategy;
 
 /// The limits of the routes' arguments.
@@ -66,8 +67,8 @@ pub struct Settings<'a> {
     pub builders: usize,
     /// The address the server listens on, for the help text.
     pub address: SocketAddr,
-    /// Whether it speaks HTTPS.
-    pub https: bool,
+    /// Whether it speaks HTTPS, and on which crypto provider.
+    pub tls: Option<tls::Provider>,
     /// The self-signed certificate's PEM, for the help text.
     pub trust: Option<&'a Path>,
 }
@@ -129,12 +130,15 @@ impl Site {
     }
 }
 
-/// The text of `GET /` and of the start-up banner: the address, the
-/// self-signed certificate's PEM if there is one, the routes
-/// ([`routes_text`]), a wrk command.
+/// The text of `GET /` and of the start-up banner: the address (and over
+/// HTTPS the crypto provider), the self-signed certificate's PEM if there
+/// is one, the routes ([`routes_text`]), a wrk command.
 fn help_text(s: &Settings<'_>) -> String {
     let (addr, strategy) = (s.address, s.strategy.name());
-    let scheme = if s.https { "https" } else { "http" };
+    let (scheme, tls) = match s.tls {
+        Some(provider) => ("https", format!(", rustls with {provider}")),
+        None => ("http", String::new()),
+    };
     let trust = s.trust.map_or(String::new(), |pem| {
         format!(
             "\nSelf-signed certificate for localhost (removed when the server stops): {}\n  curl --cacert {} https://localhost:{}/\n",
@@ -144,7 +148,7 @@ fn help_text(s: &Settings<'_>) -> String {
         )
     });
     format!(
-        "unflat-server ({strategy} strategy) at {scheme}://{addr}\n{trust}\n{}\n\
+        "unflat-server ({strategy} strategy{tls}) at {scheme}://{addr}\n{trust}\n{}\n\
          Benchmark it:\n  wrk -s wrk_scripts/end-string.lua {scheme}://{addr} -- 1024\n",
         routes_text()
     )

@@ -3,22 +3,27 @@
 
 use rustls_pki_types::PrivateKeyDer;
 
-/// Why rustls refused `key` (`error`), naming its type and size when they
-/// are what it does not take.
-pub(super) fn unusable_key(key: &PrivateKeyDer<'_>, error: &rustls::Error) -> String {
-    const SUPPORTED: &str =
-        "rustls takes RSA keys of 2048 to 8192 bits, ECDSA keys on P-256, P-384 or P-521, and Ed25519 keys";
+use super::Provider;
+
+/// Why rustls with `provider` refused `key` (`error`), naming its type and
+/// size when they are what the provider does not take.
+pub(super) fn unusable_key(
+    key: &PrivateKeyDer<'_>,
+    error: &rustls::Error,
+    provider: Provider,
+) -> String {
+    let taken = provider.keys_taken();
     match key_kind(key) {
-        Some(KeyKind::Rsa { bits }) if !(2048..=8192).contains(&bits) => {
-            format!("an RSA key of {bits} bits, a size not supported: {SUPPORTED}")
+        Some(KeyKind::Rsa { bits }) if !provider.rsa_bits().contains(&bits) => {
+            format!("an RSA key of {bits} bits, a size not supported: {taken}")
         }
         Some(KeyKind::Other(name)) => {
-            format!("a key of type {name}, not supported: {SUPPORTED}")
+            format!("a key of type {name}, not supported: {taken}")
         }
-        // A type and size rustls takes: the key itself is at fault.
-        Some(KeyKind::Ec { curve }) if !SUPPORTED_CURVES.contains(&curve) => {
-            format!("an ECDSA key on {curve}, a curve not supported: {SUPPORTED}")
+        Some(KeyKind::Ec { curve }) if !provider.curves().contains(&curve) => {
+            format!("an ECDSA key on {curve}, a curve not supported: {taken}")
         }
+        // A type and size the provider takes: the key itself is at fault.
         _ => format!("the private key cannot be used ({error})"),
     }
 }
@@ -31,8 +36,6 @@ enum KeyKind {
     Ed25519,
     Other(String),
 }
-
-const SUPPORTED_CURVES: [&str; 3] = ["P-256", "P-384", "P-521"];
 
 /// The type (and RSA size, EC curve) of `key`, read from its DER: PKCS#1
 /// is RSA, SEC1 is an EC key, PKCS#8 says its algorithm. `None` when the
@@ -154,5 +157,19 @@ mod tests {
         assert_eq!(kind(ec), Some(KeyKind::Ec { curve: "P-384" }));
         let ed = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
         assert_eq!(kind(ed), Some(KeyKind::Ed25519));
+    }
+
+    #[test]
+    fn a_curve_ring_does_not_take_is_named_with_ring() {
+        let p521 = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap();
+        let der = PrivateKeyDer::try_from(p521.serialize_der()).unwrap();
+        let load = |p: Provider| p.crypto().key_provider.load_private_key(der.clone_key());
+        assert!(load(Provider::AwsLcRs).is_ok());
+        let refused = load(Provider::Ring).unwrap_err();
+        let why = unusable_key(&der, &refused, Provider::Ring);
+        assert!(
+            why.starts_with("an ECDSA key on P-521, a curve not supported: rustls with ring takes"),
+            "{why}"
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! HTTPS: the server's TLS configuration, loaded (or made) before anything
 //! listens, and the handshake of each accepted connection.
 //!
-//! rustls with the aws-lc-rs provider (chosen over *ring* by the
-//! `tls-providers` bench: docs/design.md, "HTTPS"), its safe defaults (TLS
-//! 1.2 and 1.3), ALPN `http/1.1`. After the handshake a connection is served
+//! rustls with the crypto provider `--tls-provider` names ([`Provider`]:
+//! aws-lc-rs by default, chosen over *ring* by the `tls-providers` bench,
+//! docs/design.md, "HTTPS"), its safe defaults (TLS 1.2 and 1.3), ALPN
+//! `http/1.1`. After the handshake a connection is served
 //! exactly as a cleartext one ([`serve`](super::serve)): the write
 //! queue's slices — the encoded head, shared bodies, streamed frames — go to
 //! rustls as one vectored plaintext write per batch, which rustls encrypts
@@ -11,7 +12,7 @@
 //!
 //! **Start-up input.** The certificate and the key are read from regular
 //! files only, of at most [`MAX_PEM_BYTES`] (`files.rs`); a key of a type or
-//! size rustls does not take is named as such (`keys.rs`). A self-signed
+//! size the provider does not take is named as such (`keys.rs`). A self-signed
 //! certificate's PEM goes into a private directory of its own, removed when
 //! the server stops (`self_signed.rs`).
 //!
@@ -36,9 +37,11 @@ use tracing::{debug, info};
 
 mod files;
 mod keys;
+mod provider;
 mod self_signed;
 
 pub use files::MAX_PEM_BYTES;
+pub use provider::Provider;
 
 use self::files::{read_chain, read_key};
 use self::keys::unusable_key;
@@ -79,13 +82,16 @@ pub enum Source {
     SelfSigned,
 }
 
-/// The server's TLS: the acceptor, what each connection's TLS costs in
-/// memory, and the self-signed certificate's file, if any, which is removed
-/// when the last clone is dropped.
+/// The server's TLS: the acceptor, the provider it was built with, what
+/// each connection's TLS costs in memory, and the self-signed
+/// certificate's file, if any, which is removed when the last clone is
+/// dropped.
 #[derive(Clone)]
 pub struct Tls {
     /// Accepts handshakes.
     pub acceptor: TlsAcceptor,
+    /// The crypto provider of its configuration.
+    pub provider: Provider,
     /// Bytes rustls holds per connection whatever it does (`FIXED`, and
     /// the chain the server sends in each handshake).
     pub fixed_memory: usize,
@@ -95,6 +101,7 @@ pub struct Tls {
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tls")
+            .field("provider", &self.provider)
             .field("fixed_memory", &self.fixed_memory)
             .field("self_signed", &self.self_signed_pem())
             .finish_non_exhaustive()
@@ -109,9 +116,9 @@ impl Tls {
     }
 }
 
-/// The server's TLS for `source`, or an error naming the file and what is
-/// wrong with it.
-pub fn load(source: &Source) -> Result<Tls, String> {
+/// The server's TLS for `source`, on `provider`, or an error naming the
+/// file and what is wrong with it.
+pub fn load(source: &Source, provider: Provider) -> Result<Tls, String> {
     let (chain, key, self_signed) = match source {
         Source::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None),
         Source::SelfSigned => {
@@ -119,18 +126,18 @@ pub fn load(source: &Source) -> Result<Tls, String> {
             (chain, key, Some(Arc::new(written)))
         }
     };
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let crypto = Arc::new(provider.crypto());
     if let Source::Files { key: path, .. } = source {
-        if let Err(e) = provider.key_provider.load_private_key(key.clone_key()) {
+        if let Err(e) = crypto.key_provider.load_private_key(key.clone_key()) {
             return Err(format!(
                 "--tls-key {}: {}",
                 path.display(),
-                unusable_key(&key, &e)
+                unusable_key(&key, &e, provider)
             ));
         }
     }
     let chain_len: usize = chain.iter().map(|c| c.len()).sum();
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let mut config = ServerConfig::builder_with_provider(crypto)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: {e}"))?
         .with_no_client_auth()
@@ -146,14 +153,16 @@ pub fn load(source: &Source) -> Result<Tls, String> {
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Tls {
         acceptor: TlsAcceptor::from(Arc::new(config)),
+        provider,
         fixed_memory: FIXED + chain_len,
         self_signed,
     })
 }
 
-/// The acceptor for `source` (a server that keeps nothing else of its TLS).
-pub fn acceptor(source: &Source) -> Result<TlsAcceptor, String> {
-    load(source).map(|tls| tls.acceptor)
+/// The acceptor for `source` on `provider` (a server that keeps nothing
+/// else of its TLS).
+pub fn acceptor(source: &Source, provider: Provider) -> Result<TlsAcceptor, String> {
+    load(source, provider).map(|tls| tls.acceptor)
 }
 
 /// The TLS handshake of an accepted connection, within `timeout`. A client

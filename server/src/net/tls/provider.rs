@@ -1,0 +1,85 @@
+//! `--tls-provider`: the rustls crypto provider HTTPS is built on, aws-lc-rs
+//! (the default, chosen by the `tls-providers` bench: docs/design.md,
+//! "HTTPS") or *ring*, so that the two can be measured under load as well.
+
+use rustls::crypto::CryptoProvider;
+
+/// A rustls crypto provider (`--tls-provider`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Provider {
+    /// AWS-LC: the default, the faster of the two in the tls-providers
+    /// bench.
+    #[default]
+    #[value(name = "aws-lc-rs")]
+    AwsLcRs,
+    /// Takes no P-521 key, nor an RSA key of more than 4096 bits.
+    Ring,
+}
+
+impl Provider {
+    /// Its name, as `--tls-provider` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::AwsLcRs => "aws-lc-rs",
+            Provider::Ring => "ring",
+        }
+    }
+
+    /// A fresh provider with its default cipher suites, key exchange groups
+    /// and key loader.
+    pub fn crypto(self) -> CryptoProvider {
+        match self {
+            Provider::AwsLcRs => rustls::crypto::aws_lc_rs::default_provider(),
+            Provider::Ring => rustls::crypto::ring::default_provider(),
+        }
+    }
+
+    /// The private keys its key loader takes, in words.
+    pub(super) fn keys_taken(self) -> &'static str {
+        match self {
+            Provider::AwsLcRs => "rustls with aws-lc-rs takes RSA keys of 2048 to 8192 bits, ECDSA keys on P-256, P-384 or P-521, and Ed25519 keys",
+            Provider::Ring => "rustls with ring takes RSA keys of 2048 to 4096 bits, ECDSA keys on P-256 or P-384, and Ed25519 keys",
+        }
+    }
+
+    /// The RSA key sizes, in bits, its key loader takes.
+    pub(super) fn rsa_bits(self) -> std::ops::RangeInclusive<usize> {
+        match self {
+            Provider::AwsLcRs => 2048..=8192,
+            // ring's `PRIVATE_KEY_PUBLIC_MODULUS_MAX_BITS`.
+            Provider::Ring => 2048..=4096,
+        }
+    }
+
+    /// The ECDSA curves its key loader takes.
+    pub(super) fn curves(self) -> &'static [&'static str] {
+        match self {
+            Provider::AwsLcRs => &["P-256", "P-384", "P-521"],
+            Provider::Ring => &["P-256", "P-384"],
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum as _;
+
+    use super::Provider;
+
+    #[test]
+    fn each_provider_is_named_as_the_flag_takes_it() {
+        for p in Provider::value_variants() {
+            let value = p.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), p.name());
+            assert_eq!(Provider::from_str(p.name(), false), Ok(*p));
+            // Both are built in: each gives a provider with suites.
+            assert!(!p.crypto().cipher_suites.is_empty(), "{p}");
+        }
+    }
+}
