@@ -178,7 +178,17 @@ fn report(what: &str, idle: u64, rss: u64, bound: u64) {
 /// the memo that used to keep each connection's last body alive is gone.
 fn no_connection_pins_a_body_past_the_cache() {
     let cache = 16 * MIB;
-    let server = Server::start(&["--cache-bytes", "16MiB", "--workers", "2"]);
+    // The kept connections wait while the others are answered (20 bodies
+    // of 8 MiB, built one after another: many seconds with a debug
+    // server); a longer idle timeout keeps them open for the second part.
+    let server = Server::start(&[
+        "--cache-bytes",
+        "16MiB",
+        "--workers",
+        "2",
+        "--idle-timeout",
+        "120s",
+    ]);
     let idle = server.rss();
     let clients = 20;
     let mut kept: Vec<TcpStream> = (0..clients)

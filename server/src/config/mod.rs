@@ -437,7 +437,7 @@ impl Config {
             cache_bytes: self.cache_bytes(),
             builders: self.build_threads(),
             address,
-            tls,
+            tls: tls.map(tls::Provider::name),
             trust,
         }
     }

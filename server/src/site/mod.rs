@@ -41,7 +41,6 @@ use reply::ErrorField;
 
 use crate::h1::RequestHead;
 use crate::memory::Memory;
-use crate::net::tls;
 use crate::response::Strategy;
 
 /// The limits of the routes' arguments.
@@ -67,8 +66,9 @@ pub struct Settings<'a> {
     pub builders: usize,
     /// The address the server listens on, for the help text.
     pub address: SocketAddr,
-    /// Whether it speaks HTTPS, and on which crypto provider.
-    pub tls: Option<tls::Provider>,
+    /// Whether it speaks HTTPS, and the name of its crypto provider
+    /// (`aws-lc-rs`, `ring`).
+    pub tls: Option<&'static str>,
     /// The self-signed certificate's PEM, for the help text.
     pub trust: Option<&'a Path>,
 }

@@ -322,7 +322,7 @@ mod tests {
                 "unmatched"
             ]
         );
-        assert!(usage().starts_with("GET|HEAD /end-string/{len}"));
+        assert!(usage().starts_with("  GET|HEAD /end-string/{len}"));
         assert_eq!(usage().lines().count(), TABLE.len());
     }
 }
