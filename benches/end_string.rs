@@ -1558,10 +1558,7 @@ fn chart(path: &Path, o: &Opts, runs: &[Run]) {
             * 1.1
             + 1e-9;
         let xs: Vec<f64> = o.lens.iter().map(|&l| (l as f64).log10()).collect();
-        let (xmin, xmax) = (
-            xs.iter().cloned().fold(f64::INFINITY, f64::min) - 0.2,
-            xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max) + 0.2,
-        );
+        let (xmin, xmax) = (support::min(&xs) - 0.2, support::max(&xs) + 0.2);
         let mut c = ChartBuilder::on(panel)
             .caption(title, ("sans-serif", 18))
             .margin(15)

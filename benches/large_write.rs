@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use sha2::{Digest, Sha256};
-use support::{build_release, cli, connect, machine, median, out_dir, rss_of, Proc, Progress, Tls};
+use support::{
+    build_release, cli, connect, machine, max, median, min, out_dir, rss_of, Proc, Progress, Tls,
+};
 
 /// The largest payload, in MiB (the harness gives the server a memory limit
 /// that holds it twice: cached, and the flatten strategy's copy).
@@ -301,16 +303,6 @@ fn main() {
     }
 }
 
-/// The smallest of `values` (not empty).
-fn min(values: &[f64]) -> f64 {
-    values.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-/// The largest of `values` (not empty).
-fn max(values: &[f64]) -> f64 {
-    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-}
-
 /// RSS over time for the first run of each strategy, and over each trace,
 /// at the strategy's median peak, a bar from the fastest to the slowest
 /// run's time to the last byte with a dot at the median (no bar with one
@@ -367,10 +359,7 @@ fn chart(
         if let Some((times, peaks)) = spreads.get(i) {
             let (mut times, mut peaks) = (times.clone(), peaks.clone());
             if times.len() > 1 {
-                let (lo, hi) = (
-                    times.iter().copied().fold(f64::INFINITY, f64::min),
-                    times.iter().copied().fold(0.0, f64::max),
-                );
+                let (lo, hi) = (min(&times), max(&times));
                 let y = median(&mut peaks);
                 let cap = ymax * 0.015;
                 c.draw_series(

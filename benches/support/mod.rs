@@ -295,6 +295,16 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The smallest of `values` (infinity when empty).
+pub fn min(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The largest of `values` (minus infinity when empty).
+pub fn max(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
 /// The machine, for the reports: CPU model, cores, memory, kernel.
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
