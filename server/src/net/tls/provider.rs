@@ -34,12 +34,22 @@ impl Provider {
         }
     }
 
-    /// The private keys its key loader takes, in words.
-    pub(super) fn keys_taken(self) -> &'static str {
-        match self {
-            Provider::AwsLcRs => "rustls with aws-lc-rs takes RSA keys of 2048 to 8192 bits, ECDSA keys on P-256, P-384 or P-521, and Ed25519 keys",
-            Provider::Ring => "rustls with ring takes RSA keys of 2048 to 4096 bits, ECDSA keys on P-256 or P-384, and Ed25519 keys",
-        }
+    /// The private keys its key loader takes, in words: made from
+    /// [`Provider::rsa_bits`] and [`Provider::curves`], so that the error
+    /// and the check cannot disagree.
+    pub(super) fn keys_taken(self) -> String {
+        let bits = self.rsa_bits();
+        let curves = match self.curves() {
+            [] => String::from("no curve"),
+            [one] => one.to_string(),
+            [init @ .., last] => format!("{} or {last}", init.join(", ")),
+        };
+        format!(
+            "rustls with {} takes RSA keys of {} to {} bits, ECDSA keys on {curves}, and Ed25519 keys",
+            self.name(),
+            bits.start(),
+            bits.end()
+        )
     }
 
     /// The RSA key sizes, in bits, its key loader takes.
@@ -71,6 +81,18 @@ mod tests {
     use clap::ValueEnum as _;
 
     use super::Provider;
+
+    #[test]
+    fn the_keys_taken_are_said_from_the_bounds_checked() {
+        assert_eq!(
+            Provider::AwsLcRs.keys_taken(),
+            "rustls with aws-lc-rs takes RSA keys of 2048 to 8192 bits, ECDSA keys on P-256, P-384 or P-521, and Ed25519 keys"
+        );
+        assert_eq!(
+            Provider::Ring.keys_taken(),
+            "rustls with ring takes RSA keys of 2048 to 4096 bits, ECDSA keys on P-256 or P-384, and Ed25519 keys"
+        );
+    }
 
     #[test]
     fn each_provider_is_named_as_the_flag_takes_it() {
