@@ -146,6 +146,14 @@ fn end_string_refuses_bad_options_with_one_line_and_status_2() {
     }
 }
 
+/// An empty directory of this test process's own for runs files, named
+/// after `label`; the test removes it.
+fn scratch_dir(label: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("unflat-{label}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// A runs file in `dir` (end-string's `*-runs.csv` layout) holding `rows`.
 fn runs_file(dir: &std::path::Path, name: &str, rows: &[&str]) -> String {
     let path = dir.join(name);
@@ -165,8 +173,7 @@ fn runs_file(dir: &std::path::Path, name: &str, rows: &[&str]) -> String {
 
 #[test]
 fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
-    let dir = std::env::temp_dir().join(format!("unflat-from-runs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("from-runs");
     // Two rounds: the machine twice as busy in the second, direct 10 %
     // above the ceiling's CPU and 5 % below its req/s in both.
     let good = runs_file(
@@ -240,8 +247,7 @@ fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
 
 #[test]
 fn end_string_compares_hyper_stock_with_direct_and_with_hyper() {
-    let dir = std::env::temp_dir().join(format!("unflat-stock-runs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("stock-runs");
     let runs = runs_file(
         &dir,
         "stock-runs.csv",
