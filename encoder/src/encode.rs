@@ -14,7 +14,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::expand::{self, Room};
-use crate::measure::{bound, plan, plan_shaped, utf8_as_is, Path, Plan};
+use crate::measure::{as_is, bound, plan, plan_shaped, Path, Plan};
 use crate::rope::{CharRange, Piece, Rope, Shape};
 use crate::transcode;
 
@@ -52,15 +52,14 @@ pub(crate) fn write_shaped<R: Rope + ?Sized>(
     mode: Mode,
     dst: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    // Path 1 known from the shape alone (a ropey rope, `&str` pieces) is
-    // copied without a plan: nothing to measure, nothing to choose, and
-    // none of the other paths' code in the caller's frame.
-    if encoding == Encoding::Utf8 {
-        if let Some(needed) = utf8_as_is(shape) {
-            let written = copy_pieces(rope, first(dst, needed)?);
-            debug_assert_eq!(written, needed, "path 1 from the shape");
-            return Ok(written);
-        }
+    // Path 1 known from the shape alone (a ropey rope or `&str` pieces into
+    // utf8, a response head into latin1) is copied without a plan: nothing
+    // to measure, nothing to choose, and none of the other paths' code in
+    // the caller's frame.
+    if let Some(needed) = as_is(shape, encoding) {
+        let written = copy_pieces(rope, first(dst, needed)?);
+        debug_assert_eq!(written, needed, "path 1 from the shape");
+        return Ok(written);
     }
     write_chosen(rope, shape, encoding, mode, dst)
 }

@@ -257,16 +257,28 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
     Ok((s.one_byte + utf8_units + s.two_byte, path))
 }
 
-/// The UTF-8 size of a rope whose shape alone shows that its pieces are
-/// copied as they are (path 1): UTF-8 pieces, and one-byte pieces known to be
-/// ASCII, with no two-byte pieces. `None` when the text must be read first.
-pub(crate) fn utf8_as_is(s: Shape) -> Option<usize> {
-    (s.two_byte == 0 && (s.one_byte == 0 || s.range == CharRange::Ascii))
-        .then(|| s.one_byte + s.utf8)
+/// The size in `encoding` of a rope whose shape alone shows that its
+/// pieces are copied as they are (path 1), whatever the mode; `None` when
+/// the text must be read first. No two-byte pieces, and: into utf8, UTF-8
+/// pieces and one-byte pieces known to be ASCII; into latin1 or ascii,
+/// pieces whose every character the shape's range shows to fit, UTF-8
+/// ones only when ASCII (a UTF-8 piece's bytes are its one-byte text only
+/// then). A response head into latin1 is the second case: one-byte pieces,
+/// range Latin1.
+pub(crate) fn as_is(s: Shape, encoding: Encoding) -> Option<usize> {
+    let fits = match encoding {
+        Encoding::Utf8 => s.one_byte == 0 || s.range == CharRange::Ascii,
+        Encoding::Latin1 | Encoding::Ascii => {
+            let limit = encoding.one_byte_limit().expect("a one-byte encoding");
+            (s.utf8 == 0 || s.range == CharRange::Ascii) && known_to_fit(s, limit)
+        }
+        Encoding::Utf16Le => false,
+    };
+    (s.two_byte == 0 && fits).then(|| s.one_byte + s.utf8)
 }
 
 fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
-    if let Some(size) = utf8_as_is(s) {
+    if let Some(size) = as_is(s, Encoding::Utf8) {
         return (size, Path::OneByte);
     }
     let mut highs = 0;

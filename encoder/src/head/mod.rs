@@ -23,6 +23,7 @@ mod error;
 mod field;
 #[cfg(feature = "http")]
 mod from_http;
+mod prefix;
 mod status;
 
 use std::ops::ControlFlow;
@@ -38,6 +39,7 @@ use field::is_framing_name;
 #[doc(hidden)]
 pub use field::{is_field_value_byte, is_tchar};
 pub use field::{HeaderName, HeaderValue, Line};
+pub use prefix::Prefix;
 pub use status::Status;
 
 /// Header fields a [`Head`] holds by default (its `N`), besides its status,
@@ -188,6 +190,9 @@ fn pair_len(name: &[u8], value: &[u8]) -> usize {
 #[derive(Clone, Debug)]
 pub struct Head<'a, const N: usize = MAX_FIELDS> {
     status: Status,
+    /// The status line and lines rendered once, sent in place of the status
+    /// line ([`Head::prefixed`]).
+    prefix: Option<&'a [u8]>,
     method: RequestMethod,
     fields: [Option<Field<'a>>; N],
     count: usize,
@@ -211,6 +216,13 @@ impl<'a> Head<'a> {
     pub fn new(status: Status, method: RequestMethod) -> Head<'a> {
         Head::with_room(status, method)
     }
+
+    /// A head that begins with `prefix` — its status line and field lines,
+    /// copied as one piece — with room for [`MAX_FIELDS`] more fields,
+    /// answering a request made with `method`.
+    pub fn prefixed(prefix: &'a Prefix, method: RequestMethod) -> Head<'a> {
+        Head::prefixed_with_room(prefix, method)
+    }
 }
 
 impl<'a, const N: usize> Head<'a, N> {
@@ -218,6 +230,7 @@ impl<'a, const N: usize> Head<'a, N> {
     pub fn with_room(status: Status, method: RequestMethod) -> Head<'a, N> {
         Head {
             status,
+            prefix: None,
             method,
             fields: [None; N],
             count: 0,
@@ -227,6 +240,13 @@ impl<'a, const N: usize> Head<'a, N> {
             length_line_len: 0,
             persistence: Persistence::Default,
         }
+    }
+
+    /// [`Head::prefixed`] with room for `N` more fields.
+    pub fn prefixed_with_room(prefix: &'a Prefix, method: RequestMethod) -> Head<'a, N> {
+        let mut head = Head::with_room(prefix.status(), method);
+        head.prefix = Some(prefix.as_bytes());
+        head
     }
 
     /// The status.
@@ -341,7 +361,10 @@ impl<const N: usize> Rope for Head<'_, N> {
         &'s self,
         visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        self.status.visit(&mut |s| visit(Piece::OneByte(s)))?;
+        match self.prefix {
+            Some(prefix) => visit(Piece::OneByte(prefix))?,
+            None => self.status.visit(&mut |s| visit(Piece::OneByte(s)))?,
+        }
         for field in self.fields[..self.count].iter().flatten() {
             match field {
                 Field::Line(line) => visit(Piece::OneByte(line.as_bytes()))?,
@@ -394,8 +417,11 @@ impl<const N: usize> Rope for Head<'_, N> {
             Persistence::KeepAlive(line) => KEEP_ALIVE.len() + line.as_bytes().len(),
             Persistence::Close => CLOSE.len(),
         };
+        let start = self
+            .prefix
+            .map_or_else(|| self.status.line_len(), <[u8]>::len);
         Shape {
-            one_byte: self.status.line_len()
+            one_byte: start
                 + fields
                 + self.date.map_or(0, |_| DateLine::LEN)
                 + framing

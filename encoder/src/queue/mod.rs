@@ -79,6 +79,7 @@ mod framed;
 mod ledger;
 mod policy;
 mod segment;
+mod spare;
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -95,6 +96,7 @@ pub use footprint::Pushes;
 use framed::Framed;
 pub use policy::Policy;
 use segment::Segment;
+pub use spare::Spare;
 
 /// Linux's `IOV_MAX`: the most slices one `writev` takes.
 // Hidden: the server sizes its iovec array with it. A user needs no such
@@ -305,64 +307,15 @@ impl WriteQueue {
     /// q.set_retain(0); // an idle connection keeps no write buffer
     /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
     /// q.write_to(&mut std::io::sink()).unwrap();
-    /// assert!(q.take_buffer().is_none(), "freed once drained");
+    /// assert!(q.take_spare().is_some_and(|s| s.buffer_capacity() == 0), "freed once drained");
     /// ```
     pub fn set_retain(&mut self, bytes: usize) {
         self.retain = bytes;
     }
 
-    /// Takes the write buffer out of an empty queue, so that a connection
-    /// waiting for its next request need not hold it (a server may keep it
-    /// in a pool its connections share); `None` while output is pending or
-    /// when the queue has no buffer. The queue allocates a new one when it
-    /// next needs one, unless it is given one back first
-    /// ([`WriteQueue::reuse_buffer`]).
-    ///
-    /// ```
-    /// use bytes::Buf;
-    /// use unflat::queue::WriteQueue;
-    ///
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
-    /// assert!(q.take_buffer().is_none()); // output pending
-    /// let mut sink = Vec::new();
-    /// while q.has_remaining() {
-    ///     q.write_to(&mut sink).unwrap();
-    /// }
-    /// let buffer = q.take_buffer().expect("an empty queue lends its buffer");
-    /// q.reuse_buffer(buffer);
-    /// ```
-    pub fn take_buffer(&mut self) -> Option<Vec<u8>> {
-        if self.pending > 0 || self.buf.capacity() == 0 {
-            return None;
-        }
-        self.filled = 0;
-        Some(std::mem::take(&mut self.buf))
-    }
-
-    /// Gives an empty queue without a write buffer `buffer` to write into
-    /// (its bytes are overwritten, never sent); a queue that has a buffer
-    /// keeps its own and drops `buffer`.
-    ///
-    /// ```
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.reuse_buffer(Vec::with_capacity(8192)); // from a pool
-    /// q.copy(b"ok");
-    /// assert!(q.footprint() >= 8192);
-    /// ```
-    pub fn reuse_buffer(&mut self, mut buffer: Vec<u8>) {
-        if self.buf.capacity() == 0 && self.pending == 0 {
-            // The whole length is initialised memory the queue reuses.
-            buffer.resize(buffer.capacity(), 0);
-            self.buf = buffer;
-            self.filled = 0;
-        }
-    }
-
     /// Takes the frame buffer (what streamed segments are encoded into)
     /// out of a queue with no streamed segment queued, as
-    /// [`WriteQueue::take_buffer`] does the write buffer; `None` when a
+    /// [`WriteQueue::take_spare`] does the write buffer; `None` when a
     /// streamed segment is queued or the queue keeps no frame buffer.
     ///
     /// ```
@@ -635,14 +588,19 @@ impl WriteQueue {
     /// assert_eq!(iov[1].as_ptr(), body.as_ptr(), "the body's own memory");
     /// ```
     pub fn share(&mut self, bytes: &Bytes) {
-        // An empty buffer queues nothing: a segment of no bytes would never
-        // be advanced past.
-        if bytes.len() < self.policy.copy_below || bytes.is_empty() {
+        if self.copies(bytes.len()) {
             self.copy(bytes);
             return;
         }
         self.grew(bytes.len(), 0);
         self.segments.push_back(Segment::Shared(bytes.clone()));
+    }
+
+    /// Whether a buffer of `len` bytes asked to be shared is copied: when
+    /// the policy says a copy is cheaper, and always when it is empty (a
+    /// segment of no bytes would never be advanced past).
+    fn copies(&self, len: usize) -> bool {
+        len < self.policy.copy_below || len == 0
     }
 
     /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough

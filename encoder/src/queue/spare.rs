@@ -1,0 +1,109 @@
+//! What an empty queue gives away and takes back: its write buffer and its
+//! two lists, so that a connection waiting for its next request holds none
+//! of them.
+
+use std::collections::VecDeque;
+
+use super::segment::Segment;
+use super::WriteQueue;
+
+/// The allocations of an empty [`WriteQueue`] but its frame buffer: the
+/// write buffer, and the lists that order its segments and mark where its
+/// responses end. A server takes them out of an idle connection's queue
+/// ([`WriteQueue::take_spare`]) into a pool its connections share, and
+/// gives them to the next queue that needs them
+/// ([`WriteQueue::reuse_spare`]), so that an idle connection holds none of
+/// them and a busy one allocates none.
+///
+/// ```
+/// use bytes::Buf;
+/// use unflat::queue::WriteQueue;
+///
+/// let mut q = WriteQueue::new();
+/// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+/// q.end_response();
+/// assert!(q.take_spare().is_none(), "output pending");
+/// q.write_to(&mut std::io::sink()).unwrap();
+/// let spare = q.take_spare().expect("an empty queue gives its allocations away");
+/// assert!(spare.buffer_capacity() >= 27);
+/// assert!(WriteQueue::new().take_spare().is_none(), "a new queue has allocated nothing");
+/// assert_eq!(q.footprint(), 0, "it holds nothing now");
+/// let mut other = WriteQueue::new();
+/// other.reuse_spare(spare);
+/// other.copy(b"ok");
+/// assert!(other.footprint() >= 27, "the buffer it was given");
+/// ```
+#[derive(Debug, Default)]
+pub struct Spare {
+    buf: Vec<u8>,
+    segments: VecDeque<Segment>,
+    response_ends: VecDeque<u64>,
+}
+
+impl Spare {
+    /// The write buffer's capacity, for a pool that keeps only buffers of
+    /// a size it chooses.
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Frees the write buffer and keeps the lists: for a pool that keeps
+    /// buffers up to a size, and a buffer grown past it by one long body.
+    pub fn free_buffer(&mut self) {
+        self.buf = Vec::new();
+    }
+}
+
+impl WriteQueue {
+    /// Takes the write buffer and the two lists out of an empty queue
+    /// ([`Spare`]); `None` while output is pending, or when the queue has
+    /// allocated none of them. The queue allocates them again when it next
+    /// needs them, unless it is given a spare first
+    /// ([`WriteQueue::reuse_spare`]).
+    pub fn take_spare(&mut self) -> Option<Spare> {
+        let allocated =
+            self.buf.capacity() + self.segments.capacity() + self.response_ends.capacity();
+        if self.pending > 0 || allocated == 0 {
+            return None;
+        }
+        // Empty: nothing pending means no segment and no response end.
+        debug_assert!(self.segments.is_empty() && self.response_ends.is_empty());
+        self.segments.clear();
+        self.response_ends.clear();
+        self.filled = 0;
+        Some(Spare {
+            buf: std::mem::take(&mut self.buf),
+            segments: std::mem::take(&mut self.segments),
+            response_ends: std::mem::take(&mut self.response_ends),
+        })
+    }
+
+    /// Gives an empty queue `spare` to use: each of its allocations that
+    /// the queue lacks (its bytes are overwritten, never sent); one the
+    /// queue has already is kept, and the spare's dropped.
+    pub fn reuse_spare(&mut self, spare: Spare) {
+        if self.pending > 0 {
+            return;
+        }
+        let Spare {
+            mut buf,
+            segments,
+            response_ends,
+        } = spare;
+        if self.buf.capacity() == 0 {
+            // The whole length is initialised memory the queue reuses.
+            buf.resize(buf.capacity(), 0);
+            std::mem::forget(std::mem::replace(&mut self.buf, buf));
+            self.filled = 0;
+        }
+        // The lists replaced are empty and unallocated: nothing to drop
+        // (forgetting them leaks nothing, and skips their drop glue, which
+        // an idle connection's every request would pay).
+        if self.segments.capacity() == 0 {
+            std::mem::forget(std::mem::replace(&mut self.segments, segments));
+        }
+        if self.response_ends.capacity() == 0 {
+            std::mem::forget(std::mem::replace(&mut self.response_ends, response_ends));
+        }
+    }
+}
