@@ -34,11 +34,11 @@ mod date;
 mod direct;
 mod flatten;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 
-use unflat::head::{Head, Line, Persistence, RequestMethod, Status};
+use unflat::head::{Head, Line, Persistence, Prefix, RequestMethod, Status};
 use unflat::queue::{Pushes, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
@@ -148,28 +148,82 @@ impl Exchange {
     }
 }
 
-/// One response to write, as a route gives it: a status, its own field
-/// lines (rendered once, at start-up), a body in its form. Framing, `Date`
-/// and persistence are the writer's.
+/// One response to write, as a route gives it: a status and its own field
+/// lines (rendered once, at start-up; or prepared together, [`Prepared`]),
+/// a body in its form. Framing, `Date` and persistence are the writer's.
 #[derive(Debug)]
 pub struct Response<'a> {
-    /// The status.
-    pub status: Status,
-    /// Field lines (`Content-Type`, `Allow`, …): two at most.
-    pub fields: [Option<&'a Line>; 2],
+    /// The status line and the route's field lines.
+    pub start: Start<'a>,
     /// The body.
     pub body: Body<'a>,
+}
+
+/// How a response's head begins: its status line and its route's field
+/// lines, besides what the writer adds.
+#[derive(Clone, Copy, Debug)]
+pub enum Start<'a> {
+    /// A status and field lines (`Content-Type`, `Allow`, …, two at most),
+    /// put together for this response.
+    Lines(Status, [Option<&'a Line>; 2]),
+    /// The same, rendered once for every response of its kind.
+    Prepared(&'a Prepared),
 }
 
 impl<'a> Response<'a> {
     /// A response of `status`, with `fields`, and `body`.
     pub fn new(status: Status, fields: [Option<&'a Line>; 2], body: Body<'a>) -> Response<'a> {
         Response {
-            status,
-            fields,
+            start: Start::Lines(status, fields),
             body,
         }
     }
+
+    /// A response that begins with `start`, and `body`.
+    pub fn prepared(start: &'a Prepared, body: Body<'a>) -> Response<'a> {
+        Response {
+            start: Start::Prepared(start),
+            body,
+        }
+    }
+
+    /// The status.
+    pub fn status(&self) -> Status {
+        match self.start {
+            Start::Lines(status, _) => status,
+            Start::Prepared(p) => p.0.status(),
+        }
+    }
+}
+
+/// The start of every response of one kind — its status line, its
+/// route's field lines and the lines the writer adds to every such status
+/// (`X-Content-Type-Options`) — rendered once, at start-up, and copied into
+/// each head as one piece ([`Prefix`]): the same bytes as
+/// [`Start::Lines`] would give, for less work per response. A route's
+/// common answers are prepared (a built body's 200); the rest are put
+/// together per response.
+#[derive(Debug)]
+pub struct Prepared(Prefix);
+
+impl Prepared {
+    /// The start of a response of `status` with `fields`.
+    pub fn new(status: Status, fields: [Option<&Line>; 2]) -> Prepared {
+        let lines: Vec<&Line> = fields.into_iter().flatten().chain(fixed(status)).collect();
+        Prepared(Prefix::new(status, &lines).expect("routes give no framing lines"))
+    }
+}
+
+/// The line the writer adds after the route's on every response of
+/// `status`: `X-Content-Type-Options: nosniff` on every response that can
+/// carry a body, so that no body the server generates is sniffed into
+/// another type.
+fn fixed(status: Status) -> Option<&'static Line> {
+    static NOSNIFF: LazyLock<Line> = LazyLock::new(|| {
+        Line::parse("X-Content-Type-Options", "nosniff")
+            .expect("a valid X-Content-Type-Options line")
+    });
+    (!status.has_no_body()).then(|| &*NOSNIFF)
 }
 
 /// What the writer queued for one response: for the access log and the
@@ -187,8 +241,8 @@ pub struct Written {
 }
 
 /// A response head: the route's two field lines at most and
-/// `X-Content-Type-Options`, besides the framing, date and connection lines
-/// the head writes itself.
+/// `X-Content-Type-Options` (or a [`Prepared`] start that holds them),
+/// besides the framing, date and connection lines the head writes itself.
 type ResponseHead<'a> = Head<'a, 3>;
 
 /// A response head measured once: its length bounds the response before it
@@ -204,9 +258,6 @@ pub struct Writer {
     strategy: Strategy,
     /// `Keep-Alive: timeout=N`.
     keep_alive: Line,
-    /// `X-Content-Type-Options: nosniff`, on every response that can carry
-    /// a body: no body the server generates is sniffed into another type.
-    nosniff: Line,
     /// Charges the copies the flatten strategy makes of shared payloads.
     memory: Arc<Memory>,
 }
@@ -219,8 +270,6 @@ impl Writer {
             strategy,
             keep_alive: Line::parse("Keep-Alive", &format!("timeout={idle_secs}"))
                 .expect("a valid Keep-Alive line"),
-            nosniff: Line::parse("X-Content-Type-Options", "nosniff")
-                .expect("a valid X-Content-Type-Options line"),
             memory,
         }
     }
@@ -264,15 +313,21 @@ impl Writer {
         besides: usize,
     ) -> Result<Written, Full> {
         let date = date::date_line();
+        let status = r.status();
         // Room for the three lines a response has at most, and no more:
         // the head is built on the stack for every response.
-        let mut head = ResponseHead::with_room(r.status, exchange.method());
-        for line in r.fields.into_iter().flatten() {
-            head.line(line).expect("room for two lines");
-        }
+        let mut head = match r.start {
+            Start::Lines(status, fields) => {
+                let mut head = ResponseHead::with_room(status, exchange.method());
+                for line in fields.into_iter().flatten().chain(fixed(status)) {
+                    head.line(line).expect("room for three lines");
+                }
+                head
+            }
+            Start::Prepared(start) => ResponseHead::prefixed_with_room(&start.0, exchange.method()),
+        };
         head.date(&date);
-        if !r.status.has_no_body() {
-            head.line(&self.nosniff).expect("room for the third line");
+        if !status.has_no_body() {
             head.content_length(r.body.content_length() as u64)
                 .expect("one framing on a status with a body");
         }
@@ -311,7 +366,7 @@ impl Writer {
         queue.end_response();
         debug_assert!(queue.footprint() <= after, "the queue within its bound");
         Ok(Written {
-            status: r.status,
+            status,
             body_bytes: body.content_length(),
             references_body: self.strategy == Strategy::Direct
                 && (pushes.framed || pushes.segments > 0),
@@ -353,6 +408,36 @@ mod tests {
     }
 
     #[test]
+    fn a_prepared_start_writes_the_bytes_of_its_lines() {
+        let text = Line::parse("Content-Type", "text/plain").unwrap();
+        let body = Bytes::from_static(b"four");
+        for status in [Status::OK, Status::NOT_FOUND, Status::NO_CONTENT] {
+            let prepared = Prepared::new(status, [Some(&text), None]);
+            for strategy in [Strategy::Direct, Strategy::Flatten] {
+                for (keep_alive, head_request) in [(true, false), (false, false), (true, true)] {
+                    let exchange = Exchange {
+                        keep_alive,
+                        head_request,
+                    };
+                    let body = if status.has_no_body() {
+                        Body::Empty
+                    } else {
+                        Body::SharedText(&body)
+                    };
+                    let lines = Response::new(status, [Some(&text), None], body);
+                    let start = Response::prepared(&prepared, body);
+                    assert_eq!(start.status(), status);
+                    assert_eq!(
+                        written(strategy, &start, exchange),
+                        written(strategy, &lines, exchange),
+                        "{status:?} {strategy:?} {exchange:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn both_strategies_write_the_same_bytes_obs_text_included() {
         // obs-text in a field value is sent as the bytes it is (Latin-1) by
         // both strategies, whatever the body's form.
@@ -377,11 +462,7 @@ mod tests {
         ];
         for body in bodies {
             for head_request in [false, true] {
-                let r = Response {
-                    status: Status::OK,
-                    fields: [None, Some(&obs)],
-                    body,
-                };
+                let r = Response::new(Status::OK, [None, Some(&obs)], body);
                 let exchange = Exchange {
                     keep_alive: true,
                     head_request,

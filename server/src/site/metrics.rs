@@ -157,10 +157,7 @@ impl Metrics {
         shard.latency.observe(route, status, took);
         let code = usize::from(status.code()).saturating_sub(100);
         match SLOT_OF.get(code) {
-            Some(&slot @ 1..) => add(
-                &self.counters.shard().requests[route.index()][usize::from(slot) - 1],
-                1,
-            ),
+            Some(&slot @ 1..) => add(&shard.requests[route.index()][usize::from(slot) - 1], 1),
             Some(_) => add(&self.counters.requests[route.index()][code], 1),
             None => {}
         }

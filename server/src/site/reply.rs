@@ -302,13 +302,13 @@ impl Reply {
 /// The response of a built body: in the form it is kept, with its
 /// `Content-Type`.
 fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
-    let (form, content_type) = match &body.text {
-        Text::Ascii(b) => (Body::SharedText(b), &fields.text_plain),
-        Text::Rope(rope) => (Body::Rope(rope.get(), body.len), &fields.text_plain),
-        Text::Transcoded(text) => (Body::Transcoded(text, body.len), &fields.text_plain),
-        Text::Payload(b) => (Body::SharedBytes(b), &fields.octet_stream),
+    let (form, start) = match &body.text {
+        Text::Ascii(b) => (Body::SharedText(b), &fields.ok_text),
+        Text::Rope(rope) => (Body::Rope(rope.get(), body.len), &fields.ok_text),
+        Text::Transcoded(text) => (Body::Transcoded(text, body.len), &fields.ok_text),
+        Text::Payload(b) => (Body::SharedBytes(b), &fields.ok_octets),
     };
-    Response::new(Status::OK, [Some(content_type), None], form)
+    Response::prepared(start, form)
 }
 
 /// A document or a reason made for one response, alive until it is queued.
