@@ -171,7 +171,9 @@ impl Server {
         let permits = Arc::new(Semaphore::new(self.stack.config.max_connections));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.stack.config.worker_threads())
-            .enable_all()
+            // IO only: the timers are the server's own (`net/clock.rs`),
+            // and a time driver would cost every worker's park.
+            .enable_io()
             .build()?;
         let (source, provider) = (self.stack.config.tls(), self.stack.config.tls_provider);
         let tls = Arc::new(RwLock::new(self.tls));
@@ -320,7 +322,7 @@ async fn accept_loop(
                         // Out of file descriptors and the like: keep serving
                         // the connections there are.
                         warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        net::clock::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 },
@@ -347,7 +349,7 @@ async fn accept_loop(
     );
     let grace = stack.config.grace;
     let drained = tokio::select! {
-        drained = tokio::time::timeout(grace, async {
+        drained = net::clock::timeout(grace, async {
             while connections.join_next().await.is_some() {}
         }) => drained.is_ok(),
         () = cut.notified() => {

@@ -28,7 +28,8 @@
 //! and nothing queued, puts its read and write buffers away (`idle.rs`)
 //! until the socket is readable, and holds only its task and its state.
 //!
-//! Timeouts cost little per request: the connection has **one** timer,
+//! Timeouts cost little per request: the connection has **one** timer
+//! (`clock.rs`: no tokio timer, and no time driver in the runtime),
 //! moved only when a deadline comes earlier than it is set for (the
 //! deadlines, and why, are `deadlines.rs`'s), and a write arms it only when
 //! the socket cannot take the bytes at once. The shutdown future is pinned
@@ -47,11 +48,11 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::{Instant, Sleep};
 use tracing::debug;
 use unflat::queue::{WriteQueue, IOV_MAX};
 
-use super::deadlines::{arm, in_time, passed, poll_passed, Deadlines};
+use super::clock::{Instant, Timer};
+use super::deadlines::{in_time, Deadlines};
 use super::idle;
 use super::shutdown::{Shutdown, Stopped};
 use super::tls::{self, Tls, TlsSocket};
@@ -156,8 +157,7 @@ pub async fn serve<S: Socket>(
     lease: Lease,
 ) -> Result<(), Ended> {
     let mut c = Connection::open(io, connections, lease);
-    let timer = tokio::time::sleep(connections.timeouts.idle);
-    tokio::pin!(timer);
+    let timer = Timer::new();
     let stopped = shutdown.stopped();
     tokio::pin!(stopped);
     let mut deadlines = Deadlines::default();
@@ -165,7 +165,7 @@ pub async fn serve<S: Socket>(
         let step = c
             .session
             .process(&mut c.input, &mut c.queue, &connections.service);
-        c.write(timer.as_mut()).await?;
+        c.write(&timer).await?;
         let waiting = match step {
             Step::Flush => {
                 // A turn's worth written (or the queue full): the other
@@ -190,17 +190,14 @@ pub async fn serve<S: Socket>(
         }
         let served = c.session.served();
         let deadline = deadlines.next(waiting, served, &connections.timeouts);
-        arm(timer.as_mut(), deadline);
-        match c
-            .read(waiting, deadline, timer.as_mut(), stopped.as_mut())
-            .await?
-        {
+        timer.arm(deadline);
+        match c.read(waiting, deadline, &timer, stopped.as_mut()).await? {
             Read::More => {}
             Read::End => break,
             Read::Answered => {
                 // Written here rather than inside `read`, so that the
                 // connection's future holds one write's state, not two.
-                c.write(timer.as_mut()).await?;
+                c.write(&timer).await?;
                 break;
             }
         }
@@ -260,7 +257,7 @@ impl<'a, S: Socket> Connection<'a, S> {
     }
 
     /// Reads more of what the session is `waiting` for, by `deadline`
-    /// (`timer` [`arm`]ed for it); or says why the connection is to end
+    /// (`timer` armed for it); or says why the connection is to end
     /// ([`Read`]): the peer closed its side, the deadline passed (a head or
     /// a body late is answered 408), the read buffer could not grow (503),
     /// or the server is stopping while the connection is idle.
@@ -268,7 +265,7 @@ impl<'a, S: Socket> Connection<'a, S> {
         &mut self,
         waiting: Waiting,
         deadline: Instant,
-        mut timer: Pin<&mut Sleep>,
+        timer: &Timer,
         mut stopped: Pin<&mut Stopped<'_>>,
     ) -> Result<Read, Ended> {
         let service = &self.connections.service;
@@ -284,7 +281,7 @@ impl<'a, S: Socket> Connection<'a, S> {
                 if let Poll::Ready(ready) = io.poll_read_ready(cx) {
                     return Poll::Ready(Some(ready));
                 }
-                if poll_passed(timer.as_mut(), deadline, cx).is_ready()
+                if timer.poll_passed(deadline, cx).is_ready()
                     || stopped.as_mut().poll(cx).is_ready()
                 {
                     return Poll::Ready(None);
@@ -308,7 +305,7 @@ impl<'a, S: Socket> Connection<'a, S> {
         let read = tokio::select! {
             biased;
             read = self.io.read_buf(&mut self.input) => Some(read),
-            () = passed(timer.as_mut(), deadline) => None,
+            () = timer.passed(deadline) => None,
             () = stopped, if waiting == Waiting::Idle => return Ok(Read::End),
         };
         match read {
@@ -328,7 +325,7 @@ impl<'a, S: Socket> Connection<'a, S> {
         }
     }
 
-    /// Puts the empty read buffer and the empty queue's write buffer away
+    /// Puts the empty read buffer and the empty queue's buffer and lists away
     /// (`idle.rs`). A read buffer that had grown is freed, and the lease
     /// then covers a buffer of the first size again.
     fn put_buffers_away(&mut self) {
@@ -347,19 +344,19 @@ impl<'a, S: Socket> Connection<'a, S> {
         self.had_frame = frame.is_some();
         idle::put_away(idle::Buffers {
             read,
-            write: self.queue.take_buffer(),
+            write: self.queue.take_spare(),
             frame,
         });
     }
 
-    /// Takes a read buffer, and a write buffer if the pool has one, out of
+    /// Takes a read buffer, and a queue's spare if the pool has one, out of
     /// the pool for the request that is arriving; and a frame buffer for a
     /// connection that had one (it streams bodies).
     fn take_buffers_out(&mut self) {
         let (input, write) = idle::take_out();
         self.input = input;
-        if let Some(buffer) = write {
-            self.queue.reuse_buffer(buffer);
+        if let Some(spare) = write {
+            self.queue.reuse_spare(spare);
         }
         if self.had_frame {
             if let Some(frame) = idle::take_frame() {
@@ -404,7 +401,7 @@ impl<'a, S: Socket> Connection<'a, S> {
     /// Writes the queue whole ([`flush`]), the socket's memory for it
     /// covered first; counts the bytes the socket took, and settles the
     /// session's lease after.
-    async fn write(&mut self, timer: Pin<&mut Sleep>) -> Result<(), Ended> {
+    async fn write(&mut self, timer: &Timer) -> Result<(), Ended> {
         let (io, queue, session) = (&mut *self.io, &mut self.queue, &mut self.session);
         let queued = queue.remaining();
         if queued > 0 {
@@ -435,14 +432,11 @@ pub async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
     send_timeout: Duration,
-    mut timer: Pin<&mut Sleep>,
+    timer: &Timer,
 ) -> Result<(), Ended> {
     let mut since_yield = 0;
     while queue.has_remaining() {
-        let written = in_time(send_timeout, timer.as_mut(), |cx| {
-            poll_write(&mut *io, queue, cx)
-        })
-        .await?;
+        let written = in_time(send_timeout, timer, |cx| poll_write(&mut *io, queue, cx)).await?;
         match written {
             0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
             n => queue.advance(n),

@@ -1,33 +1,29 @@
 //! Every deadline a connection keeps, in one place: how long it may take
 //! to send a request head or body, stay idle, or leave a write untaken
 //! ([`Timeouts`]); the deadline each wait gets ([`Deadlines`]); and the
-//! send timeout around a write ([`in_time`]); and how the connection's one
-//! timer follows them ([`arm`], [`passed`]). The TLS handshake's deadline
-//! is [`Timeouts::handshake`], applied around the handshake (`tls/`).
+//! send timeout around a write ([`in_time`]). The connection's one
+//! [`Timer`] follows them (`clock.rs`). The TLS handshake's deadline is
+//! [`Timeouts::handshake`], applied around the handshake (`tls/`).
 //!
 //! **No timer work for a request that arrives in time.** Between requests
-//! the deadline moves later (`--idle-timeout` from now), and moving a tokio
-//! timer costs a clock read and the timer entry's update on every request.
-//! So the timer is moved only when it would fire *late*; one that fires
-//! early — it was left at an older, earlier deadline — is moved then, once,
-//! to the deadline in force. A keep-alive connection's timer thus moves
-//! about once per `--idle-timeout`, not once per request (the count is in
-//! docs/measurements.md, "Server").
+//! the deadline moves later (`--idle-timeout` from now). The timer is
+//! moved only when it would fire *late*; one that fires early — it was left
+//! at an older, earlier deadline — is moved then, once, to the deadline in
+//! force ([`Timer::poll_passed`]). A keep-alive connection's timer thus
+//! moves about once per `--idle-timeout`, not once per request, and the
+//! deadline itself is read from the coarse clock.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
-use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::time::{Instant, Sleep};
-
+use super::clock::{Instant, Timer};
 use super::Ended;
 use crate::session::Waiting;
 
 /// The most a body's payload earns beyond `--body-timeout`: a day, so that
-/// a deadline stays within what tokio's timers take however many bytes
-/// arrive.
+/// a deadline stays a deadline however many bytes arrive.
 const MOST_EARNED: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The connection's timeouts.
@@ -95,8 +91,8 @@ impl Deadlines {
             _ => slot.insert((served, now)).1,
         };
         match waiting {
-            Waiting::Idle => now + t.idle,
-            Waiting::Head => began(&mut self.head) + t.head,
+            Waiting::Idle => now.after(t.idle),
+            Waiting::Head => began(&mut self.head).after(t.head),
             Waiting::Body { payload } => {
                 let start = began(&mut self.body);
                 let grew = match self.progress {
@@ -106,43 +102,11 @@ impl Deadlines {
                         now
                     }
                 };
-                (start + t.body_deadline(payload)).min(grew + t.body)
+                start
+                    .after(t.body_deadline(payload))
+                    .min(grew.after(t.body))
             }
         }
-    }
-}
-
-/// Makes `timer` fire no later than `deadline`, moving it only when it
-/// would fire later. Its firing is then only a hint: [`passed`] says
-/// whether `deadline` has come.
-#[inline]
-pub(super) fn arm(timer: Pin<&mut Sleep>, deadline: Instant) {
-    if deadline < timer.deadline() {
-        timer.reset(deadline);
-    }
-}
-
-/// Completes once `deadline` has passed, on a `timer` [`arm`]ed no later
-/// than it. A timer that fires early is moved to `deadline` and awaited
-/// again.
-pub(super) async fn passed(mut timer: Pin<&mut Sleep>, deadline: Instant) {
-    poll_fn(|cx| poll_passed(timer.as_mut(), deadline, cx)).await
-}
-
-/// [`passed`], polled.
-pub(super) fn poll_passed(
-    mut timer: Pin<&mut Sleep>,
-    deadline: Instant,
-    cx: &mut Context<'_>,
-) -> Poll<()> {
-    loop {
-        ready!(timer.as_mut().poll(cx));
-        // Invariant: the timer never fires after `deadline` (`arm`), so a
-        // deadline that has come is seen the first time it fires after it.
-        if Instant::now() >= deadline {
-            return Poll::Ready(());
-        }
-        timer.as_mut().reset(deadline);
     }
 }
 
@@ -150,19 +114,18 @@ pub(super) fn poll_passed(
 /// stays pending for `send_timeout`; arms `timer` only then.
 pub(super) async fn in_time<T>(
     send_timeout: Duration,
-    mut timer: Pin<&mut Sleep>,
+    timer: &Timer,
     mut op: impl FnMut(&mut Context<'_>) -> Poll<io::Result<T>>,
 ) -> Result<T, Ended> {
-    let mut armed = false;
+    let mut deadline = None;
     poll_fn(|cx| {
         if let Poll::Ready(r) = op(cx) {
             return Poll::Ready(r.map_err(Ended::from));
         }
-        if !armed {
-            timer.as_mut().reset(Instant::now() + send_timeout);
-            armed = true;
-        }
-        timer.as_mut().poll(cx).map(|()| Err(Ended::SendTimeout))
+        let deadline = *deadline.get_or_insert_with(|| Instant::in_(send_timeout));
+        timer
+            .poll_passed(deadline, cx)
+            .map(|()| Err(Ended::SendTimeout))
     })
     .await
 }

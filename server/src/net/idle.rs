@@ -1,6 +1,7 @@
 //! What a connection puts away while it waits for its next request: its
-//! read buffer, its write buffer and its frame buffer (what a streamed body
-//! is encoded into) go to a pool of the worker thread's,
+//! read buffer, its queue's write buffer and lists ([`Spare`]) and its
+//! frame buffer (what a streamed body is encoded into) go to a pool of the
+//! worker thread's,
 //! so that an idle keep-alive connection holds its task and its protocol
 //! state only (measured in docs/results/instructions-and-profiles.md).
 //!
@@ -19,6 +20,7 @@
 use std::cell::RefCell;
 
 use bytes::BytesMut;
+use unflat::queue::Spare;
 
 use super::READ_CHUNK;
 use crate::session::WRITE_BUFFER_FIRST;
@@ -45,15 +47,15 @@ pub struct Buffers {
     /// consumed front is reclaimed by the connection that takes it, as its
     /// own would be); `None` when it had grown and was freed.
     pub read: Option<BytesMut>,
-    /// The queue's write buffer.
-    pub write: Option<Vec<u8>>,
+    /// The queue's write buffer and lists.
+    pub write: Option<Spare>,
     /// The queue's frame buffer.
     pub frame: Option<Vec<u8>>,
 }
 
 struct Pool {
     read: Vec<BytesMut>,
-    write: Vec<Vec<u8>>,
+    write: Vec<Spare>,
     frames: Vec<Vec<u8>>,
 }
 
@@ -70,7 +72,8 @@ thread_local! {
 }
 
 /// Puts a connection's buffers away (a write buffer larger than
-/// [`LARGEST_WRITE_BUFFER`] is freed, and any beyond what the pool keeps).
+/// [`LARGEST_WRITE_BUFFER`] is freed, its lists kept, and any beyond what
+/// the pool keeps).
 /// One visit to the pool for all.
 pub fn put_away(buffers: Buffers) {
     POOL.with_borrow_mut(|p| {
@@ -79,8 +82,14 @@ pub fn put_away(buffers: Buffers) {
                 p.read.push(read);
             }
         }
-        if let Some(write) = buffers.write {
-            if write.capacity() <= LARGEST_WRITE_BUFFER && p.write.len() < KEPT {
+        if let Some(mut write) = buffers.write {
+            if write.buffer_capacity() > LARGEST_WRITE_BUFFER {
+                // Grown by a long body: freed; the lists are kept, so that
+                // a connection sending long bodies allocates one buffer
+                // per response, not its lists too.
+                write.free_buffer();
+            }
+            if p.write.len() < KEPT {
                 p.write.push(write);
             }
         }
@@ -93,9 +102,9 @@ pub fn put_away(buffers: Buffers) {
 }
 
 /// A read buffer whose allocation is [`READ_CHUNK`] bytes (one put away,
-/// or a new one), and a write buffer if the pool keeps one. A frame buffer
+/// or a new one), and a queue's spare if the pool keeps one. A frame buffer
 /// is taken apart ([`take_frame`]), by a connection that had one.
-pub fn take_out() -> (BytesMut, Option<Vec<u8>>) {
+pub fn take_out() -> (BytesMut, Option<Spare>) {
     let (read, write) = POOL.with_borrow_mut(|p| (p.read.pop(), p.write.pop()));
     let read = read.unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK));
     (read, write)
@@ -110,6 +119,15 @@ pub fn take_frame() -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// A queue's spare whose write buffer is `n` bytes (at least 4 KiB,
+    /// the queue's first size).
+    fn spare(n: usize) -> Spare {
+        let mut q = unflat::queue::WriteQueue::new();
+        q.copy(&vec![0; n]);
+        q.write_to(&mut std::io::sink()).unwrap();
+        q.take_spare().unwrap()
+    }
+
     #[test]
     fn buffers_come_back_and_a_large_write_buffer_is_freed() {
         let mut read = BytesMut::with_capacity(READ_CHUNK);
@@ -117,19 +135,20 @@ mod tests {
         bytes::Buf::advance(&mut read, 100);
         put_away(Buffers {
             read: Some(read),
-            write: Some(vec![0; 4096]),
+            write: Some(spare(4096)),
             frame: Some(vec![0; 64]),
         });
         let (read, write) = take_out();
         // The consumed front comes with it, for its next owner to reclaim.
         assert_eq!((read.len(), read.capacity()), (0, READ_CHUNK - 100));
-        assert_eq!(write.map(|w| w.len()), Some(4096));
+        assert_eq!(write.map(|w| w.buffer_capacity()), Some(4096));
         assert_eq!(take_frame().map(|f| f.len()), Some(64));
         put_away(Buffers {
-            write: Some(vec![0; LARGEST_WRITE_BUFFER + 1]),
+            write: Some(spare(LARGEST_WRITE_BUFFER + 1)),
             ..Buffers::default()
         });
-        assert!(take_out().1.is_none());
+        let lists = take_out().1.expect("the lists are kept");
+        assert_eq!(lists.buffer_capacity(), 0, "the grown buffer is freed");
     }
 
     #[test]
@@ -137,7 +156,7 @@ mod tests {
         for _ in 0..KEPT + 5 {
             put_away(Buffers {
                 read: Some(BytesMut::with_capacity(READ_CHUNK)),
-                write: Some(vec![0; 4096]),
+                write: Some(spare(4096)),
                 frame: Some(Vec::with_capacity(8)),
             });
         }

@@ -6,11 +6,13 @@
 //!
 //! - `socket.rs`: the [`Socket`] trait and its TCP implementation;
 //! - `tls/`: HTTPS — the certificate, the handshake, the TLS socket;
+//! - `clock.rs`: the coarse clock, and the timers its one thread fires;
 //! - `deadlines.rs`: every timeout and the deadline each wait gets;
 //! - `connection.rs`: serving one connection, read to write;
 //! - `idle.rs`: the buffers an idle connection puts away, pooled per worker;
 //! - `shutdown.rs`: the signal that stops the connections.
 
+pub mod clock;
 mod connection;
 mod deadlines;
 mod idle;

@@ -174,7 +174,7 @@ pub async fn handshake(
     peer: SocketAddr,
     timeout: Duration,
 ) -> Option<TlsStream<TcpStream>> {
-    let accepted = tokio::time::timeout(timeout, async {
+    let accepted = super::clock::timeout(timeout, async {
         if speaks_plain_http(&stream).await {
             refuse_plain_http(stream, peer).await;
             return None;

@@ -1,0 +1,378 @@
+//! The server's timers: a coarse monotonic clock, and one thread for the
+//! whole process that wakes the tasks whose deadline has come.
+//!
+//! **Why not tokio's timers.** A runtime with tokio's time driver pays for
+//! it every time a worker parks — its wheel locked and polled, the clock
+//! read twice — whatever its timers do; one request at a time on a
+//! keep-alive connection means one park per request, and that work was
+//! the largest part of the gap to a server without timers in the
+//! sequential instruction count (docs/results/instructions-and-profiles.md).
+//! Here the runtime has no time driver: a deadline is an atomic in the
+//! timer's own entry, written by its connection only when a deadline
+//! comes *earlier* than the one it holds, and read by the clock thread.
+//!
+//! **The clock thread** scans the entries when the earliest deadline is
+//! due, at most once per [`TICK`] (so a deadline fires up to a tick late),
+//! wakes the tasks whose deadline has come, and sleeps until the next
+//! one; a connection that arms a deadline earlier than the thread's next
+//! wake wakes it. A scan is O(timers), a hundred times a second at most;
+//! between deadlines the thread sleeps.
+//!
+//! **Lazy firing.** An entry that fires says only that its deadline has
+//! come; the task compares the clock with the deadline in force for what
+//! it waits for, which may have moved later meanwhile (a keep-alive
+//! connection's idle deadline moves with every request), and arms the
+//! entry again if it has not come. So a request that arrives in time costs
+//! no timer work at all.
+
+use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::thread::Thread;
+use std::time::Duration;
+
+use atomic_waker::AtomicWaker;
+
+/// How long the clock thread waits at least between two scans: the most a
+/// deadline fires late, and what bounds the scans to a hundred a second
+/// however many timers there are.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// An instant on the server's clock: milliseconds of the coarse monotonic
+/// clock (`CLOCK_MONOTONIC_COARSE` on Linux: read without a system call and
+/// without the time-stamp counter), since a point fixed when the process
+/// first read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(u64);
+
+/// No deadline: what an entry holds when it is not armed, or has fired.
+const UNARMED: u64 = u64::MAX;
+
+impl Instant {
+    /// Now.
+    pub fn now() -> Instant {
+        Instant(millis())
+    }
+
+    /// `d` later, saturating (a deadline past the clock's range never comes).
+    pub fn after(self, d: Duration) -> Instant {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Instant(self.0.saturating_add(ms).min(UNARMED - 1))
+    }
+
+    /// `d` from now.
+    pub fn in_(d: Duration) -> Instant {
+        Instant::now().after(d)
+    }
+
+    /// How long after `earlier` this is (zero if it is not after it).
+    pub fn since(self, earlier: Instant) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+/// The coarse monotonic clock in milliseconds.
+#[cfg(target_os = "linux")]
+fn millis() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+    let ms = u64::try_from(t.tv_sec).unwrap_or(0) * 1000
+        + u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;
+    ms.saturating_sub(epoch())
+}
+
+/// The monotonic clock in milliseconds.
+#[cfg(not(target_os = "linux"))]
+fn millis() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    let start = *START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The clock's reading when the process first read it, so that instants
+/// start near zero (and `UNARMED` is out of reach).
+#[cfg(target_os = "linux")]
+fn epoch() -> u64 {
+    static EPOCH: OnceLock<u64> = OnceLock::new();
+    *EPOCH.get_or_init(|| {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        // A second before now, so that no instant read later is zero.
+        (u64::try_from(t.tv_sec).unwrap_or(0) * 1000).saturating_sub(1000)
+    })
+}
+
+/// What the clock thread and one timer share.
+#[derive(Debug)]
+struct Entry {
+    /// The deadline, in milliseconds, or `UNARMED`.
+    at: AtomicU64,
+    /// The task to wake when it comes.
+    waker: AtomicWaker,
+}
+
+/// The clock thread's view of every timer.
+struct Wheel {
+    entries: Mutex<Entries>,
+    /// When the thread wakes next (`UNARMED`: when woken).
+    next: AtomicU64,
+    thread: Thread,
+}
+
+/// Every live timer's entry, and those dropped since they were last swept.
+struct Entries {
+    all: Vec<Arc<Entry>>,
+    /// The length at which a new timer sweeps the dropped ones out (a scan
+    /// sweeps them too, but the thread may sleep while timers come and go).
+    sweep_at: usize,
+}
+
+impl Entries {
+    /// Drops the entries of dropped timers: only the wheel holds them.
+    fn sweep(&mut self) {
+        self.all.retain(|e| Arc::strong_count(e) > 1);
+    }
+}
+
+/// The process's clock thread, started with the first timer.
+fn wheel() -> &'static Wheel {
+    static WHEEL: OnceLock<&'static Wheel> = OnceLock::new();
+    WHEEL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<&'static Wheel>();
+        let thread = std::thread::Builder::new()
+            .name("unflat-clock".into())
+            .spawn(move || run(rx.recv().expect("the wheel is sent")))
+            .expect("the clock thread starts");
+        let wheel: &'static Wheel = Box::leak(Box::new(Wheel {
+            entries: Mutex::new(Entries {
+                all: Vec::new(),
+                sweep_at: SWEEP_FIRST,
+            }),
+            next: AtomicU64::new(UNARMED),
+            thread: thread.thread().clone(),
+        }));
+        tx.send(wheel)
+            .expect("the clock thread waits for its wheel");
+        wheel
+    })
+}
+
+/// The length at which the entries are first swept by a new timer.
+const SWEEP_FIRST: usize = 1024;
+
+/// The clock thread: scans, wakes, sleeps until the next deadline.
+fn run(wheel: &'static Wheel) {
+    let tick = u64::try_from(TICK.as_millis()).unwrap_or(10);
+    loop {
+        // Invariant: `next` is UNARMED from here to the end of the scan, so
+        // a timer armed meanwhile finds its deadline earlier and wakes the
+        // thread (`Timer::arm`), whose park below then returns at once.
+        wheel.next.store(UNARMED, Ordering::SeqCst);
+        let scanned = millis();
+        let mut earliest = UNARMED;
+        {
+            let mut entries = wheel.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.all.retain(|e| {
+                // Only the wheel holds a dropped timer's entry.
+                if Arc::strong_count(e) == 1 {
+                    return false;
+                }
+                let at = e.at.load(Ordering::Acquire);
+                if at <= scanned {
+                    let fired =
+                        e.at.compare_exchange(at, UNARMED, Ordering::AcqRel, Ordering::Relaxed);
+                    if fired.is_ok() {
+                        e.waker.wake();
+                    }
+                } else {
+                    earliest = earliest.min(at);
+                }
+                true
+            });
+        }
+        wheel.next.fetch_min(earliest, Ordering::SeqCst);
+        // Sleep until the next deadline, and at least a tick after this
+        // scan however soon it is: a timer armed for sooner fires at the
+        // end of the tick.
+        loop {
+            let next = wheel.next.load(Ordering::SeqCst);
+            if next == UNARMED {
+                std::thread::park();
+                continue;
+            }
+            let wake = next.max(scanned + tick);
+            let now = millis();
+            if now >= wake {
+                break;
+            }
+            std::thread::park_timeout(Duration::from_millis(wake - now));
+        }
+    }
+}
+
+/// One task's timer: fires no later than the deadline it is armed for,
+/// and wakes the task that polls it. A connection keeps one for every
+/// wait; [`sleep`] and [`timeout`] make one each.
+#[derive(Debug)]
+pub struct Timer {
+    entry: Arc<Entry>,
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer::new()
+    }
+}
+
+impl Timer {
+    /// A timer not yet armed.
+    pub fn new() -> Timer {
+        let entry = Arc::new(Entry {
+            at: AtomicU64::new(UNARMED),
+            waker: AtomicWaker::new(),
+        });
+        let mut entries = wheel().entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.all.len() >= entries.sweep_at {
+            entries.sweep();
+            entries.sweep_at = SWEEP_FIRST.max(2 * entries.all.len());
+        }
+        entries.all.push(entry.clone());
+        drop(entries);
+        Timer { entry }
+    }
+
+    /// Makes the timer fire no later than `deadline`, moving it only when
+    /// it would fire later (or not at all): a later deadline is seen when
+    /// the timer fires early ([`Timer::poll_passed`]).
+    #[inline]
+    pub fn arm(&self, deadline: Instant) {
+        let at = self.entry.at.load(Ordering::Relaxed);
+        if deadline.0 < at {
+            self.entry.at.store(deadline.0, Ordering::Release);
+            let wheel = wheel();
+            if deadline.0 < wheel.next.fetch_min(deadline.0, Ordering::SeqCst) {
+                wheel.thread.unpark();
+            }
+        }
+    }
+
+    /// Ready once `deadline` has come; the timer is armed for it if it
+    /// would fire later, and moved to it if it fires early.
+    pub fn poll_passed(&self, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+        let e = &self.entry;
+        let at = e.at.load(Ordering::Acquire);
+        if at > deadline.0 {
+            // Unarmed, fired early, or set for later: the clock decides.
+            if Instant::now() >= deadline {
+                return Poll::Ready(());
+            }
+            self.arm(deadline);
+        }
+        e.waker.register(cx.waker());
+        // Fired between the first look and the registration: the wake may
+        // have found no waker, so look at the clock again.
+        if e.at.load(Ordering::Acquire) == UNARMED {
+            if Instant::now() >= deadline {
+                return Poll::Ready(());
+            }
+            self.arm(deadline);
+        }
+        Poll::Pending
+    }
+
+    /// Completes once `deadline` has come.
+    pub async fn passed(&self, deadline: Instant) {
+        poll_fn(|cx| self.poll_passed(deadline, cx)).await
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        // The wheel drops the entry at its next scan; the task's waker is
+        // given back now, so that it does not keep the task's memory.
+        self.entry.at.store(UNARMED, Ordering::Relaxed);
+        drop(self.entry.waker.take());
+    }
+}
+
+/// Completes after `d`.
+pub async fn sleep(d: Duration) {
+    Timer::new().passed(Instant::in_(d)).await
+}
+
+/// `fut`'s output, or `Err(Elapsed)` if `d` passes first.
+pub async fn timeout<F: Future>(d: Duration, fut: F) -> Result<F::Output, Elapsed> {
+    let deadline = Instant::in_(d);
+    let timer = Timer::new();
+    let mut fut = std::pin::pin!(fut);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        timer.poll_passed(deadline, cx).map(|()| Err(Elapsed))
+    })
+    .await
+}
+
+/// A [`timeout`] that passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elapsed;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_are_ordered_and_saturate() {
+        let now = Instant::now();
+        assert!(now.after(Duration::from_millis(5)) > now);
+        assert_eq!(now.after(Duration::MAX).0, UNARMED - 1);
+        assert_eq!(now.since(now.after(Duration::from_secs(1))), Duration::ZERO);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_timer_fires_at_its_deadline_not_before() {
+        let start = std::time::Instant::now();
+        sleep(Duration::from_millis(50)).await;
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(45), "{took:?}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_timer_armed_early_fires_at_the_later_deadline() {
+        let timer = Timer::new();
+        timer.arm(Instant::in_(Duration::from_millis(10)));
+        let start = std::time::Instant::now();
+        timer.passed(Instant::in_(Duration::from_millis(80))).await;
+        assert!(start.elapsed() >= Duration::from_millis(75));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_timeout_returns_the_output_or_elapsed() {
+        assert_eq!(timeout(Duration::from_secs(5), async { 7 }).await, Ok(7));
+        let never = std::future::pending::<()>();
+        assert_eq!(
+            timeout(Duration::from_millis(20), never).await,
+            Err(Elapsed)
+        );
+    }
+
+    #[test]
+    fn dropped_timers_leave_the_wheel() {
+        let weak: Vec<_> = (0..100)
+            .map(|_| {
+                let t = Timer::new();
+                t.arm(Instant::in_(Duration::from_millis(1)));
+                Arc::downgrade(&t.entry)
+            })
+            .collect();
+        // The clock thread scans at the deadline, and drops them.
+        for _ in 0..100 {
+            if weak.iter().all(|w| w.upgrade().is_none()) {
+                return;
+            }
+            std::thread::sleep(TICK);
+        }
+        panic!("dropped timers' entries still held");
+    }
+}
