@@ -12,7 +12,8 @@ divided by 2000, is what one request costs in user space — start-up and
 shutdown cancel out. Unlike CPU time under wrk, the count does not depend
 on what else the machine is doing, so small differences between variants
 show. With `--top K`, also prints the K functions with the most inclusive
-instructions per request (build with
+instructions per request (with `--self`, the most self instructions: a
+function's own, its calls not counted; build with
 `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only` for file names).
 
 Prints on stdout each variant's instructions per request and its ratio to
@@ -133,10 +134,12 @@ def count(command, n, path, out, ca, depth):
     return int(m.group(1)) - jitter
 
 
-def inclusive(out):
-    """Inclusive instructions per function, from callgrind_annotate."""
+def inclusive(out, own=False):
+    """Inclusive instructions per function, from callgrind_annotate; with
+    `own`, each function's self cost (what it runs itself, inlined code
+    included, its calls not)."""
     text = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", out],
+        ["callgrind_annotate", f"--inclusive={'no' if own else 'yes'}", "--threshold=100", "--auto=no", out],
         capture_output=True, text=True, check=True,
     ).stdout
     table = {}
@@ -169,6 +172,8 @@ def main():
                    help="requests per write (default: 1, one at a time)")
     a.add_argument("--top", metavar="K", type=int, default=0,
                    help="also print the K functions with the most inclusive instructions per request")
+    a.add_argument("--self", dest="own", action="store_true",
+                   help="with --top: rank functions by their self cost (their calls not counted)")
     o = a.parse_args()
     if o.top < 0:
         a.error(f"argument --top: {o.top} is below 0")
@@ -191,9 +196,10 @@ def main():
             per = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
             results.append((name, per))
             if top:
-                a, b = inclusive(outs[0]), inclusive(outs[1])
+                a, b = inclusive(outs[0], o.own), inclusive(outs[1], o.own)
                 rows = sorted(((b[k] - a.get(k, 0)) / (RUNS[1] - RUNS[0]), k) for k in b)
-                print(f"{name}: instructions per request, inclusive, top {top}")
+                how = "self" if o.own else "inclusive"
+                print(f"{name}: instructions per request, {how}, top {top}")
                 for v, k in rows[::-1][:top]:
                     print(f"  {v:8.0f}  {k[:160]}")
     first = results[0][1]
