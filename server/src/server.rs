@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::memory::Memory;
 use crate::net::shutdown::{self, Shutdown};
 use crate::net::tls::{self, Tls};
-use crate::net::{self, Connections};
+use crate::net::{self, Connections, IdleConnections};
 use crate::response::Writer;
 use crate::session::Service;
 use crate::site::Site;
@@ -60,6 +60,7 @@ impl Stack {
                 service,
                 timeouts: config.timeouts(),
                 policy: config.policy(),
+                idle: IdleConnections::default(),
             },
             config,
         }
@@ -249,6 +250,10 @@ fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>, provider: tls
     }
 }
 
+/// How often the listener, at `--max-connections`, asks again for an idle
+/// connection to give way.
+const ASK_AGAIN: Duration = Duration::from_millis(100);
+
 /// Connections the kernel queues for `accept` (tokio's default): a burst of
 /// new connections past std's 128 is not refused.
 const BACKLOG: i32 = 1024;
@@ -267,6 +272,8 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
     if reuse_port {
         set_reuse_port(&socket)?;
     }
+    // Inherited by every accepted connection.
+    net::limit_unsent(&socket)?;
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     Ok(socket.into())
@@ -309,12 +316,6 @@ async fn accept_loop(
         let stopped = shutdown.stopped();
         tokio::pin!(stopped);
         loop {
-            // A permit first: past the limit, connections wait in the
-            // kernel's accept backlog.
-            let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-                () = stopped.as_mut() => break,
-            };
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(a) => a,
@@ -328,6 +329,22 @@ async fn accept_loop(
                 },
                 () = stopped.as_mut() => break,
             };
+            // A permit for it. At the limit, the connection idle longest
+            // gives way; with none idle, this one waits, those after it in
+            // the kernel's backlog, and the ask is repeated in case one
+            // goes idle.
+            let permit = loop {
+                if let Ok(p) = permits.clone().try_acquire_owned() {
+                    break Some(p);
+                }
+                stack.connections.idle.ask_longest_idle();
+                tokio::select! {
+                    p = permits.clone().acquire_owned() => break p.ok(),
+                    () = net::clock::sleep(ASK_AGAIN) => {}
+                    () = stopped.as_mut() => break None,
+                }
+            };
+            let Some(permit) = permit else { break };
             let _ = stream.set_nodelay(true);
             let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
             let (stack, shutdown) = (stack.clone(), shutdown.clone());

@@ -261,6 +261,10 @@ pub struct TlsSocket {
 /// Encrypted connections are served like cleartext ones; the vectored
 /// write is tokio-rustls's, which hands rustls every slice at once.
 impl Socket for TlsSocket {
+    fn acknowledged(&self) -> Option<u64> {
+        self.stream.get_ref().0.acknowledged()
+    }
+
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.stream.get_ref().0.peer_addr().ok()
     }
