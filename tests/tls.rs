@@ -335,6 +335,16 @@ fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_one
     let _ = child.wait();
 }
 
+/// A server process, killed when dropped: also when an assertion fails.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The server's stderr, line by line, and the lines read so far.
 struct Log {
     lines: std::sync::mpsc::Receiver<String>,
@@ -396,17 +406,19 @@ fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certifi
     let copies = most_copies_taken(long.der.len()) + 1;
     long.repeat(copies);
     longest.repeat(most_copies_taken(longest.der.len()));
-    let mut child = std::process::Command::new(common::server_binary())
-        .args(["--addr", "127.0.0.1:0"])
-        .args(old.args())
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = common::banner_address(&mut child).expect("no banner");
-    let mut log = Log::of(&mut child);
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut child = Killed(
+        std::process::Command::new(common::server_binary())
+            .args(["--addr", "127.0.0.1:0"])
+            .args(old.args())
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = common::banner_address(&mut child.0).expect("no banner");
+    let mut log = Log::of(&mut child.0);
+    let pid = libc::pid_t::try_from(child.0.id()).unwrap();
     let hangup = || {
         // SAFETY: a signal to our own child process.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
@@ -434,11 +446,10 @@ fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certifi
     hangup();
     log.wait_for("reload: certificate and key loaded");
     assert!(
-        child.try_wait().unwrap().is_none(),
+        child.0.try_wait().unwrap().is_none(),
         "SIGHUP ended the server"
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let errors = log.seen.iter().filter(|l| l.contains(" ERROR ")).count();
     assert_eq!(errors, 1, "{:?}", log.seen);
 }
