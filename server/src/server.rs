@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::memory::Memory;
@@ -245,7 +245,8 @@ fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>, provider: tls
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");
             }
-            Err(e) => warn!("reload failed, the certificate in use is kept: {e}"),
+            // An error: the operator's new certificate is not in use.
+            Err(e) => error!("reload failed, the certificate in use is kept: {e}"),
         },
     }
 }
