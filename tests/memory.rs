@@ -618,10 +618,46 @@ fn a_full_account_evicts_unused_cached_bodies_first() {
     assert!(memory.total() <= memory.limit());
 }
 
+/// What a body occupies is what it is charged: distinct rope bodies of
+/// 8 M one-byte and two-byte characters, read whole and cached, raise the
+/// resident memory by no more than the account says (ropes used to occupy
+/// 1.11 times their charge: 226 MiB for 204 charged), and are charged at
+/// most a few per cent more than they occupy.
+fn rope_bodies_occupy_what_they_are_charged() {
+    let server = Server::start(&["--memory-limit", "4GiB", "--cache-bytes", "2GiB"]);
+    for kind in ["latin1", "twobyte"] {
+        // The first build starts the build thread: not counted.
+        let warm = server.get(&format!("/end-string/1000?kind={kind}&body=rope"));
+        assert_eq!(warm.status, 200);
+        let (idle, before) = (settled(|| server.rss()), server.part("bodies_cached"));
+        for i in 0..4 {
+            let path = format!("/end-string/{}?kind={kind}&body=rope", (8 << 20) + i);
+            assert_eq!(server.get(&path).status, 200);
+        }
+        let resident = settled(|| server.rss()) - idle;
+        let charged = server.part("bodies_cached") - before;
+        eprintln!(
+            "4 {kind} ropes of 8 M characters: resident {:.1} MiB, charged {:.1} MiB ({:.3})",
+            resident as f64 / MIB as f64,
+            charged as f64 / MIB as f64,
+            resident as f64 / charged as f64
+        );
+        assert!(
+            resident <= charged + MIB,
+            "{kind}: {resident} resident for {charged} charged"
+        );
+        assert!(
+            charged <= resident + resident / 16 + MIB,
+            "{kind}: {charged} charged for {resident} resident"
+        );
+    }
+}
+
 /// One test: each measurement needs the server to itself.
 #[test]
 fn clients_cannot_make_the_server_hold_more_than_its_limits() {
     rope_bodies_cost_a_frame_per_connection();
+    rope_bodies_occupy_what_they_are_charged();
     long_heads_are_counted();
     an_echo_waiting_for_its_body_counts_its_json();
     a_full_account_evicts_unused_cached_bodies_first();

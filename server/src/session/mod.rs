@@ -487,11 +487,16 @@ impl Session {
         payload: u64,
     ) -> Result<State, Waiting> {
         if let Some(body) = &pending.body {
-            // Room first for all this input may add to the kept body.
-            let limit = service.limits.max_body;
-            let want = body.len() + input.len().min(limit.saturating_sub(body.len()));
+            // Room first for all this input may add to the kept body: no
+            // more than a declared length, so that the capacity charged
+            // is the body's own size once it is whole.
+            let most = match decoder {
+                BodyDecoder::Length(left) => body.len().saturating_add(left as usize),
+                BodyDecoder::Chunked(_) => service.limits.max_body,
+            };
+            let want = body.len() + input.len().min(most.saturating_sub(body.len()));
             if want > body.capacity() {
-                let grown = want.max(body.capacity() * 2).min(limit.max(want));
+                let grown = want.max(body.capacity() * 2).min(most.max(want));
                 // The state is out of `self` while it is worked on: the
                 // body is counted here, at its grown size.
                 let need = self.besides() + grown + pending.reply.held() + queue.footprint();
@@ -547,7 +552,7 @@ impl Session {
     /// Queues the response of `p`, whose reply is ready. When the lease
     /// cannot cover it: waits for the queue to drain if anything is queued,
     /// else refuses with 503 — or, for a refusal itself, closes.
-    fn respond(&mut self, queue: &mut WriteQueue, service: &Service, p: Pending) -> State {
+    fn respond(&mut self, queue: &mut WriteQueue, service: &Service, mut p: Pending) -> State {
         let besides = self.besides() + p.held();
         let to = ReplyContext {
             site: &service.site,
@@ -566,6 +571,12 @@ impl Session {
                         let end = queue.written_total() + queue.remaining() as u64;
                         self.referenced.push_back((end, body));
                     }
+                }
+                if let Some(body) = p.body.take() {
+                    // A kept request body is freed now, not once the response
+                    // is written: so is its part of the lease.
+                    drop(body);
+                    self.lease.trim(self.besides() + queue.footprint());
                 }
                 if p.exchange.keep_alive {
                     State::Head

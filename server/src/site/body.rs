@@ -118,6 +118,10 @@ impl BodyKey {
     pub fn footprint(self) -> usize {
         // Allocation headers, the Arc, a rope's measured shape.
         const SMALL: usize = 256;
+        // A flat body's one allocation and what the build leaves resident
+        // beside it: 0.3 to 0.6 % more, measured (docs/robustness.md,
+        // "What a body occupies"); a sixty-fourth over.
+        let flat = |bytes: usize| bytes + bytes / 64;
         SMALL
             + match self {
                 BodyKey::Text(Key {
@@ -125,22 +129,24 @@ impl BodyKey {
                     kind,
                     form: Form::Flat,
                 }) => match kind {
-                    Kind::Ascii | Kind::Latin1 => len,
-                    Kind::TwoByte => len.saturating_mul(2),
+                    Kind::Ascii | Kind::Latin1 => flat(len),
+                    Kind::TwoByte => flat(len.saturating_mul(2)),
                 },
-                // Ropey's nodes are 1 KiB allocations, a leaf holding up to
-                // 984 bytes of text, and the builder fills them: text plus
-                // a sixteenth covers the leaves' slack and the inner nodes
-                // (a test checks it against what a build allocates).
+                // Ropey's nodes are 1 KiB allocations, a leaf full at 984
+                // bytes of text (4 % more), the inner nodes some 4 % more,
+                // and the build's freed nodes leave the allocator's 1 KiB
+                // slabs partly used: 1.17 to 1.19 resident bytes per byte of
+                // text, measured (docs/robustness.md, "What a body
+                // occupies"; tests/memory.rs holds it). A fifth over.
                 BodyKey::Text(
                     k @ Key {
                         form: Form::Rope, ..
                     },
                 ) => {
                     let text = BodyKey::Text(k).len();
-                    text + text / 16 + 2 * ROPE_PIECE_CHARS * 4 + 4096
+                    text + text / 5 + 2 * ROPE_PIECE_CHARS * 4 + 4096
                 }
-                BodyKey::Large(n) => n,
+                BodyKey::Large(n) => flat(n),
             }
     }
 
@@ -221,7 +227,7 @@ pub struct Body {
 
 impl Body {
     /// A body of `text`, `len` bytes on the wire, its memory `charge`d.
-    pub(super) fn new(text: Text, len: usize, charge: Charge) -> Body {
+    pub(crate) fn new(text: Text, len: usize, charge: Charge) -> Body {
         Body {
             text,
             len,

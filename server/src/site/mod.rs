@@ -79,6 +79,8 @@ pub struct Settings<'a> {
 pub struct Site {
     fields: Fields,
     bodies: Arc<Bodies>,
+    /// What made bodies (the echo's JSON) are charged to.
+    memory: Arc<Memory>,
     metrics: Metrics,
     help: String,
     draining: AtomicBool,
@@ -93,6 +95,7 @@ impl Site {
             fields: Fields::new(),
             metrics: Metrics::new(settings.strategy, memory.clone(), bodies.clone()),
             bodies,
+            memory: memory.clone(),
             help: help_text(&settings),
             draining: AtomicBool::new(false),
             limits: settings.limits,

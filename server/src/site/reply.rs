@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
@@ -21,7 +22,7 @@ use super::exposition::Exposition;
 use super::job::Job;
 use super::{Fields, Site};
 use crate::h1::RequestHead;
-use crate::memory::{Full, Lease};
+use crate::memory::{Full, Lease, Part};
 use crate::response::{Body, Exchange, Response, Writer, Written};
 
 /// What a request is answered with.
@@ -192,7 +193,11 @@ impl Reply {
 
     /// Queues the response; says what was written. Refused with [`Full`],
     /// queueing nothing, when the connection's lease cannot cover it.
-    pub fn respond(&self, to: ReplyContext<'_>, queue: &mut WriteQueue) -> Result<Written, Full> {
+    pub fn respond(
+        &mut self,
+        to: ReplyContext<'_>,
+        queue: &mut WriteQueue,
+    ) -> Result<Written, Full> {
         if let Reply::Ready(body) = self {
             // What nearly every request is: a built body, nothing made.
             let r = built(body, &to.site.fields);
@@ -200,26 +205,35 @@ impl Reply {
                 .writer
                 .write(queue, &r, to.exchange, to.lease, to.besides);
         }
-        let mut besides = to.besides;
-        // A document made for this response (the echo's JSON) is counted
-        // before it is made.
         if let Reply::Echo(Echoed::Json(echo)) = self {
-            besides += echo.len(to.request_body.len());
-            to.lease.cover(besides)?;
+            let json = echo_body(echo, &to)?;
+            let Text::Payload(bytes) = &json.text else {
+                unreachable!("made as a payload")
+            };
+            let fields = &to.site.fields;
+            let r = Response::new(
+                Status::OK,
+                [Some(&fields.json), Some(&fields.no_store)],
+                Body::SharedBytes(bytes),
+            );
+            let written = to
+                .writer
+                .write(queue, &r, to.exchange, to.lease, to.besides)?;
+            // Kept by the session while the queue references it.
+            *self = Reply::Ready(json);
+            return Ok(written);
         }
-        let made = self.make(to.site, to.request_body);
+        let made = self.make(to.site);
         let r = self.response(to.site, &made, to.request_body);
-        to.writer.write(queue, &r, to.exchange, to.lease, besides)
+        to.writer
+            .write(queue, &r, to.exchange, to.lease, to.besides)
     }
 
     /// What the response is made of that does not live in the reply or the
     /// site: a document or a reason made for it.
-    fn make(&self, site: &Site, request_body: &[u8]) -> Made {
+    fn make(&self, site: &Site) -> Made {
         match self {
             Reply::Metrics(format) => Made::Text(site.metrics.render(*format)),
-            Reply::Echo(Echoed::Json(echo)) => {
-                Made::Bytes(echo.finish(request_body, echo.len(request_body.len())))
-            }
             Reply::Error { reason, .. } if !reason.ends_with('\n') => {
                 Made::Text(format!("{reason}\n"))
             }
@@ -275,11 +289,7 @@ impl Reply {
                 };
                 Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
-            Reply::Echo(Echoed::Json(_)) => Response::new(
-                Status::OK,
-                [Some(&fields.json), Some(&fields.no_store)],
-                Body::Bytes(made.bytes()),
-            ),
+            Reply::Echo(Echoed::Json(_)) => unreachable!("answered by respond"),
             Reply::Echo(Echoed::Raw) => Response::new(
                 Status::OK,
                 [Some(&fields.octet_stream), Some(&fields.no_store)],
@@ -305,6 +315,20 @@ impl Reply {
     }
 }
 
+/// The echo's JSON for the request body in `to`, made once and charged on
+/// its own (the connection's part of the account) before it is made: a
+/// body built for one response, sent from its own memory like any other,
+/// so that a long one is held once, not copied into the write buffer
+/// beside the request body it encodes.
+fn echo_body(echo: &EchoJson, to: &ReplyContext<'_>) -> Result<Arc<Built>, Full> {
+    let len = echo.len(to.request_body.len());
+    // As a flat body is charged (`BodyKey::footprint`): its one allocation
+    // and what making it leaves resident, a sixty-fourth over.
+    let charge = to.site.memory.charge(Part::Connections, len + len / 64)?;
+    let json = Bytes::from(echo.finish(to.request_body, len));
+    Ok(Arc::new(Built::new(Text::Payload(json), len, charge)))
+}
+
 /// The response of a built body: in the form it is kept, with its
 /// `Content-Type`.
 fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
@@ -320,7 +344,6 @@ fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
 /// A document or a reason made for one response, alive until it is queued.
 enum Made {
     Nothing,
-    Bytes(Vec<u8>),
     Text(String),
 }
 
@@ -328,7 +351,6 @@ impl Made {
     fn bytes(&self) -> &[u8] {
         match self {
             Made::Nothing => &[],
-            Made::Bytes(b) => b,
             Made::Text(t) => t.as_bytes(),
         }
     }
