@@ -30,12 +30,12 @@ pub fn line(line: &[u8]) {
     let mut state = sink.lock();
     if state.filling.len() + line.len() > BUFFER {
         state.unreported += 1;
-        drop(state);
         sink.dropped.fetch_add(1, Ordering::Relaxed);
-        return;
+    } else {
+        state.filling.extend_from_slice(line);
     }
-    state.filling.extend_from_slice(line);
-    // Only a writer asleep is woken: a wake is a system call.
+    // Only a writer asleep is woken (a wake is a system call); one is
+    // when a line longer than the buffer was dropped, to say so.
     let wake = std::mem::take(&mut state.asleep);
     drop(state);
     if wake {
@@ -51,18 +51,21 @@ pub fn dropped() -> u64 {
 
 /// Waits until every line taken has been written, for at most `within`:
 /// before the process exits, so that its last lines are not lost, yet
-/// without hanging on a stderr that takes nothing.
-pub fn flush(within: Duration) {
+/// without hanging on a stderr that takes nothing. Whether they were.
+pub fn flush(within: Duration) -> bool {
     let Some(sink) = SINK.get() else {
-        return;
+        return true;
     };
     let begun = Instant::now();
-    while begun.elapsed() < within {
+    loop {
         let state = sink.lock();
         if state.filling.is_empty() && state.unreported == 0 && !state.writing {
-            return;
+            return true;
         }
         drop(state);
+        if begun.elapsed() >= within {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -181,7 +184,8 @@ impl Sink {
 
 /// A failure that may repeat many times a second (`accept` out of file
 /// descriptors): logged at most once per [`EVERY`], each line counting the
-/// occurrences not logged before it.
+/// occurrences not logged before it; once it has stopped, the count of
+/// those left is logged within the same bound.
 #[derive(Debug, Default)]
 pub struct Repeated {
     /// When it was last logged.
@@ -194,31 +198,38 @@ impl Repeated {
     /// Notes one occurrence: `Some` when it is to be logged, with what
     /// to append to its line, `None` when it is only counted.
     pub fn occurred(&mut self) -> Option<More> {
-        let now = Instant::now();
-        match self.logged {
-            Some(at) if now.duration_since(at) < EVERY => {
-                self.more += 1;
-                None
-            }
-            at => {
-                let more = More {
-                    n: std::mem::take(&mut self.more),
-                    over: at.map_or(Duration::ZERO, |at| now.duration_since(at)),
-                };
-                self.logged = Some(now);
-                Some(more)
-            }
+        let more = self.due();
+        if more.is_none() {
+            self.more += 1;
         }
+        more
     }
 
-    /// The occurrences not logged yet, when there are any, once the
-    /// failure has stopped; counted from zero again.
-    pub fn stopped(&mut self) -> Option<More> {
-        let logged = self.logged.take()?;
-        let n = std::mem::take(&mut self.more);
-        (n > 0).then(|| More {
-            n,
-            over: logged.elapsed(),
+    /// Notes a success: `Some` with the occurrences not logged yet when
+    /// there are any and a line is due. Costs one test when there are
+    /// none.
+    #[inline]
+    pub fn passed(&mut self) -> Option<More> {
+        if self.more == 0 {
+            return None;
+        }
+        self.due()
+    }
+
+    /// The occurrences not logged, taken, when a line is due: none was
+    /// logged for [`EVERY`]. A failure that comes and goes (each success
+    /// freeing a descriptor the next accept takes) stays within the bound.
+    fn due(&mut self) -> Option<More> {
+        let now = Instant::now();
+        let over = match self.logged {
+            Some(at) if now.duration_since(at) < EVERY => return None,
+            Some(at) => now.duration_since(at),
+            None => Duration::ZERO,
+        };
+        self.logged = Some(now);
+        Some(More {
+            n: std::mem::take(&mut self.more),
+            over,
         })
     }
 }
@@ -254,9 +265,12 @@ mod tests {
     #[test]
     fn a_repeated_failure_is_logged_once_a_second_with_a_count() {
         let mut r = Repeated::default();
-        assert_eq!(r.occurred().map(|m| m.n), Some(0));
+        assert_eq!(r.passed(), None);
+        assert_eq!(r.occurred().map(|m| m.to_string()), Some(String::new()));
         for _ in 0..37 {
             assert_eq!(r.occurred(), None);
+            // Successes between failures log nothing within the second.
+            assert_eq!(r.passed(), None);
         }
         r.logged = r.logged.map(|at| at - EVERY);
         let more = r.occurred().unwrap();
@@ -266,9 +280,11 @@ mod tests {
             "{more}"
         );
         assert_eq!(r.occurred(), None);
-        assert_eq!(r.stopped().map(|m| m.n), Some(1));
-        assert_eq!(r.stopped(), None);
-        assert_eq!(r.occurred().map(|m| m.to_string()), Some(String::new()));
+        assert_eq!(r.passed(), None);
+        r.logged = r.logged.map(|at| at - EVERY);
+        // Stopped: the one left is logged on the next success.
+        assert_eq!(r.passed().map(|m| m.n), Some(1));
+        assert_eq!(r.passed(), None);
     }
 
     #[test]
@@ -278,7 +294,7 @@ mod tests {
         let long = vec![b'x'; BUFFER + 1];
         line(&long);
         assert_eq!(dropped(), before + 1);
-        flush(Duration::from_secs(5));
-        assert!(sink().lock().filling.is_empty());
+        // The writer, asleep, is woken to say so.
+        assert!(flush(Duration::from_secs(5)));
     }
 }

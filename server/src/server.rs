@@ -322,7 +322,7 @@ async fn accept_loop(
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(a) => {
-                        if let Some(more) = failing.stopped() {
+                        if let Some(more) = failing.passed() {
                             warn!("accept failed{more}; accepting again");
                         }
                         a
