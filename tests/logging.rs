@@ -24,10 +24,20 @@ const NEW: usize = 100;
 /// How long a request may wait for its answer before the test fails.
 const PROMPT: Duration = Duration::from_secs(5);
 
+/// A server process, killed when dropped: a failed assertion stops it too.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts the binary on port 0 with one worker and `args`, stderr piped,
 /// `RUST_LOG` unset, its descriptors limited to `nofile`; returns it, its
 /// address and its stderr, unread.
-fn spawn(args: &[&str], nofile: Option<u64>) -> (Child, String, ChildStderr) {
+fn spawn(args: &[&str], nofile: Option<u64>) -> (Server, String, ChildStderr) {
     let mut command = Command::new(server_binary());
     command
         .args(["--addr", "127.0.0.1:0", "--workers", "1"])
@@ -52,10 +62,10 @@ fn spawn(args: &[&str], nofile: Option<u64>) -> (Child, String, ChildStderr) {
             });
         }
     }
-    let mut child = command.spawn().unwrap();
-    let addr = banner_address(&mut child).expect("a banner");
-    let err = child.stderr.take().unwrap();
-    (child, addr, err)
+    let mut server = Server(command.spawn().unwrap());
+    let addr = banner_address(&mut server.0).expect("a banner");
+    let err = server.0.stderr.take().unwrap();
+    (server, addr, err)
 }
 
 /// Reads `err`'s lines on a thread of their own.
@@ -69,11 +79,6 @@ fn lines(err: ChildStderr) -> mpsc::Receiver<String> {
         }
     });
     rx
-}
-
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn connect(addr: &str) -> TcpStream {
@@ -92,7 +97,7 @@ fn ask(s: &mut TcpStream, buf: &mut Vec<u8>, request: &[u8]) -> Option<u16> {
 
 #[test]
 fn a_stderr_nobody_reads_never_stops_serving_and_drops_are_counted() {
-    let (child, addr, err) = spawn(&["--access-log"], None);
+    let (server, addr, err) = spawn(&["--access-log"], None);
     // A long User-Agent: each access line about 400 bytes.
     let agent = "a".repeat(200);
     let request = format!("GET /healthz HTTP/1.1\r\nHost: a\r\nUser-Agent: {agent}\r\n\r\n");
@@ -168,14 +173,14 @@ fn a_stderr_nobody_reads_never_stops_serving_and_drops_are_counted() {
             "{line:?}"
         );
     }
-    stop(child);
+    drop(server);
 }
 
 #[test]
 fn accept_failures_are_logged_about_once_a_second_with_a_count() {
     // Few descriptors: the connections below run out of them, and the
     // rest wait in the accept backlog while `accept` fails.
-    let (child, addr, err) = spawn(&[], Some(40));
+    let (server, addr, err) = spawn(&[], Some(40));
     let rx = lines(err);
     let held: Vec<TcpStream> = (0..80).map(|_| connect(&addr)).collect();
     let began = Instant::now();
@@ -210,5 +215,5 @@ fn accept_failures_are_logged_about_once_a_second_with_a_count() {
         b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",
     );
     assert_eq!(status, Some(200));
-    stop(child);
+    drop(server);
 }
