@@ -223,6 +223,42 @@ fn a_tls_certificate_or_key_that_cannot_be_used_is_one_line_naming_the_file_and_
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A chain whose Certificate message is longer than OpenSSL's clients take
+/// (102 400 bytes; every handshake would fail) is refused before the server
+/// listens, naming the limit and its size; the longest they take starts.
+#[test]
+fn a_certificate_chain_longer_than_openssl_clients_take_is_one_line_and_exit_2() {
+    use common::tls::{certificate_message, most_copies_taken, Cert};
+    let over = Cert::new("cli-chain-over");
+    let copies = most_copies_taken(over.der.len()) + 1;
+    over.repeat(copies);
+    let size = certificate_message(over.der.len(), copies);
+    assert!(size > 102_400, "{size}");
+    let args = over.args();
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(["--addr", "127.0.0.1:0"]);
+    let (code, stdout, stderr) = run(&args, &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: --tls-cert {}: ", args[1])),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("a chain of {copies} certificates makes a Certificate message of {size} bytes, over the 102400")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stdout.is_empty(), "listened: {stdout}");
+
+    let taken = Cert::new("cli-chain-taken");
+    taken.repeat(most_copies_taken(taken.der.len()));
+    let args = taken.args();
+    let (mut child, _addr) =
+        common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn version_and_help() {
     let (code, stdout, _) = run(&["--version"], &[]);

@@ -134,6 +134,16 @@ fn cases() -> Vec<(&'static str, &'static str, String, Expect)> {
         ("raw echo of a chunked body", "§7.1", chunked_echo_raw("3\r\nabc\r\n0\r\n\r\n"), Open(200)),
         ("unknown expectation", "RFC 9110 §10.1.1", s("POST /echo HTTP/1.1\r\nHost: t\r\nExpect: teapot\r\nContent-Length: 1\r\n\r\nx"), Close(417)),
         ("Expect ignored in HTTP/1.0", "RFC 9110 §10.1.1", s("POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nExpect: teapot\r\nContent-Length: 1\r\n\r\nx"), Open(200)),
+        // A head already refused is answered at once, without 100 Continue,
+        // and the body it never asked for is not awaited: the request
+        // carries no body here, so a server that sent 100 fails the status.
+        ("Expect on a path with no route: 404 at once", "RFC 9110 §10.1.1", s("POST /nope HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"), Close(404)),
+        ("Expect with a method the path does not take: 405 at once", "RFC 9110 §10.1.1", s("POST /healthz HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"), Close(405)),
+        ("Expect with a query the route refuses: 400 at once", "RFC 9110 §10.1.1", s("POST /echo?format=bad HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"), Close(400)),
+        ("Expect on POST /large/1TiB: 405 at once", "RFC 9110 §10.1.1", s("POST /large/1TiB HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"), Close(405)),
+        ("Expect on GET /large/1TiB with a body: 400 at once", "RFC 9110 §10.1.1", s("GET /large/1TiB HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"), Close(400)),
+        ("Expect with a Content-Length over the /echo limit: 413 at once", "RFC 9110 §10.1.1, §15.5.14", s("POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2000000\r\n\r\n"), Close(413)),
+        ("no Expect, no route: the body is read, 404, connection kept", "RFC 9110 §15.5.5", s("POST /nope HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"), Open(404)),
         // Connection, RFC 9112 §9.
         ("Connection: close", "§9.6", s("GET /end-string/1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"), Close(200)),
         ("Connection: close among other tokens", "§9.6, RFC 9110 §7.6.1", s("GET /end-string/1 HTTP/1.1\r\nHost: t\r\nConnection: Keep-Alive, CLOSE\r\n\r\n"), Close(200)),
@@ -270,6 +280,39 @@ fn expect_100_continue_gets_an_interim_response_first() {
     s.write_all(b"hello").unwrap();
     let r = read_response(&mut s, &mut buf, false).unwrap();
     assert_eq!(r.status, 200);
+}
+
+/// `Expect: 100-continue` on a head already refused — its route, method,
+/// query or declared length — is answered with the final status first:
+/// no `100 Continue`, so the client uploads nothing, and `Connection:
+/// close`, since the body it holds back is never read.
+#[test]
+fn expect_100_continue_is_not_sent_for_a_head_already_refused() {
+    let server = start(Strategy::Direct);
+    for (request, status) in [
+        ("POST /healthz", 405),
+        ("POST /nope", 404),
+        ("POST /echo?format=bad", 400),
+        ("POST /large/1TiB", 405),
+        ("PUT /echo", 413),
+    ] {
+        // 2 000 000 bytes: over the default --max-body (1 MiB).
+        let length = if status == 413 { 2_000_000 } else { 5 };
+        let mut s = connect(&server);
+        s.write_all(
+            format!(
+                "{request} HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: {length}\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        let first = String::from_utf8_lossy(&r.head[..12]).into_owned();
+        assert_eq!(first, format!("HTTP/1.1 {status}"), "{request}");
+        assert_eq!(r.header("connection"), Some("close"), "{request}");
+        assert!(common::closed(&mut s, &mut buf), "{request}: not closed");
+    }
 }
 
 #[test]

@@ -181,6 +181,51 @@ fn trickled_bodies_and_trailers_are_answered_408_at_the_body_deadline() {
     assert_eq!((r.status, r.body.len()), (200, 602));
 }
 
+/// Credit has a ceiling: a body sent fast earns time at --body-min-rate,
+/// but never past --max-body-time, however steadily it then trickles (one
+/// megabyte at once earned half an hour at 500 bytes a second).
+#[test]
+fn no_body_lasts_past_the_max_body_time() {
+    let server = Running::start(Config {
+        body_timeout: Duration::from_secs(1),
+        body_min_rate: 500,
+        max_body_time: Duration::from_secs(3),
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    let mut s = connect(&server);
+    s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1048100\r\n\r\n")
+        .unwrap();
+    s.write_all(&vec![b'x'; 1_048_000]).unwrap();
+    let begun = Instant::now();
+    let mut trickled = 0;
+    // A byte every 400 ms: within --body-timeout of the last, so only the
+    // ceiling can end it.
+    let answered = loop {
+        s.set_nonblocking(true).unwrap();
+        let answered = matches!(s.peek(&mut [0u8; 1]), Ok(n) if n > 0);
+        s.set_nonblocking(false).unwrap();
+        if answered || begun.elapsed() > Duration::from_secs(8) || s.write_all(b"y").is_err() {
+            break answered;
+        }
+        trickled += 1;
+        std::thread::sleep(Duration::from_millis(400));
+    };
+    assert!(
+        answered,
+        "still reading the body after {:?}",
+        begun.elapsed()
+    );
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    let took = begun.elapsed();
+    assert_eq!((r.status, r.header("connection")), (408, Some("close")));
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(5),
+        "answered after {took:?}, {trickled} bytes trickled"
+    );
+    assert!(closed_within(&mut s, Duration::from_secs(5)));
+}
+
 /// Time earned by a body cannot be spent in silence, and framing earns
 /// none: a body sent fast, or framing alone, buys no more than
 /// --body-timeout without payload.
@@ -378,15 +423,13 @@ fn connections_past_the_limit_wait_in_the_backlog_until_one_closes() {
     })
     .unwrap();
     let req = b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n";
+    // Both in the middle of a head: busy, so neither gives way.
     let mut first = connect(&server);
     let mut second = connect(&server);
     for s in [&mut first, &mut second] {
-        s.write_all(req).unwrap();
-        assert_eq!(
-            read_response(s, &mut Vec::new(), false).unwrap().body,
-            b"aaa"
-        );
+        s.write_all(&req[..10]).unwrap();
     }
+    std::thread::sleep(Duration::from_millis(100));
     // The third connection is accepted by the kernel, not by the server.
     let mut third = connect(&server);
     third.write_all(req).unwrap();
@@ -404,6 +447,63 @@ fn connections_past_the_limit_wait_in_the_backlog_until_one_closes() {
         .unwrap();
     let r = read_response(&mut third, &mut Vec::new(), false).unwrap();
     assert_eq!(r.body, b"aaa", "served once a slot is free");
+    second.write_all(&req[10..]).unwrap();
+    let r = read_response(&mut second, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.body, b"aaa", "the busy one kept");
+}
+
+/// At the limit, the connection idle longest gives way to a new one (as
+/// nginx closes idle keep-alive connections when it runs out): with four
+/// allowed, held by keep-alive clients that each ask something every
+/// 300 ms, a new client is answered at once, where it used to wait for an
+/// idle timeout (30 s here) or, with clients this busy, for ever.
+#[test]
+fn idle_connections_give_way_at_the_connection_limit() {
+    let server = Running::start(Config {
+        max_connections: 4,
+        idle_timeout: Duration::from_secs(30),
+        ..config(Strategy::Direct)
+    })
+    .unwrap();
+    let req = b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n";
+    let mut held: Vec<TcpStream> = (0..4).map(|_| connect(&server)).collect();
+    for s in &mut held {
+        s.write_all(req).unwrap();
+        read_response(s, &mut Vec::new(), false).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The first has been idle longest.
+    for round in 0..3 {
+        std::thread::sleep(Duration::from_millis(300));
+        for s in held.iter_mut().skip(1) {
+            s.write_all(req).unwrap();
+            read_response(s, &mut Vec::new(), false).unwrap();
+        }
+        let mut new = connect(&server);
+        new.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let begun = Instant::now();
+        new.write_all(req).unwrap();
+        let r = read_response(&mut new, &mut Vec::new(), false);
+        let r = r.unwrap_or_else(|e| panic!("round {round}: not answered: {e}"));
+        assert_eq!(r.body, b"aaa", "round {round}");
+        assert!(
+            begun.elapsed() < Duration::from_secs(2),
+            "round {round}: answered after {:?}",
+            begun.elapsed()
+        );
+        // The one idle longest was closed; the busier ones were not.
+        if round == 0 {
+            assert!(closed_within(&mut held[0], Duration::from_secs(2)));
+        }
+        held[0] = new;
+    }
+    for s in held.iter_mut().skip(1) {
+        s.write_all(req).unwrap();
+        assert_eq!(
+            read_response(s, &mut Vec::new(), false).unwrap().body,
+            b"aaa"
+        );
+    }
 }
 
 #[test]
@@ -428,6 +528,76 @@ fn each_pipelined_head_has_a_deadline_of_its_own() {
     for len in 1..=3 {
         let r = read_response(&mut s, &mut buf, false).unwrap();
         assert_eq!((r.status, r.body.len()), (200, len), "response {len}");
+    }
+}
+
+/// Reads `rate` bytes a second from `s`, a tenth at a time, for `time`;
+/// the bytes read, or the error that ended the reading.
+fn read_steadily(s: &mut impl Read, rate: usize, time: Duration) -> io::Result<usize> {
+    let begun = Instant::now();
+    let mut piece = vec![0u8; rate / 10];
+    let mut read = 0;
+    while begun.elapsed() < time {
+        s.read_exact(&mut piece)?;
+        read += piece.len();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(read)
+}
+
+/// Reads `s` to its end: whether it ended in a reset.
+fn ends_in_reset(s: &mut impl Read) -> bool {
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => return false,
+            Ok(_) => {}
+            Err(e) => return e.kind() == io::ErrorKind::ConnectionReset,
+        }
+    }
+}
+
+/// A connection whose 16 KiB receive buffer reopens its window in small
+/// steps: at 50 KB/s the peer acknowledges data every few hundred
+/// milliseconds. (Loopback's 64 KiB segments reopen a default buffer's
+/// window about half of it at a time, seconds apart at this rate: no
+/// acknowledgement for a second then is the truth, not a stalled reader.)
+fn small_window_connection(server: &Running) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.set_recv_buffer_size(16 * 1024).unwrap();
+    s.connect(&server.addr().into()).unwrap();
+    s.into()
+}
+
+/// Progress is what the client takes: a reader at a steady 50 KB/s keeps
+/// its connection however full the server's socket buffer is (it used to
+/// be reset at `--send-timeout`, the kernel waking the writer only once a
+/// third of a 4 MB buffer had drained), over TCP and TLS alike; a reader
+/// that stops is still reset at the timeout.
+#[test]
+fn a_steady_slow_reader_is_never_reset_and_a_stopped_one_is() {
+    let cert = Cert::new("slow-reader");
+    for tls in [false, true] {
+        let config = match tls {
+            false => short_timeouts(),
+            true => Config {
+                send_timeout: Duration::from_secs(1),
+                ..cert.config(Strategy::Direct)
+            },
+        };
+        let server = Running::start(config).unwrap();
+        let tcp = small_window_connection(&server);
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut s: Box<dyn Duplex> = match tls {
+            false => Box::new(tcp),
+            true => Box::new(common::tls::over(tcp, &cert.der)),
+        };
+        s.write_all(b"GET /large/16MiB HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let read = read_steadily(&mut s, 50_000, Duration::from_secs(4));
+        assert!(read.is_ok(), "tls {tls}: a steady reader cut: {read:?}");
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(ends_in_reset(&mut s), "tls {tls}: a stopped reader kept");
     }
 }
 

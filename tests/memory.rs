@@ -562,12 +562,69 @@ fn an_echo_waiting_for_its_body_counts_its_json() {
     assert_eq!(r.status, 200);
 }
 
+/// The cache gives way: with the account full of cached bodies nobody
+/// uses and of `/echo` bodies being received, a new body evicts the cached
+/// ones instead of being refused (it used to be answered 503 while
+/// evicting would have made room). In process: the account is read
+/// directly.
+fn a_full_account_evicts_unused_cached_bodies_first() {
+    let server = Running::start(Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: Some(2),
+        memory_limit: 64 * MIB as usize,
+        connection_memory: Some(32 * MIB as usize),
+        cache_bytes: Some(32 * MIB as usize),
+        max_large: Some(32 * MIB as usize),
+        max_body: 4 * MIB as usize,
+        ..Config::default()
+    })
+    .unwrap();
+    let memory = server.stack().memory();
+    let get = |path: &str| {
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        read_response(&mut s, &mut Vec::new(), false).unwrap()
+    };
+    for i in 0..3 {
+        let r = get(&format!("/large/{}", (10 << 20) + i * 4096));
+        assert_eq!(r.status, 200);
+    }
+    let cached = memory.used(Part::Bodies);
+    assert!(cached >= 30 << 20, "{cached} bytes cached");
+    // Seven bodies of 4 MiB, most of each sent: the connections' part.
+    let mut echoes = Vec::new();
+    for _ in 0..7 {
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        write!(
+            s,
+            "POST /echo?format=raw HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            4 << 20
+        )
+        .unwrap();
+        s.write_all(&vec![b'e'; 4_000_000]).unwrap();
+        echoes.push(s);
+    }
+    let held = settled(|| memory.used(Part::Connections) as u64);
+    let r = get("/large/16MiB");
+    eprintln!(
+        "cache {} MiB, echo bodies {} MiB, then 16 MiB more within 64 MiB: {}, cache now {} MiB",
+        cached >> 20,
+        held >> 20,
+        r.status,
+        memory.used(Part::Bodies) >> 20
+    );
+    assert!(held >= 24 << 20, "{held} bytes of echo bodies");
+    assert_eq!((r.status, r.body.len()), (200, 16 << 20));
+    assert!(memory.total() <= memory.limit());
+}
+
 /// One test: each measurement needs the server to itself.
 #[test]
 fn clients_cannot_make_the_server_hold_more_than_its_limits() {
     rope_bodies_cost_a_frame_per_connection();
     long_heads_are_counted();
     an_echo_waiting_for_its_body_counts_its_json();
+    a_full_account_evicts_unused_cached_bodies_first();
     no_connection_pins_a_body_past_the_cache();
     builds_leave_the_workers_free();
     large_payloads_held_by_responses_are_counted();

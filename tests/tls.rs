@@ -335,6 +335,125 @@ fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_one
     let _ = child.wait();
 }
 
+/// A server process, killed when dropped: also when an assertion fails.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The server's stderr, line by line, and the lines read so far.
+struct Log {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Log {
+    /// Reads `child`'s piped stderr on a thread of its own.
+    fn of(child: &mut std::process::Child) -> Log {
+        use std::io::BufRead;
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Log {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line from now on that contains `what`, within 10 s.
+    fn wait_for(&mut self, what: &str) -> String {
+        let begun = std::time::Instant::now();
+        loop {
+            let left = Duration::from_secs(10).saturating_sub(begun.elapsed());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no {what:?} in the log: {:?}", self.seen));
+            self.seen.push(line.clone());
+            if line.contains(what) {
+                return line;
+            }
+        }
+    }
+}
+
+/// A renewed chain longer than OpenSSL's clients take (its Certificate
+/// message over 102 400 bytes) is refused at SIGHUP with one error naming
+/// the limit and its size, and the certificate in use is kept; the longest
+/// chain they take is loaded.
+#[test]
+fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certificate() {
+    use common::tls::{certificate_message, most_copies_taken};
+    let _serial = one_at_a_time();
+    let (old, long, longest) = (
+        Cert::new("chain-old"),
+        Cert::new("chain-long"),
+        Cert::new("chain-longest"),
+    );
+    let copies = most_copies_taken(long.der.len()) + 1;
+    long.repeat(copies);
+    longest.repeat(most_copies_taken(longest.der.len()));
+    let mut child = Killed(
+        std::process::Command::new(common::server_binary())
+            .args(["--addr", "127.0.0.1:0"])
+            .args(old.args())
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = common::banner_address(&mut child.0).expect("no banner");
+    let mut log = Log::of(&mut child.0);
+    let pid = libc::pid_t::try_from(child.0.id()).unwrap();
+    let hangup = || {
+        // SAFETY: a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    };
+    assert_eq!(status_over_https(&addr, &old.der), Ok(200));
+
+    old.replace_with(&long);
+    hangup();
+    let refused = log.wait_for("reload failed");
+    let size = certificate_message(long.der.len(), copies);
+    assert!(refused.contains(" ERROR "), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "a chain of {copies} certificates makes a Certificate message of {size} bytes, over the 102400"
+        )),
+        "{refused}"
+    );
+    assert_eq!(
+        status_over_https(&addr, &old.der),
+        Ok(200),
+        "old certificate"
+    );
+
+    old.replace_with(&longest);
+    hangup();
+    log.wait_for("reload: certificate and key loaded");
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "SIGHUP ended the server"
+    );
+    drop(child);
+    let errors = log.seen.iter().filter(|l| l.contains(" ERROR ")).count();
+    assert_eq!(errors, 1, "{:?}", log.seen);
+}
+
 /// A client that trusts only `der` and offers X25519MLKEM768 first, with
 /// its key share, and X25519 after it: aws-lc-rs takes the first, *ring*,
 /// which has no ML-KEM, asks for X25519 again (a HelloRetryRequest). The

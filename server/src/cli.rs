@@ -55,6 +55,9 @@ pub fn main() -> std::io::Result<()> {
                 .filter(|v| !v.trim().is_empty()),
         ))
         .init();
+    if let Some(note) = config.cache_clamped() {
+        warn!("{note}");
+    }
     let workers = config.worker_threads();
     let tls = config.tls().map(|_| config.tls_provider);
     let server = match Server::bind(config) {

@@ -28,13 +28,17 @@
 //! Two charges racing near the limit may both fail where one would have
 //! fit; neither ever passes it.
 //!
+//! **The cache gives way.** A charge that would pass `--memory-limit`
+//! first asks the account's [`Reclaim`] (the bodies' cache) to free what
+//! no response uses, and is tried once more; only then is it refused.
+//!
 //! **A connection's [`Lease`]** reserves in [`GRANULE`]s and keeps a
 //! granule of slack before it gives any back, so that a keep-alive
 //! connection whose buffers stay the same size touches the shared counters
 //! once, when it opens, and not per request.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 /// The unit a connection's lease grows and shrinks by.
 pub const GRANULE: usize = 4 * 1024;
@@ -71,6 +75,17 @@ impl Part {
     }
 }
 
+/// What frees memory on demand when the account is full: cached bodies
+/// that no response uses.
+pub trait Reclaim: Send + Sync + std::fmt::Debug {
+    /// Frees about `bytes` of what nobody uses (less when there is not so
+    /// much); the bytes freed, given back to the account before it returns.
+    fn reclaim(&self, bytes: usize) -> usize;
+}
+
+/// The limit of everything together, as [`Full::limit`] names it.
+const MEMORY_LIMIT: &str = "--memory-limit";
+
 /// A charge was refused: it would have passed a limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full {
@@ -95,6 +110,8 @@ pub struct Memory {
     parts: [AtomicUsize; 4],
     /// Requests and connections refused because a charge failed.
     refusals: AtomicU64,
+    /// Asked to give way when the limit is reached.
+    reclaim: OnceLock<Weak<dyn Reclaim>>,
 }
 
 impl Memory {
@@ -107,7 +124,14 @@ impl Memory {
             total: AtomicUsize::new(0),
             parts: Default::default(),
             refusals: AtomicU64::new(0),
+            reclaim: OnceLock::new(),
         }
+    }
+
+    /// Makes `reclaim` give way to charges that would pass the limit (once;
+    /// held weakly, so that the account keeps nothing alive).
+    pub fn give_way_with(&self, reclaim: Weak<dyn Reclaim>) {
+        let _ = self.reclaim.set(reclaim);
     }
 
     /// The limit of everything together.
@@ -140,8 +164,30 @@ impl Memory {
         self.refusals.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Charges `n` bytes to `part`, or fails without charging anything.
+    /// Charges `n` bytes to `part`, or fails without charging anything; a
+    /// charge that would pass `--memory-limit` first asks the [`Reclaim`]
+    /// to free what nobody uses.
     fn take(&self, part: Part, n: usize) -> Result<(), Full> {
+        match self.try_take(part, n) {
+            Err(Full {
+                limit: MEMORY_LIMIT,
+            }) if self.reclaimed(n) => self.try_take(part, n),
+            taken => taken,
+        }
+    }
+
+    /// Whether asking the [`Reclaim`] for room for `n` more bytes freed any.
+    #[cold]
+    fn reclaimed(&self, n: usize) -> bool {
+        let Some(reclaim) = self.reclaim.get().and_then(Weak::upgrade) else {
+            return false;
+        };
+        let short = (self.total() + n).saturating_sub(self.limit);
+        reclaim.reclaim(short.max(1)) > 0
+    }
+
+    /// [`Memory::take`] without asking anyone to give way.
+    fn try_take(&self, part: Part, n: usize) -> Result<(), Full> {
         if n == 0 {
             return Ok(());
         }
@@ -166,7 +212,7 @@ impl Memory {
                 slot.fetch_sub(n, Ordering::Relaxed);
             }
             return Err(Full {
-                limit: "--memory-limit",
+                limit: MEMORY_LIMIT,
             });
         }
         if part != Part::Connections {
@@ -356,6 +402,42 @@ mod tests {
         lease.trim(GRANULE);
         assert_eq!(lease.held(), 2 * GRANULE, "the base and the slack");
         assert_eq!(memory.used(Part::Connections), GRANULE);
+    }
+
+    /// Frees what it holds, whatever is asked.
+    #[derive(Debug)]
+    struct Holder(std::sync::Mutex<Vec<Charge>>);
+
+    impl Reclaim for Holder {
+        fn reclaim(&self, _bytes: usize) -> usize {
+            let freed: Vec<Charge> = std::mem::take(&mut *self.0.lock().unwrap());
+            freed.iter().map(Charge::bytes).sum()
+        }
+    }
+
+    #[test]
+    fn a_full_account_asks_its_reclaim_to_give_way() {
+        let memory = Arc::new(Memory::new(10_000, GRANULE));
+        let holder = Arc::new(Holder(Default::default()));
+        memory.give_way_with(Arc::downgrade(&holder) as Weak<dyn Reclaim>);
+        let held = memory.charge(Part::Bodies, 7000).unwrap();
+        holder.0.lock().unwrap().push(held);
+        // 5000 more fit once the 7000 nobody uses are given back.
+        let build = memory.charge(Part::Building, 5000).unwrap();
+        assert_eq!((memory.total(), memory.used(Part::Bodies)), (5000, 0));
+        // Nothing left to give: refused, and nothing charged.
+        let refused = memory.charge(Part::Bodies, 5001).unwrap_err();
+        assert_eq!((refused.limit, memory.total()), ("--memory-limit", 5000));
+        // A connection past its own limit is not the cache's to relieve.
+        let held = memory.charge(Part::Bodies, 1000).unwrap();
+        holder.0.lock().unwrap().push(held);
+        let mut lease = Lease::open(&memory, 0);
+        assert_eq!(
+            lease.cover(2 * GRANULE).unwrap_err().limit,
+            "--connection-memory"
+        );
+        assert_eq!(memory.used(Part::Bodies), 1000, "kept");
+        drop(build);
     }
 
     #[test]

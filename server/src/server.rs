@@ -16,14 +16,14 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::log;
 use crate::memory::Memory;
 use crate::net::shutdown::{self, Shutdown};
 use crate::net::tls::{self, Tls};
-use crate::net::{self, Connections};
+use crate::net::{self, Connections, IdleConnections};
 use crate::response::Writer;
 use crate::session::Service;
 use crate::site::Site;
@@ -61,6 +61,7 @@ impl Stack {
                 service,
                 timeouts: config.timeouts(),
                 policy: config.policy(),
+                idle: IdleConnections::default(),
             },
             config,
         }
@@ -245,10 +246,15 @@ fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>, provider: tls
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");
             }
-            Err(e) => warn!("reload failed, the certificate in use is kept: {e}"),
+            // An error: the operator's new certificate is not in use.
+            Err(e) => error!("reload failed, the certificate in use is kept: {e}"),
         },
     }
 }
+
+/// How often the listener, at `--max-connections`, asks again for an idle
+/// connection to give way.
+const ASK_AGAIN: Duration = Duration::from_millis(100);
 
 /// Connections the kernel queues for `accept` (tokio's default): a burst of
 /// new connections past std's 128 is not refused.
@@ -268,6 +274,8 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
     if reuse_port {
         set_reuse_port(&socket)?;
     }
+    // Inherited by every accepted connection.
+    net::limit_unsent(&socket)?;
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     Ok(socket.into())
@@ -313,12 +321,6 @@ async fn accept_loop(
         let stopped = shutdown.stopped();
         tokio::pin!(stopped);
         loop {
-            // A permit first: past the limit, connections wait in the
-            // kernel's accept backlog.
-            let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-                () = stopped.as_mut() => break,
-            };
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(a) => {
@@ -339,6 +341,22 @@ async fn accept_loop(
                 },
                 () = stopped.as_mut() => break,
             };
+            // A permit for it. At the limit, the connection idle longest
+            // gives way; with none idle, this one waits, those after it in
+            // the kernel's backlog, and the ask is repeated in case one
+            // goes idle.
+            let permit = loop {
+                if let Ok(p) = permits.clone().try_acquire_owned() {
+                    break Some(p);
+                }
+                stack.connections.idle.ask_longest_idle();
+                tokio::select! {
+                    p = permits.clone().acquire_owned() => break p.ok(),
+                    () = net::clock::sleep(ASK_AGAIN) => {}
+                    () = stopped.as_mut() => break None,
+                }
+            };
+            let Some(permit) = permit else { break };
             let _ = stream.set_nodelay(true);
             let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
             let (stack, shutdown) = (stack.clone(), shutdown.clone());

@@ -33,6 +33,14 @@ impl Cert {
         }
     }
 
+    /// Makes this certificate's PEM file hold it `copies` times over: a
+    /// chain of that many certificates, as long as a test needs.
+    pub fn repeat(&self, copies: usize) {
+        let pem = self.dir.join("cert.pem");
+        let one = std::fs::read_to_string(&pem).unwrap();
+        std::fs::write(&pem, one.repeat(copies)).unwrap();
+    }
+
     /// The test configuration for `strategy`, serving HTTPS with this
     /// certificate.
     pub fn config(&self, strategy: Strategy) -> Config {
@@ -90,6 +98,24 @@ impl Drop for Cert {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// OpenSSL's default `max_cert_list`: the longest Certificate message its
+/// clients take (`SSL_R_EXCESSIVE_MESSAGE_SIZE` past it).
+pub const OPENSSL_MAX_CERT_LIST: usize = 100 * 1024;
+
+/// Bytes of the body of the TLS 1.3 Certificate message that carries
+/// `copies` certificates of `der` bytes, without extensions: the request
+/// context's length (1), the list's length (3), and for each entry its
+/// length (3), its DER and its extensions' length (2).
+pub fn certificate_message(der: usize, copies: usize) -> usize {
+    1 + 3 + copies * (3 + der + 2)
+}
+
+/// The most copies of a certificate of `der` bytes whose Certificate
+/// message OpenSSL's clients take.
+pub fn most_copies_taken(der: usize) -> usize {
+    (OPENSSL_MAX_CERT_LIST - 4) / (der + 5)
 }
 
 /// A client configuration (aws-lc-rs, as the server) that trusts only

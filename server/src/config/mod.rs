@@ -195,7 +195,8 @@ pub struct Config {
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub idle_timeout: Duration,
 
-    /// Time a write may make no progress before the connection is reset.
+    /// Time a response may wait with the client acknowledging none of it
+    /// (it stopped reading) before the connection is reset.
     #[arg(default_value = "30s", help_heading = "Timeouts")]
     #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub send_timeout: Duration,
@@ -214,6 +215,13 @@ pub struct Config {
     #[arg(default_value = "500", help_heading = "Timeouts")]
     #[range(Range::bytes(0, GIB))]
     pub body_min_rate: u64,
+
+    /// The most a whole request body may take from the end of its head,
+    /// whatever its payload earned at --body-min-rate (then: 408 and
+    /// close). Raised to --body-timeout when set below it.
+    #[arg(default_value = "60s", help_heading = "Timeouts")]
+    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    pub max_body_time: Duration,
 
     /// Most connections served at once; more wait in the accept backlog.
     #[arg(default_value_t = 10_000, help_heading = "Network")]
@@ -393,9 +401,25 @@ impl Config {
     }
 
     /// What the cache keeps: `--cache-bytes`, or a quarter of
-    /// `--memory-limit`.
+    /// `--memory-limit`; never more than the limit holds beside what
+    /// connections may take (`--connection-memory`).
     pub fn cache_bytes(&self) -> usize {
-        self.cache_bytes.unwrap_or(self.memory_limit / 4)
+        let room = self.memory_limit - self.connection_memory().min(self.memory_limit);
+        self.cache_bytes.unwrap_or(self.memory_limit / 4).min(room)
+    }
+
+    /// Why `--cache-bytes` was lowered, when it was: a line for the log at
+    /// start-up.
+    pub fn cache_clamped(&self) -> Option<String> {
+        let asked = self.cache_bytes?;
+        let kept = self.cache_bytes();
+        (kept < asked).then(|| {
+            format!(
+                "--cache-bytes {asked} lowered to {kept}: --memory-limit {} holds it beside --connection-memory {}",
+                self.memory_limit,
+                self.connection_memory()
+            )
+        })
     }
 
     /// Builds run at once: `--max-builds`, or half the cores (at least 1),
@@ -468,6 +492,7 @@ impl Config {
             send: self.send_timeout,
             body: self.body_timeout,
             body_min_rate: self.body_min_rate,
+            max_body: self.max_body_time.max(self.body_timeout),
         }
     }
 

@@ -212,3 +212,23 @@ fn the_tls_provider_is_aws_lc_rs_or_ring_and_anything_else_is_refused_by_name() 
         );
     }
 }
+
+#[test]
+fn the_cache_is_lowered_to_what_the_limit_holds_beside_connections() {
+    let c = Config {
+        memory_limit: 256 << 20,
+        cache_bytes: Some(256 << 20),
+        ..Config::default()
+    };
+    assert_eq!(c.cache_bytes(), 128 << 20);
+    let note = c.cache_clamped().unwrap();
+    assert!(
+        note.starts_with("--cache-bytes 268435456 lowered to 134217728"),
+        "{note}"
+    );
+    let fits = Config {
+        cache_bytes: Some(64 << 20),
+        ..c
+    };
+    assert_eq!((fits.cache_bytes(), fits.cache_clamped()), (64 << 20, None));
+}

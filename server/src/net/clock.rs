@@ -66,6 +66,11 @@ impl Instant {
         Instant::now().after(d)
     }
 
+    /// Milliseconds since the clock's start.
+    pub fn millis(self) -> u64 {
+        self.0
+    }
+
     /// How long after `earlier` this is (zero if it is not after it).
     pub fn since(self, earlier: Instant) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))

@@ -53,6 +53,7 @@ use unflat::queue::{WriteQueue, IOV_MAX};
 
 use super::clock::{Instant, Timer};
 use super::deadlines::{in_time, Deadlines};
+use super::give_way::Registration;
 use super::idle;
 use super::shutdown::{Shutdown, Stopped};
 use super::tls::{self, Tls, TlsSocket};
@@ -157,6 +158,7 @@ pub async fn serve<S: Socket>(
     lease: Lease,
 ) -> Result<(), Ended> {
     let mut c = Connection::open(io, connections, lease);
+    let registration = connections.idle.register();
     let timer = Timer::new();
     let stopped = shutdown.stopped();
     tokio::pin!(stopped);
@@ -191,7 +193,17 @@ pub async fn serve<S: Socket>(
         let served = c.session.served();
         let deadline = deadlines.next(waiting, served, &connections.timeouts);
         timer.arm(deadline);
-        match c.read(waiting, deadline, &timer, stopped.as_mut()).await? {
+        // Between requests, at the connection limit, it gives way.
+        let idle = waiting == Waiting::Idle;
+        if idle {
+            registration.idle(Instant::now());
+        }
+        let read = c.read(waiting, deadline, &timer, &registration, stopped.as_mut());
+        let read = read.await;
+        if idle {
+            registration.busy();
+        }
+        match read? {
             Read::More => {}
             Read::End => break,
             Read::Answered => {
@@ -266,6 +278,7 @@ impl<'a, S: Socket> Connection<'a, S> {
         waiting: Waiting,
         deadline: Instant,
         timer: &Timer,
+        registration: &Registration<'_>,
         mut stopped: Pin<&mut Stopped<'_>>,
     ) -> Result<Read, Ended> {
         let service = &self.connections.service;
@@ -283,6 +296,7 @@ impl<'a, S: Socket> Connection<'a, S> {
                 }
                 if timer.poll_passed(deadline, cx).is_ready()
                     || stopped.as_mut().poll(cx).is_ready()
+                    || registration.poll_asked(cx).is_ready()
                 {
                     return Poll::Ready(None);
                 }
@@ -307,6 +321,7 @@ impl<'a, S: Socket> Connection<'a, S> {
             read = self.io.read_buf(&mut self.input) => Some(read),
             () = timer.passed(deadline) => None,
             () = stopped, if waiting == Waiting::Idle => return Ok(Read::End),
+            () = registration.asked(), if waiting == Waiting::Idle => return Ok(Read::End),
         };
         match read {
             Some(Ok(0)) => Ok(Read::End), // the peer closed its side
@@ -436,7 +451,7 @@ pub async fn flush<S: Socket>(
 ) -> Result<(), Ended> {
     let mut since_yield = 0;
     while queue.has_remaining() {
-        let written = in_time(send_timeout, timer, |cx| poll_write(&mut *io, queue, cx)).await?;
+        let written = in_time(send_timeout, timer, io, |io, cx| poll_write(io, queue, cx)).await?;
         match written {
             0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
             n => queue.advance(n),
@@ -447,7 +462,10 @@ pub async fn flush<S: Socket>(
             tokio::task::yield_now().await;
         }
     }
-    in_time(send_timeout, timer, |cx| Pin::new(&mut *io).poll_flush(cx)).await
+    in_time(send_timeout, timer, io, |io, cx| {
+        Pin::new(io).poll_flush(cx)
+    })
+    .await
 }
 
 /// One vectored write of the queue's pending bytes. The iovec arrays live on

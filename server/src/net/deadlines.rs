@@ -19,12 +19,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::clock::{Instant, Timer};
-use super::Ended;
+use super::{Ended, Socket};
 use crate::session::Waiting;
-
-/// The most a body's payload earns beyond `--body-timeout`: a day, so that
-/// a deadline stays a deadline however many bytes arrive.
-const MOST_EARNED: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The connection's timeouts.
 #[derive(Clone, Copy, Debug)]
@@ -44,18 +40,23 @@ pub struct Timeouts {
     /// Bytes of payload that earn a body a second more (`--body-min-rate`;
     /// 0: none).
     pub body_min_rate: u64,
+    /// The most a body may take in all, credit included
+    /// (`--max-body-time`, at least `body`).
+    pub max_body: Duration,
 }
 
 impl Timeouts {
     /// How long after the end of its head a body of which `payload` bytes
     /// have arrived may take in all (see `--body-timeout`): only payload
-    /// earns time, never framing (chunk sizes, extensions, trailers).
+    /// earns time, never framing (chunk sizes, extensions, trailers), and
+    /// never past `--max-body-time`, so that a body sent fast cannot buy a
+    /// long hold of its connection and its memory.
     pub fn body_deadline(&self, payload: u64) -> Duration {
         let earned = match self.body_min_rate {
             0 => Duration::ZERO,
-            rate => Duration::from_millis(payload.saturating_mul(1000) / rate).min(MOST_EARNED),
+            rate => Duration::from_millis(payload.saturating_mul(1000) / rate),
         };
-        self.body + earned
+        (self.body + earned).min(self.max_body.max(self.body))
     }
 }
 
@@ -110,22 +111,33 @@ impl Deadlines {
     }
 }
 
-/// Polls `op` until it is ready, failing with [`Ended::SendTimeout`] when it
-/// stays pending for `send_timeout`; arms `timer` only then.
-pub(super) async fn in_time<T>(
+/// Polls `op` on `io` until it is ready, failing with [`Ended::SendTimeout`]
+/// when it stays pending for `send_timeout` with the peer acknowledging
+/// nothing meanwhile ([`Socket::acknowledged`]); arms `timer` only then.
+/// A reader slower than the socket's buffer drains keeps its connection;
+/// one that stops does not.
+pub(super) async fn in_time<S: Socket, T>(
     send_timeout: Duration,
     timer: &Timer,
-    mut op: impl FnMut(&mut Context<'_>) -> Poll<io::Result<T>>,
+    io: &mut S,
+    mut op: impl FnMut(&mut S, &mut Context<'_>) -> Poll<io::Result<T>>,
 ) -> Result<T, Ended> {
-    let mut deadline = None;
-    poll_fn(|cx| {
-        if let Poll::Ready(r) = op(cx) {
+    let mut waiting: Option<(Instant, Option<u64>)> = None;
+    poll_fn(|cx| loop {
+        if let Poll::Ready(r) = op(io, cx) {
             return Poll::Ready(r.map_err(Ended::from));
         }
-        let deadline = *deadline.get_or_insert_with(|| Instant::in_(send_timeout));
-        timer
-            .poll_passed(deadline, cx)
-            .map(|()| Err(Ended::SendTimeout))
+        let (deadline, acked) =
+            *waiting.get_or_insert_with(|| (Instant::in_(send_timeout), io.acknowledged()));
+        if timer.poll_passed(deadline, cx).is_pending() {
+            return Poll::Pending;
+        }
+        let now = io.acknowledged();
+        if now.is_none() || now == acked {
+            return Poll::Ready(Err(Ended::SendTimeout));
+        }
+        // Acknowledged since: a new deadline from now, then poll again.
+        waiting = Some((Instant::in_(send_timeout), now));
     })
     .await
 }

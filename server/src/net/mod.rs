@@ -5,16 +5,20 @@
 //! queued; it knows nothing of HTTP itself.
 //!
 //! - `socket.rs`: the [`Socket`] trait and its TCP implementation;
+//! - `acked.rs`: what the peer has acknowledged, for the send timeout;
 //! - `tls/`: HTTPS — the certificate, the handshake, the TLS socket;
 //! - `clock.rs`: the coarse clock, and the timers its one thread fires;
 //! - `deadlines.rs`: every timeout and the deadline each wait gets;
 //! - `connection.rs`: serving one connection, read to write;
 //! - `idle.rs`: the buffers an idle connection puts away, pooled per worker;
+//! - `give_way.rs`: the idle connections that close at the connection limit;
 //! - `shutdown.rs`: the signal that stops the connections.
 
+mod acked;
 pub mod clock;
 mod connection;
 mod deadlines;
+mod give_way;
 mod idle;
 pub mod shutdown;
 mod socket;
@@ -26,8 +30,9 @@ use unflat::queue::Policy;
 
 pub use connection::{flush, handle, lease, serve, READ_CHUNK};
 pub use deadlines::Timeouts;
+pub use give_way::IdleConnections;
 pub use shutdown::Shutdown;
-pub use socket::Socket;
+pub use socket::{limit_unsent, Socket, UNSENT_MOST};
 
 use crate::session::Service;
 
@@ -42,14 +47,16 @@ pub struct Connections {
     /// Copy or share, and the frame of long bodies (`--copy-below`,
     /// `--frame`).
     pub policy: Policy,
+    /// The open connections, those waiting for a request among them.
+    pub idle: IdleConnections,
 }
 
 /// Why a connection ended, when it was not a clean close.
 #[derive(Debug)]
 pub enum Ended {
-    /// The peer did not take a write for `--send-timeout`: its socket
-    /// buffer is full of unsent data, which the caller should discard
-    /// (reset the connection) rather than leave to drain.
+    /// The peer acknowledged nothing for `--send-timeout`: what the
+    /// kernel holds for it, the caller should discard (reset the
+    /// connection) rather than leave to drain.
     SendTimeout,
     /// Any other IO error.
     Io(io::Error),

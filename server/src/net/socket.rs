@@ -1,6 +1,12 @@
 //! What a connection reads from and writes to: the [`Socket`] trait, and
 //! its implementation for a TCP stream (TLS's is in `tls/`).
 //!
+//! Unsent bytes are limited ([`UNSENT_MOST`]): a writer then becomes
+//! writable as the peer acknowledges data, not once a third of a socket
+//! buffer autotuned to megabytes has drained, so that `--send-timeout`
+//! measures what the client takes, and a slow reader's connection holds
+//! little in the kernel.
+//!
 //! Writes use `sendmsg` rather than `writev`: for a socket the two do the
 //! same, and `sendmsg` skips the file layer's work per call (the
 //! measurement is in docs/design.md, "What a request costs besides the
@@ -13,6 +19,22 @@ use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, Interest};
 use tokio::net::TcpStream;
+
+/// Unsent bytes the kernel keeps for a connection before a write waits
+/// (`TCP_NOTSENT_LOWAT`); sent and unacknowledged bytes come on top, up to
+/// the peer's receive window. Enough to keep a fast reader's link full on
+/// loopback (docs/robustness.md, "A slow reader").
+pub const UNSENT_MOST: u32 = 512 * 1024;
+
+/// Limits the unsent bytes of `socket`, and of every connection a listening
+/// socket accepts, to [`UNSENT_MOST`] (where the system has the option).
+pub fn limit_unsent(socket: &socket2::Socket) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    socket.set_tcp_notsent_lowat(UNSENT_MOST)?;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = socket;
+    Ok(())
+}
 
 /// What a connection reads from and writes to. A vectored write defaults to
 /// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
@@ -36,6 +58,12 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         Pin::new(self).poll_write_vectored(cx, bufs)
+    }
+
+    /// Bytes of output the peer has acknowledged, by which a write that
+    /// waits makes progress (`None`: unknown; the write must complete).
+    fn acknowledged(&self) -> Option<u64> {
+        None
     }
 
     /// The peer's address, for the access log (`None`: unknown).
@@ -86,6 +114,10 @@ impl Socket for TcpStream {
                 done => return Poll::Ready(done),
             }
         }
+    }
+
+    fn acknowledged(&self) -> Option<u64> {
+        super::acked::acknowledged(self)
     }
 
     fn peer_addr(&self) -> Option<SocketAddr> {

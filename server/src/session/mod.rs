@@ -410,7 +410,8 @@ impl Session {
 
     /// Starts on the request `pending` answers, whose head `framed`
     /// describes: consumes the head, and answers at once when there is no
-    /// body, or sets out to read it.
+    /// body (or the client waits for `100 Continue` and the reply is a
+    /// refusal), or sets out to read it.
     #[inline]
     fn begin(
         &mut self,
@@ -448,6 +449,13 @@ impl Session {
             }
         };
         if framed.expect_continue {
+            // A head already refused is answered now, without 100 Continue,
+            // so the client sends no body (RFC 9110 §10.1.1); unread, that
+            // body leaves the connection unusable, so it closes.
+            if pending.reply.refuses() {
+                let (head_request, route) = (pending.exchange.head_request, pending.route);
+                return self.refuse(queue, service, pending.reply, head_request, route);
+            }
             let besides = self.besides();
             if let Err(full) =
                 service

@@ -4,9 +4,16 @@
 //! **Counted once, kept alive by who uses it.** Each [`Body`] carries the
 //! [`Charge`] of its memory: the cache and every response that references
 //! it hold the same `Arc`, and the charge is given back when the last of
-//! them lets go. The cache keeps at most `--cache-bytes` of them (oldest
-//! out first); an evicted body lives on, still counted, only while
-//! responses in flight reference it.
+//! them lets go. The cache keeps at most `--cache-bytes` of them; an
+//! evicted body lives on, still counted, only while responses in flight
+//! reference it.
+//!
+//! **The cache gives way.** Eviction follows a clock, the usual
+//! approximation of least recently used: the oldest entry goes first
+//! unless it was asked for since the clock last passed it (then it goes
+//! to the back). When the memory account is full, bodies that no response
+//! references are evicted the same way ([`Reclaim`]) before a request is
+//! refused.
 //!
 //! **Built off the async workers, bounded and shared.** A body not in the
 //! cache is charged before anything is allocated for it (refused with
@@ -28,7 +35,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::{Notify, Semaphore};
 
 use super::body::{Body, BodyKey, Key};
-use crate::memory::{Charge, Full, Memory, Part};
+use crate::memory::{Charge, Full, Memory, Part, Reclaim};
+
+/// Entries one call of [`Reclaim::reclaim`] looks at, at most: bounded so
+/// that a refusal costs little however many small bodies are cached.
+const RECLAIM_SCAN: usize = 16 * 1024;
 
 /// Why a body cannot be had now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +97,7 @@ pub struct Bodies {
 #[derive(Debug, Default)]
 struct State {
     cache: HashMap<BodyKey, Arc<Body>>,
+    /// The clock: oldest first.
     order: VecDeque<BodyKey>,
     bytes: usize,
     flights: HashMap<BodyKey, Arc<Flight>>,
@@ -100,9 +112,10 @@ pub struct Memo {
 
 impl Bodies {
     /// No bodies yet; at most `cache_bytes` of them kept for reuse, at most
-    /// `builders` built at once, all charged to `memory`.
-    pub fn new(memory: Arc<Memory>, cache_bytes: usize, builders: usize) -> Bodies {
-        Bodies {
+    /// `builders` built at once, all charged to `memory`, which the cache
+    /// gives way to when it is full.
+    pub fn new(memory: Arc<Memory>, cache_bytes: usize, builders: usize) -> Arc<Bodies> {
+        let bodies = Arc::new(Bodies {
             state: Mutex::new(State::default()),
             memory,
             cache_bytes,
@@ -110,7 +123,10 @@ impl Bodies {
             cached: AtomicUsize::new(0),
             builds: AtomicU64::new(0),
             shared: AtomicU64::new(0),
-        }
+        });
+        let reclaim: Weak<dyn Reclaim> = Arc::downgrade(&bodies) as Weak<dyn Reclaim>;
+        bodies.memory.give_way_with(reclaim);
+        bodies
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -127,6 +143,7 @@ impl Bodies {
         if let Some((k, body)) = &memo.last {
             if *k == key {
                 if let Some(body) = body.upgrade() {
+                    body.touch();
                     return Some(body);
                 }
             }
@@ -138,7 +155,9 @@ impl Bodies {
 
     /// The body for `key` if the cache holds it.
     pub fn cached(&self, key: BodyKey) -> Option<Arc<Body>> {
-        self.lock().cache.get(&key).cloned()
+        let body = self.lock().cache.get(&key).cloned()?;
+        body.touch();
+        Some(body)
     }
 
     /// Bytes of bodies the cache holds.
@@ -161,37 +180,50 @@ impl Bodies {
     }
 
     /// The body for `key`: from the cache, or built — once for everyone
-    /// who asks while it is being built. Charged before the build begins;
-    /// refused when the account is full.
+    /// who asks while it is being built. Charged before the build begins
+    /// (the cache giving way first when the account is full); refused when
+    /// even then there is no room.
     pub async fn get(self: Arc<Self>, key: BodyKey) -> Result<Arc<Body>, Unavailable> {
-        let flight = {
+        if let Some(found) = self.find(key) {
+            return found.await_flight().await;
+        }
+        // Charged outside the lock: a full account asks the cache, which
+        // takes it, to give way.
+        let charge = self
+            .memory
+            .charge(Part::Building, key.footprint())
+            .inspect_err(|_| self.memory.refused())
+            .map_err(Unavailable::Memory)?;
+        let found = {
             let mut state = self.lock();
-            if let Some(hit) = state.cache.get(&key) {
-                return Ok(hit.clone());
-            }
-            match state.flights.get(&key) {
-                Some(flight) => {
-                    self.shared.fetch_add(1, Ordering::Relaxed);
-                    flight.clone()
-                }
-                None => {
-                    let charge = self
-                        .memory
-                        .charge(Part::Building, key.footprint())
-                        .inspect_err(|_| self.memory.refused())
-                        .map_err(Unavailable::Memory)?;
-                    let flight = Arc::new(Flight::default());
-                    state.flights.insert(key, flight.clone());
-                    self.builds.fetch_add(1, Ordering::Relaxed);
-                    // A task of its own: the build finishes, and is cached,
-                    // whether or not the connection that asked is still
-                    // there.
-                    tokio::spawn(self.clone().build(key, charge, flight.clone()));
-                    flight
-                }
-            }
+            // Another request may have begun or finished it meanwhile; the
+            // charge is then given back.
+            self.find_locked(&mut state, key).unwrap_or_else(|| {
+                let flight = Arc::new(Flight::default());
+                state.flights.insert(key, flight.clone());
+                self.builds.fetch_add(1, Ordering::Relaxed);
+                // A task of its own: the build finishes, and is cached,
+                // whether or not the connection that asked is still there.
+                tokio::spawn(self.clone().build(key, charge, flight.clone()));
+                Found::Building(flight)
+            })
         };
-        flight.wait().await
+        found.await_flight().await
+    }
+
+    /// The body for `key` if it is cached, or the build of it in flight.
+    fn find(&self, key: BodyKey) -> Option<Found> {
+        self.find_locked(&mut self.lock(), key)
+    }
+
+    fn find_locked(&self, state: &mut State, key: BodyKey) -> Option<Found> {
+        if let Some(hit) = state.cache.get(&key) {
+            hit.touch();
+            return Some(Found::Cached(hit.clone()));
+        }
+        let flight = state.flights.get(&key)?;
+        self.shared.fetch_add(1, Ordering::Relaxed);
+        Some(Found::Building(flight.clone()))
     }
 
     /// Builds `key`'s body on the blocking pool once a build slot is free,
@@ -221,17 +253,27 @@ impl Bodies {
         flight.finish(result);
     }
 
-    /// Caches `body`, evicting the oldest to stay within `--cache-bytes`;
+    /// Caches `body`, evicting by the clock to stay within `--cache-bytes`;
     /// a body larger than that is not kept.
     fn keep(&self, state: &mut State, key: BodyKey, body: &Arc<Body>) {
         let size = body.charged();
         if size > self.cache_bytes {
             return;
         }
+        // Each entry may be passed over once: the loop ends.
+        let mut chances = state.order.len();
         while state.bytes + size > self.cache_bytes {
             let Some(old) = state.order.pop_front() else {
                 break;
             };
+            let Some(entry) = state.cache.get(&old) else {
+                continue;
+            };
+            if chances > 0 && entry.take_used() {
+                chances -= 1;
+                state.order.push_back(old);
+                continue;
+            }
             if let Some(gone) = state.cache.remove(&old) {
                 state.bytes -= gone.charged();
             }
@@ -240,6 +282,63 @@ impl Bodies {
         state.order.push_back(key);
         state.cache.insert(key, body.clone());
         self.cached.store(state.bytes, Ordering::Relaxed);
+    }
+}
+
+/// What [`Bodies::find`] found.
+enum Found {
+    Cached(Arc<Body>),
+    Building(Arc<Flight>),
+}
+
+impl Found {
+    async fn await_flight(self) -> Result<Arc<Body>, Unavailable> {
+        match self {
+            Found::Cached(body) => Ok(body),
+            Found::Building(flight) => flight.wait().await,
+        }
+    }
+}
+
+impl Reclaim for Bodies {
+    /// Evicts cached bodies that no response references, by the clock,
+    /// until `bytes` are freed or [`RECLAIM_SCAN`] entries were looked at.
+    /// A referenced body stays: evicting it would free nothing.
+    fn reclaim(&self, bytes: usize) -> usize {
+        let mut gone = Vec::new();
+        let mut freed = 0;
+        {
+            let mut state = self.lock();
+            // Twice round the clock at most: once to clear the marks.
+            let looks = (2 * state.order.len()).min(RECLAIM_SCAN);
+            for _ in 0..looks {
+                if freed >= bytes {
+                    break;
+                }
+                let Some(key) = state.order.pop_front() else {
+                    break;
+                };
+                let Some(entry) = state.cache.get(&key) else {
+                    continue;
+                };
+                // The cache's own reference is the only one: the memo's is
+                // weak.
+                let unused = Arc::strong_count(entry) == 1;
+                if !unused || entry.take_used() {
+                    state.order.push_back(key);
+                    continue;
+                }
+                if let Some(body) = state.cache.remove(&key) {
+                    state.bytes -= body.charged();
+                    freed += body.charged();
+                    gone.push(body);
+                }
+            }
+            self.cached.store(state.bytes, Ordering::Relaxed);
+        }
+        // Freed outside the lock; each charge is given back as it drops.
+        drop(gone);
+        freed
     }
 }
 
@@ -275,7 +374,7 @@ mod tests {
     fn bodies_are_evicted_oldest_first_and_freed_when_nobody_holds_them() {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
         // Each body is charged its text and 256 bytes.
-        let bodies = Arc::new(Bodies::new(memory.clone(), 2000, 1));
+        let bodies = Bodies::new(memory.clone(), 2000, 1);
         let rt = runtime();
         let get = |k| rt.block_on(bodies.clone().get(k)).unwrap();
         let held = get(text(600, Kind::Ascii));
@@ -296,9 +395,42 @@ mod tests {
     }
 
     #[test]
+    fn a_full_account_evicts_what_no_response_uses_least_recently_used_first() {
+        // Room for three bodies of 1000 and their 256 bytes each.
+        let memory = Arc::new(Memory::new(3800, 3800));
+        let bodies = Bodies::new(memory.clone(), 3800, 1);
+        let rt = runtime();
+        let get = |k| rt.block_on(bodies.clone().get(k));
+        let (a, b, c) = (
+            text(1000, Kind::Ascii),
+            text(1000, Kind::Latin1),
+            text(500, Kind::TwoByte),
+        );
+        let held = get(a).unwrap(); // referenced by a response
+        get(b).unwrap();
+        get(c).unwrap();
+        // `b` asked for again: `c` is the least recently used of the two.
+        bodies.cached(b).unwrap();
+        let d = get(BodyKey::Large(1000)).unwrap();
+        assert!(bodies.cached(a).is_some(), "referenced: kept");
+        assert!(bodies.cached(b).is_some(), "used since: kept");
+        assert!(bodies.cached(c).is_none(), "evicted for the new body");
+        assert!(memory.total() <= 3800);
+        drop(d);
+        // What is left is in use: a body that needs more is refused.
+        let _b = bodies.cached(b).unwrap();
+        let _d = bodies.cached(BodyKey::Large(1000));
+        assert!(matches!(
+            get(BodyKey::Large(2000)),
+            Err(Unavailable::Memory(_))
+        ));
+        drop(held);
+    }
+
+    #[test]
     fn a_memo_keeps_nothing_alive() {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
-        let bodies = Arc::new(Bodies::new(memory.clone(), 1000, 1));
+        let bodies = Bodies::new(memory.clone(), 1000, 1);
         let rt = runtime();
         let key = Key {
             len: 600,
@@ -320,7 +452,7 @@ mod tests {
     #[test]
     fn a_build_that_would_pass_the_limit_is_refused_before_it_begins() {
         let memory = Arc::new(Memory::new(1 << 20, 1 << 20));
-        let bodies = Arc::new(Bodies::new(memory.clone(), 1 << 20, 1));
+        let bodies = Bodies::new(memory.clone(), 1 << 20, 1);
         let refused = runtime().block_on(bodies.clone().get(BodyKey::Large(2 << 20)));
         assert_eq!(
             refused.unwrap_err(),
@@ -334,7 +466,7 @@ mod tests {
     #[test]
     fn identical_builds_in_flight_are_one_build() {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
-        let bodies = Arc::new(Bodies::new(memory.clone(), 0, 1));
+        let bodies = Bodies::new(memory.clone(), 0, 1);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -14,6 +14,7 @@
 //! it, and what hyper sends; a rope costs the write queue a walk over its
 //! chunks (see `unflat::queue`). A `/large` payload is one [`Bytes`].
 //!
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -213,12 +214,35 @@ pub struct Body {
     pub len: usize,
     /// Given back when the last holder drops the body.
     charge: Charge,
+    /// Asked for since the cache last looked: its second chance before
+    /// eviction (the cache's clock, `bodies.rs`).
+    used: AtomicBool,
 }
 
 impl Body {
     /// A body of `text`, `len` bytes on the wire, its memory `charge`d.
     pub(super) fn new(text: Text, len: usize, charge: Charge) -> Body {
-        Body { text, len, charge }
+        Body {
+            text,
+            len,
+            charge,
+            used: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the body asked for. A load first: a body asked for on every
+    /// request is written once per pass of the cache's clock, not per
+    /// request.
+    #[inline]
+    pub(super) fn touch(&self) {
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether it was asked for since the last call, clearing the mark.
+    pub(super) fn take_used(&self) -> bool {
+        self.used.swap(false, Ordering::Relaxed)
     }
 
     /// Bytes charged for it.

@@ -88,11 +88,7 @@ pub struct Site {
 impl Site {
     /// The site `settings` describe, charging its bodies to `memory`.
     pub fn new(settings: Settings<'_>, memory: &Arc<Memory>) -> Site {
-        let bodies = Arc::new(Bodies::new(
-            memory.clone(),
-            settings.cache_bytes,
-            settings.builders,
-        ));
+        let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
         Site {
             fields: Fields::new(),
             metrics: Metrics::new(settings.strategy, memory.clone(), bodies.clone()),

@@ -122,6 +122,12 @@ impl Reply {
         Reply::Echo(Echoed::Json(EchoJson::new(head)))
     }
 
+    /// True for an error decided from the head (a 4xx or 5xx), which needs
+    /// none of the request body.
+    pub fn refuses(&self) -> bool {
+        matches!(self, Reply::Error { status, .. } if status.code() >= 400)
+    }
+
     /// True for `/echo`, whose request body is kept.
     pub fn wants_body(&self) -> bool {
         matches!(self, Reply::Echo(_))

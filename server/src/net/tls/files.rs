@@ -1,6 +1,7 @@
 //! The certificate and key files of `--tls-cert` and `--tls-key`: read
 //! from regular files only, of at most [`MAX_PEM_BYTES`], opened without
-//! blocking (a FIFO or a device is refused, never read).
+//! blocking (a FIFO or a device is refused, never read); a chain is at most
+//! what OpenSSL's clients take ([`MAX_CERT_LIST`]).
 
 use std::io::{self, Read as _};
 use std::path::Path;
@@ -11,6 +12,22 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 /// The largest PEM file read for `--tls-cert` or `--tls-key`: a chain of a
 /// dozen certificates of large RSA keys fits in a few tens of kilobytes.
 pub const MAX_PEM_BYTES: u64 = 1 << 20;
+
+/// The longest Certificate message a chain may make, in bytes: OpenSSL's
+/// default `max_cert_list` (BoringSSL's too). A client refuses a longer one
+/// (`EXCESSIVE_MESSAGE_SIZE`), so a server loading it would fail every
+/// handshake.
+pub const MAX_CERT_LIST: usize = 100 * 1024;
+
+/// Bytes of the body of the TLS 1.3 Certificate message that sends `chain`,
+/// without extensions: the request context's length (1 byte), the list's
+/// length (3), and per certificate its length (3), its DER and its
+/// extensions' length (2). TLS 1.2's message is smaller (3 bytes per
+/// certificate, no context): this is the one OpenSSL holds to the limit
+/// first.
+pub(super) fn certificate_message_len(chain: &[CertificateDer<'_>]) -> usize {
+    1 + 3 + chain.iter().map(|c| 3 + c.len() + 2).sum::<usize>()
+}
 
 /// The bytes of the PEM file at `path` (`flag` names it in errors): a
 /// regular file (a symbolic link to one is followed) of at most
@@ -95,6 +112,14 @@ pub(super) fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, St
     if chain.is_empty() {
         return Err(named(&"no PEM certificate (BEGIN CERTIFICATE) in the file"));
     }
+    let sent = certificate_message_len(&chain);
+    if sent > MAX_CERT_LIST {
+        return Err(named(&format!(
+            "a chain of {} certificates makes a Certificate message of {sent} bytes, \
+             over the {MAX_CERT_LIST} that OpenSSL clients take; send fewer certificates",
+            chain.len()
+        )));
+    }
     Ok(chain)
 }
 
@@ -108,4 +133,23 @@ pub(super) fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
         }
         e => named(&e),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_certificate_message_is_counted_as_tls_1_3_sends_it() {
+        let der = |len: usize| CertificateDer::from(vec![0u8; len]);
+        // 4 bytes before the list, 5 around each certificate.
+        assert_eq!(certificate_message_len(&[der(408)]), 4 + 413);
+        // A chain of 102 400 bytes exactly (OpenSSL takes it, measured), and
+        // one byte more (refused).
+        let mut chain = vec![der(408); 246];
+        chain.push(der(793));
+        assert_eq!(certificate_message_len(&chain), MAX_CERT_LIST);
+        *chain.last_mut().unwrap() = der(794);
+        assert_eq!(certificate_message_len(&chain), MAX_CERT_LIST + 1);
+    }
 }

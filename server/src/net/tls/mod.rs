@@ -11,10 +11,12 @@
 //! from the slices themselves into records, never joining them first.
 //!
 //! **Start-up input.** The certificate and the key are read from regular
-//! files only, of at most [`MAX_PEM_BYTES`] (`files.rs`); a key of a type or
-//! size the provider does not take is named as such (`keys.rs`). A self-signed
-//! certificate's PEM goes into a private directory of its own, removed when
-//! the server stops (`self_signed.rs`).
+//! files only, of at most [`MAX_PEM_BYTES`] (`files.rs`); a chain longer
+//! than OpenSSL's clients take ([`MAX_CERT_LIST`]) is refused, at start-up
+//! and at a reload; a key of a type or size the provider does not take is
+//! named as such (`keys.rs`). A self-signed certificate's PEM goes into a
+//! private directory of its own, removed when the server stops
+//! (`self_signed.rs`).
 //!
 //! **Memory.** What rustls holds per connection is bounded and counted
 //! against the connection's lease ([`TlsSocket`]): records being read (a
@@ -40,7 +42,7 @@ mod keys;
 mod provider;
 mod self_signed;
 
-pub use files::MAX_PEM_BYTES;
+pub use files::{MAX_CERT_LIST, MAX_PEM_BYTES};
 pub use provider::Provider;
 
 use self::files::{read_chain, read_key};
@@ -261,6 +263,10 @@ pub struct TlsSocket {
 /// Encrypted connections are served like cleartext ones; the vectored
 /// write is tokio-rustls's, which hands rustls every slice at once.
 impl Socket for TlsSocket {
+    fn acknowledged(&self) -> Option<u64> {
+        self.stream.get_ref().0.acknowledged()
+    }
+
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.stream.get_ref().0.peer_addr().ok()
     }

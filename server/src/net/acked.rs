@@ -1,0 +1,42 @@
+//! What the peer has acknowledged of a TCP connection's output: the
+//! kernel's `tcpi_bytes_acked` (`TCP_INFO`, Linux 4.1 and later). The send
+//! timeout measures progress by it, since a socket becomes writable only
+//! once its unsent bytes fall well below their limit, which a slow reader
+//! takes seconds to drain while it acknowledges data all along.
+//!
+//! The server's one `unsafe`: a `getsockopt` into a `tcp_info` that
+//! `libc` declares, of the size passed with it.
+#![allow(unsafe_code)]
+
+use std::os::fd::AsRawFd;
+
+/// Bytes of output the peer of `socket` has acknowledged; `None` where the
+/// system cannot tell.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn acknowledged(socket: &impl AsRawFd) -> Option<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is valid for `len` bytes, and the kernel writes at
+    // most `len` of them; zeroed first, so that fields an older kernel
+    // does not fill read as 0 rather than uninitialised.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: zeroed, and partly written by the kernel: every bit pattern
+    // is a valid `tcp_info` (integers only).
+    let info = unsafe { info.assume_init() };
+    (r == 0).then_some(info.tcpi_bytes_acked)
+}
+
+/// Bytes of output the peer of `socket` has acknowledged; `None` where the
+/// system cannot tell.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn acknowledged(_socket: &impl AsRawFd) -> Option<u64> {
+    None
+}

@@ -1,0 +1,165 @@
+//! The connections that give way at `--max-connections`: a connection
+//! waiting for its next request says since when; at the limit, the
+//! listener asks the one idle longest to close, as nginx closes idle
+//! keep-alive connections when it runs out, rather than leave a new client
+//! in the backlog until an idle timeout frees a slot.
+//!
+//! A connection registers once, when it opens (one lock); going idle and
+//! busy again is one store each to its own slot, so a request pays no
+//! shared lock. Finding the longest idle reads every slot, and only at the
+//! limit.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use atomic_waker::AtomicWaker;
+
+use super::clock::Instant;
+
+/// Every open connection's slot.
+#[derive(Debug, Default)]
+pub struct IdleConnections {
+    slots: Mutex<Slots>,
+}
+
+#[derive(Debug, Default)]
+struct Slots {
+    open: Vec<Option<Arc<Slot>>>,
+    free: Vec<usize>,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    /// When it began to wait for its next request, in clock milliseconds
+    /// plus one; 0 while it is busy.
+    idle_since: AtomicU64,
+    asked: AtomicBool,
+    waker: AtomicWaker,
+}
+
+/// One connection's slot, removed when dropped.
+#[derive(Debug)]
+pub struct Registration<'a> {
+    set: &'a IdleConnections,
+    index: usize,
+    slot: Arc<Slot>,
+}
+
+impl IdleConnections {
+    fn lock(&self) -> MutexGuard<'_, Slots> {
+        // Each update is one push or one take: a poisoned lock is whole.
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A slot for a connection that opens.
+    pub fn register(&self) -> Registration<'_> {
+        let slot = Arc::new(Slot::default());
+        let mut slots = self.lock();
+        let index = match slots.free.pop() {
+            Some(i) => {
+                slots.open[i] = Some(slot.clone());
+                i
+            }
+            None => {
+                slots.open.push(Some(slot.clone()));
+                slots.open.len() - 1
+            }
+        };
+        Registration {
+            set: self,
+            index,
+            slot,
+        }
+    }
+
+    /// Asks the connection idle longest, and not asked yet, to close;
+    /// whether there was one.
+    pub fn ask_longest_idle(&self) -> bool {
+        let slots = self.lock();
+        let longest = slots
+            .open
+            .iter()
+            .flatten()
+            .filter(|s| !s.asked.load(Ordering::Relaxed))
+            .filter_map(|s| match s.idle_since.load(Ordering::Relaxed) {
+                0 => None,
+                since => Some((since, s)),
+            })
+            .min_by_key(|&(since, _)| since);
+        let Some((_, slot)) = longest else {
+            return false;
+        };
+        slot.asked.store(true, Ordering::Relaxed);
+        slot.waker.wake();
+        true
+    }
+}
+
+impl Registration<'_> {
+    /// The connection waits for its next request, from `now`.
+    pub fn idle(&self, now: Instant) {
+        self.slot
+            .idle_since
+            .store(now.millis() + 1, Ordering::Relaxed);
+    }
+
+    /// The connection has a request in progress.
+    pub fn busy(&self) {
+        self.slot.idle_since.store(0, Ordering::Relaxed);
+    }
+
+    /// Ready once the listener has asked the connection to give way.
+    pub fn poll_asked(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.slot.asked.load(Ordering::Relaxed) {
+            return Poll::Ready(());
+        }
+        self.slot.waker.register(cx.waker());
+        match self.slot.asked.load(Ordering::Acquire) {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
+        }
+    }
+
+    /// Completes once the listener has asked the connection to give way.
+    pub async fn asked(&self) {
+        std::future::poll_fn(|cx| self.poll_asked(cx)).await
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        let mut slots = self.set.lock();
+        slots.open[self.index] = None;
+        slots.free.push(self.index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_idle_is_asked_and_the_busy_never() {
+        let set = IdleConnections::default();
+        let (a, b, c) = (set.register(), set.register(), set.register());
+        let at = |ms| Instant::now().after(std::time::Duration::from_millis(ms));
+        b.idle(at(10));
+        c.idle(at(20));
+        a.idle(at(0));
+        a.busy();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(set.ask_longest_idle());
+        assert!(b.poll_asked(&mut cx).is_ready(), "idle longest");
+        assert!(c.poll_asked(&mut cx).is_pending());
+        assert!(set.ask_longest_idle(), "then the next");
+        assert!(c.poll_asked(&mut cx).is_ready());
+        assert!(!set.ask_longest_idle(), "the busy one is not asked");
+        assert!(a.poll_asked(&mut cx).is_pending());
+        drop((b, c));
+        let d = set.register();
+        assert_eq!(set.lock().open.len(), 3, "slots are reused");
+        drop((a, d));
+    }
+}
