@@ -451,6 +451,7 @@ fn metrics_parse_and_move_with_requests() {
         "unflat_memory_refusals_total",
         "unflat_body_builds_total{shared=\"false\"}",
         "unflat_send_timeout_resets_total",
+        "unflat_log_lines_dropped_total",
     ] {
         assert!(after.contains_key(name), "{name}: {after:?}");
     }

@@ -2,7 +2,8 @@
 //! allocate nothing at any of the benchmark's lengths, and the rope form
 //! (`?body=rope`) at most once per request: counted by a global allocator
 //! over the whole process (server threads included), with a client that
-//! allocates nothing per request. And what a connection holds on the heap
+//! allocates nothing per request; with the access log on too, its lines
+//! written by the log's thread. And what a connection holds on the heap
 //! beyond what the server's memory account counts for it is its fixed
 //! cost: a few kilobytes (docs/robustness.md's formula); idle, it holds
 //! less than 3 KiB in all.
@@ -11,7 +12,7 @@ mod common;
 
 use std::io::{Read, Write};
 
-use common::{connect, read_response, start};
+use common::{config, connect, read_response, start};
 use unflat_server::memory::Part;
 use unflat_server::{Running, Strategy};
 
@@ -134,4 +135,31 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
             "{target}: {beyond:.0} bytes per connection beyond its lease"
         );
     }
+    server.stop().unwrap();
+    // The access log: each line rendered into buffers kept from one line
+    // to the next, copied into the log's fixed buffer, written out by its
+    // thread (to /dev/null here, in place of the test's stderr).
+    let logged = Running::start(unflat_server::Config {
+        access_log: true,
+        ..config(Strategy::Direct)
+    })
+    .expect("server starts");
+    let quiet = std::fs::File::options()
+        .write(true)
+        .open("/dev/null")
+        .unwrap();
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: descriptors of this process only; stderr is put back below.
+    let stderr = unsafe { libc::dup(2) };
+    assert!(stderr >= 0 && unsafe { libc::dup2(quiet.as_raw_fd(), 2) } == 2);
+    let per_request = allocations_per_request(&logged, "/end-string/64");
+    logged.stop().unwrap();
+    unflat_server::log::flush(std::time::Duration::from_secs(5));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::dup2(stderr, 2) }, 2);
+    unsafe { libc::close(stderr) };
+    assert_eq!(
+        per_request, 0.0,
+        "heap allocations per request, access log on"
+    );
 }

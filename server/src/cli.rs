@@ -1,16 +1,18 @@
 //! The command line: options, logging, the banner, signals.
 //!
 //! The banner goes to stdout (harnesses wait for its `http://` address);
-//! logs go to stderr.
+//! logs go to stderr, through the log's sink (`crate::log`).
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Write as _};
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::Config;
+use crate::log;
 use crate::server::{Control, Server};
 
 /// clap's error as the one line a user needs: its first paragraph,
@@ -41,7 +43,7 @@ pub fn main() -> std::io::Result<()> {
         Err(e) => e.exit(),
     };
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(log::Writer)
         .with_ansi(colour(
             std::io::stderr().is_terminal(),
             std::env::var_os("NO_COLOR"),
@@ -62,14 +64,16 @@ pub fn main() -> std::io::Result<()> {
         Ok(server) => server,
         Err(e) => {
             // A value that cannot work, a certificate that cannot be used,
-            // `cannot listen on ADDR: …`: the one line a user needs.
+            // `cannot listen on ADDR: …`: the one line a user needs, after
+            // any logged before it.
+            log::flush(FLUSH);
             eprintln!("error: {e}");
             std::process::exit(2);
         }
     };
     let addr = server.local_addr();
     let banner = server.stack().site().help().to_string();
-    server.run_controlled(move |controls| async move {
+    let ran = server.run_controlled(move |controls| async move {
         // The handlers first: a signal sent as soon as the banner shows
         // must find them (SIGHUP would otherwise end the process).
         let signals = Signals::listen();
@@ -81,10 +85,17 @@ pub fn main() -> std::io::Result<()> {
             None => info!(%addr, workers, "listening"),
         }
         signals.forward(controls).await;
-    })?;
-    info!("stopped");
-    Ok(())
+    });
+    if ran.is_ok() {
+        info!("stopped");
+    }
+    log::flush(FLUSH);
+    ran
 }
+
+/// How long the process waits at exit for its last log lines to be
+/// written: a stderr that takes nothing must not keep it from exiting.
+const FLUSH: Duration = Duration::from_secs(2);
 
 /// Whether logs are coloured: only on a terminal, and never when `NO_COLOR`
 /// is set to anything but the empty string (<https://no-color.org>).

@@ -10,6 +10,8 @@
 //! (docs/design.md has the map of every file):
 //!
 //! - [`units`]: sizes as users write them, in flags and URLs;
+//! - [`log`]: stderr's lines through a bounded buffer, so that logging
+//!   never blocks serving;
 //! - [`memory`]: the one account of everything a client can make the
 //!   server hold;
 //! - [`h1`]: the request's grammar, its body's framing, its limits and
@@ -29,6 +31,7 @@
 pub mod cli;
 pub mod config;
 pub mod h1;
+pub mod log;
 pub mod memory;
 pub mod net;
 pub mod response;

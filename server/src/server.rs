@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tracing::{error, info, warn};
 
 use crate::config::Config;
+use crate::log;
 use crate::memory::Memory;
 use crate::net::shutdown::{self, Shutdown};
 use crate::net::tls::{self, Tls};
@@ -313,17 +314,27 @@ async fn accept_loop(
     cut: Arc<Notify>,
 ) {
     let mut connections = JoinSet::new();
+    // Out of file descriptors, accept fails every 50 ms: logged once a
+    // second, with a count.
+    let mut failing = log::Repeated::default();
     {
         let stopped = shutdown.stopped();
         tokio::pin!(stopped);
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
+                    Ok(a) => {
+                        if let Some(more) = failing.passed() {
+                            warn!("accept failed{more}; accepting again");
+                        }
+                        a
+                    }
                     Err(e) => {
                         // Out of file descriptors and the like: keep serving
                         // the connections there are.
-                        warn!("accept failed: {e}");
+                        if let Some(more) = failing.occurred() {
+                            warn!("accept failed: {e}{more}");
+                        }
                         net::clock::sleep(Duration::from_millis(50)).await;
                         continue;
                     }

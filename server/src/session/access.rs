@@ -19,8 +19,10 @@
 //! only (printable ASCII, no space), both checked before a request is
 //! routed; field values (`Host`, `Referer`, `User-Agent`) are written in
 //! quotes with `"`, `\` and every byte outside printable ASCII as `\xHH`,
-//! as nginx writes them, and cut at [`FIELD_MOST`] bytes. Each line is one
-//! `write` to stderr, so lines from several workers never interleave.
+//! as nginx writes them, and cut at [`FIELD_MOST`] bytes. Each line goes
+//! whole into the log's sink (`crate::log`), so lines from several workers
+//! never interleave, and a stderr nobody reads drops lines (counted)
+//! rather than stopping the server.
 //!
 //! Memory: a connection's lines wait for their responses' last bytes in one
 //! buffer of a fixed size, [`AccessLog::memory`], counted in its lease's
@@ -29,7 +31,6 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 
@@ -270,9 +271,7 @@ impl Log {
             LogFormat::Combined => out.push_str(line),
         }
         out.push('\n');
-        // A failed write (stderr closed) is ignored: the log must not stop
-        // the server.
-        let _ = std::io::stderr().write_all(out.as_bytes());
+        crate::log::line(out.as_bytes());
     }
 }
 

@@ -1,7 +1,7 @@
 //! The server's counters, and `GET /metrics`: requests by route and
 //! status, response bytes written, open connections, the memory account by
 //! part and its limits, refusals for want of memory, body builds, send
-//! timeouts.
+//! timeouts, log lines dropped.
 //!
 //! The request path only adds to atomics (relaxed: each counter is
 //! independent, and a scrape may see one a request ahead of another); no
@@ -214,8 +214,20 @@ impl Collector for Collect {
         c.encode_connections(&mut encoder)?;
         c.encode_memory(&mut encoder)?;
         c.encode_builds(&mut encoder)?;
+        encode_log(&mut encoder)?;
         latency::encode(c.shards.iter().map(|s| &s.latency), &mut encoder)
     }
+}
+
+/// Log lines dropped because stderr did not take them (`crate::log`).
+fn encode_log(encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let dropped = ConstCounter::new(crate::log::dropped());
+    dropped.encode(encoder.encode_descriptor(
+        "log_lines_dropped",
+        "Log lines (access log and others) dropped because stderr did not take them and the log's buffer was full.",
+        None,
+        dropped.metric_type(),
+    )?)
 }
 
 /// A counter's value.

@@ -1,0 +1,219 @@
+//! The log never stops the server: with a stderr nobody reads, every request
+//! is still answered, the lines that did not fit are counted in `/metrics`
+//! and named in one line once stderr moves again; a failure that repeats
+//! (accepting past the file-descriptor limit) is logged about once a
+//! second, with a count of the others.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{banner_address, read_response, server_binary};
+
+/// Keep-alive requests on one connection: their access-log lines are far
+/// more than a pipe (64 KiB) and the server's buffer hold.
+const KEPT: usize = 3_000;
+
+/// New connections, one `/healthz` each, among them.
+const NEW: usize = 100;
+
+/// How long a request may wait for its answer before the test fails.
+const PROMPT: Duration = Duration::from_secs(5);
+
+/// A server process, killed when dropped: a failed assertion stops it too.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary on port 0 with one worker and `args`, stderr piped,
+/// `RUST_LOG` unset, its descriptors limited to `nofile`; returns it, its
+/// address and its stderr, unread.
+fn spawn(args: &[&str], nofile: Option<u64>) -> (Server, String, ChildStderr) {
+    let mut command = Command::new(server_binary());
+    command
+        .args(["--addr", "127.0.0.1:0", "--workers", "1"])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(n) = nofile {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: setrlimit is async-signal-safe, and the closure touches
+        // nothing else between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut server = Server(command.spawn().unwrap());
+    let addr = banner_address(&mut server.0).expect("a banner");
+    let err = server.0.stderr.take().unwrap();
+    (server, addr, err)
+}
+
+/// Reads `err`'s lines on a thread of their own.
+fn lines(err: ChildStderr) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn connect(addr: &str) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PROMPT)).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+/// One request on `s`, its answer's status: `None` when none came within
+/// [`PROMPT`].
+fn ask(s: &mut TcpStream, buf: &mut Vec<u8>, request: &[u8]) -> Option<u16> {
+    s.write_all(request).ok()?;
+    read_response(s, buf, false).ok().map(|r| r.status)
+}
+
+#[test]
+fn a_stderr_nobody_reads_never_stops_serving_and_drops_are_counted() {
+    let (server, addr, err) = spawn(&["--access-log"], None);
+    // A long User-Agent: each access line about 400 bytes.
+    let agent = "a".repeat(200);
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: a\r\nUser-Agent: {agent}\r\n\r\n");
+    let mut kept = connect(&addr);
+    let mut buf = Vec::new();
+    let begun = Instant::now();
+    let (mut answered, mut answered_new) = (0, 0);
+    for i in 0..KEPT {
+        let status = ask(&mut kept, &mut buf, request.as_bytes());
+        assert_eq!(
+            status,
+            Some(200),
+            "keep-alive request {i} unanswered within {PROMPT:?}, after {answered} answered and {answered_new} new connections ({:?})",
+            begun.elapsed()
+        );
+        answered += 1;
+        if i % (KEPT / NEW) == 0 {
+            let status = ask(&mut connect(&addr), &mut Vec::new(), request.as_bytes());
+            assert_eq!(
+                status,
+                Some(200),
+                "new connection {answered_new} unanswered within {PROMPT:?}, after {answered} keep-alive requests"
+            );
+            answered_new += 1;
+        }
+    }
+    assert_eq!((answered, answered_new), (KEPT, NEW));
+    let mut s = connect(&addr);
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).expect("/metrics answered");
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    let dropped: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("unflat_log_lines_dropped_total "))
+        .unwrap_or_else(|| panic!("no unflat_log_lines_dropped_total in\n{text}"))
+        .parse()
+        .unwrap();
+    assert!(dropped > 0, "no line dropped:\n{text}");
+    eprintln!(
+        "{} requests answered in {:?} with stderr unread; {dropped} lines dropped",
+        KEPT + NEW,
+        begun.elapsed()
+    );
+    // stderr moves again: what the buffer held, then the count (in more
+    // than one line when lines were dropped while one batch was written
+    // and again while the next waited).
+    let rx = lines(err);
+    let (mut seen, mut notices, mut named) = (Vec::new(), Vec::new(), 0);
+    while named < dropped {
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) if line.contains("log lines dropped") => {
+                named += line
+                    .split_whitespace()
+                    .find_map(|w| w.parse::<u64>().ok())
+                    .unwrap_or_else(|| panic!("no count in {line:?}"));
+                notices.push(line);
+            }
+            Ok(line) => seen.push(line),
+            Err(e) => panic!(
+                "{named} of {dropped} dropped lines named after {} lines: {e}: {notices:#?}",
+                seen.len()
+            ),
+        }
+    }
+    // The scrape's own line may have been dropped too.
+    assert!(named <= dropped + 1, "{notices:#?}, {dropped} counted");
+    // Lines are whole: each begins with its time and holds one entry,
+    // never two run together.
+    for line in &seen {
+        assert!(
+            line.starts_with("20") && line.matches(" access peer=").count() <= 1,
+            "{line:?}"
+        );
+    }
+    drop(server);
+}
+
+#[test]
+fn accept_failures_are_logged_about_once_a_second_with_a_count() {
+    // Few descriptors: the connections below run out of them, and the
+    // rest wait in the accept backlog while `accept` fails.
+    let (server, addr, err) = spawn(&[], Some(40));
+    let rx = lines(err);
+    let held: Vec<TcpStream> = (0..80).map(|_| connect(&addr)).collect();
+    let began = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut seen = Vec::new();
+    while let Ok(line) = rx.try_recv() {
+        seen.push(line);
+    }
+    let secs = began.elapsed().as_secs_f64();
+    let failed: Vec<&String> = seen
+        .iter()
+        .filter(|l| l.contains("accept failed"))
+        .collect();
+    eprintln!("{} accept-failure lines in {secs:.1} s", failed.len());
+    assert!(!failed.is_empty(), "the limit was not reached: {seen:#?}");
+    assert!(
+        failed.len() as f64 <= secs.ceil() + 1.0,
+        "{} accept-failure lines in {secs:.1} s: {failed:#?}",
+        failed.len()
+    );
+    assert!(
+        failed.iter().any(|l| l.contains(" more in the last ")),
+        "no count of the failures not logged: {failed:#?}"
+    );
+    drop(held);
+    // Descriptors free again: the connections waiting are accepted, and a
+    // request is answered.
+    let mut s = connect(&addr);
+    let status = ask(
+        &mut s,
+        &mut Vec::new(),
+        b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",
+    );
+    assert_eq!(status, Some(200));
+    drop(server);
+}
