@@ -19,6 +19,11 @@ pub const BUFFER: usize = 128 * 1024;
 /// Bytes the sink holds, fixed: its two buffers.
 pub const MEMORY: usize = 2 * BUFFER;
 
+/// How long the writer lets lines gather after a write that left the
+/// buffer less than half full: lines wait this long at most, and a busy
+/// server's lines cost one write and no wake per this interval.
+const GATHER: Duration = Duration::from_millis(2);
+
 /// How often a [`Repeated`] failure is logged, at most.
 pub const EVERY: Duration = Duration::from_secs(1);
 
@@ -164,6 +169,7 @@ impl Sink {
             // A failed write (stderr closed) loses the lines; the server
             // goes on.
             let _ = std::io::stderr().write_all(&out);
+            let wrote = out.len();
             out.clear();
             if unreported > 0 {
                 // stderr has just taken bytes again: say what it missed.
@@ -177,6 +183,12 @@ impl Sink {
                 let room = at.len();
                 let len = notice.len() - room;
                 let _ = std::io::stderr().write_all(&notice[..len]);
+            }
+            if wrote < BUFFER / 2 {
+                // Awake, not waiting: lines gather meanwhile, written by one
+                // call, and no line wakes the writer (a system call each,
+                // and a request's line would otherwise pay one).
+                std::thread::sleep(GATHER);
             }
         }
     }
