@@ -10,7 +10,52 @@
 use std::mem::size_of;
 
 use super::segment::Segment;
-use super::WriteQueue;
+use super::{SharedRope, WriteQueue};
+use crate::encoding::Encoding;
+use crate::measure::bound;
+use crate::rope::Rope;
+
+/// The longest chunk of a ropey rope (a leaf holds at most 984 bytes on
+/// 64-bit targets): when the copy threshold is above it, no chunk is
+/// shared, and a range is one run.
+const ROPEY_CHUNK_MOST: usize = 1024;
+
+/// The shortest chunk of a ropey rope but its first and last, at least
+/// (a leaf holds half of its most, less a little): how many runs a range
+/// can alternate between, shared and copied.
+const ROPEY_CHUNK_LEAST: usize = 256;
+
+/// A push, described rather than made, for [`WriteQueue::pushes`]: what the
+/// queue would occupy for it is decided by the same rules as the push.
+///
+/// ```
+/// use bytes::Bytes;
+/// use unflat::queue::{Push, Pushes, WriteQueue};
+/// let q = WriteQueue::new();
+/// // Shorter than the copy threshold (8 KiB by default): copied.
+/// assert_eq!(q.pushes(Push::Share(100)), Pushes { copied: 100, framed: false, segments: 1 });
+/// // Longer: an iovec at its own memory, nothing copied.
+/// assert_eq!(q.pushes(Push::Share(1 << 20)), Pushes { copied: 0, framed: false, segments: 1 });
+/// ```
+#[derive(Clone, Copy)]
+pub enum Push<'a> {
+    /// [`WriteQueue::copy`] of this many bytes.
+    Copy(usize),
+    /// [`WriteQueue::share`] of a buffer of this many bytes.
+    Share(usize),
+    /// [`WriteQueue::share_rope`] of a range of this many bytes.
+    ShareRope(usize),
+    /// [`WriteQueue::stream`] of `rope` in `encoding`, `len` bytes once
+    /// encoded (the caller knows it: it is the body's length).
+    Stream {
+        /// The text.
+        rope: &'a SharedRope,
+        /// Its encoding on the wire.
+        encoding: Encoding,
+        /// Its encoded length.
+        len: usize,
+    },
+}
 
 /// What a caller is about to push, for [`WriteQueue::footprint_after`]:
 /// bytes copied or encoded into the write buffer in all (encoding counts
@@ -35,7 +80,89 @@ pub struct Pushes {
     pub segments: usize,
 }
 
+impl std::fmt::Debug for Push<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Push::Copy(len) => write!(f, "Copy({len})"),
+            Push::Share(len) => write!(f, "Share({len})"),
+            Push::ShareRope(len) => write!(f, "ShareRope({len})"),
+            Push::Stream {
+                rope,
+                encoding,
+                len,
+            } => write!(f, "Stream({:?}, {encoding:?}, {len})", rope.shape()),
+        }
+    }
+}
+
+impl Pushes {
+    /// These pushes, then `next`.
+    pub fn then(self, next: Pushes) -> Pushes {
+        Pushes {
+            copied: self.copied + next.copied,
+            framed: self.framed || next.framed,
+            segments: self.segments + next.segments,
+        }
+    }
+}
+
 impl WriteQueue {
+    /// What `push` would add to the queue, for
+    /// [`WriteQueue::footprint_after`]: the same decisions the push itself
+    /// makes — a buffer shorter than [`Policy::copy_below`] is copied, a
+    /// rope range or a text longer than a frame is framed, a stream that
+    /// fits a frame is encoded at once into room for its worst case, or
+    /// for its exact size — so that a caller bounds a response with the
+    /// queue's own rules, not a copy of them. Add the pushes of one
+    /// response together with [`Pushes::then`].
+    ///
+    /// [`Policy::copy_below`]: super::Policy::copy_below
+    pub fn pushes(&self, push: Push<'_>) -> Pushes {
+        let frame = self.frame_size();
+        // A copy joins the copied run before it, or begins one.
+        let copy = |copied| Pushes {
+            copied,
+            framed: false,
+            segments: 1,
+        };
+        match push {
+            Push::Copy(len) => copy(len),
+            Push::Share(len) if self.copies(len) => copy(len),
+            Push::Share(_) => Pushes {
+                copied: 0,
+                framed: false,
+                segments: 1,
+            },
+            Push::ShareRope(len) => Pushes {
+                copied: if len > frame { 0 } else { len },
+                framed: len > frame,
+                // Runs alternate between shared and copied only when some
+                // chunks are long enough to share.
+                segments: if self.policy.copy_below > ROPEY_CHUNK_MOST {
+                    1
+                } else {
+                    len / ROPEY_CHUNK_LEAST + 2
+                },
+            },
+            // As `stream` decides: at once into room for the worst case
+            // when that fits a frame, else into room for the exact size
+            // when that does, else framed.
+            Push::Stream {
+                rope,
+                encoding,
+                len,
+            } => match bound(rope.shape(), encoding) {
+                worst if worst <= frame => copy(worst),
+                _ if len <= frame => copy(len),
+                _ => Pushes {
+                    copied: 0,
+                    framed: true,
+                    segments: 1,
+                },
+            },
+        }
+    }
+
     /// Bytes the queue's own buffers occupy now: the write buffer, the frame
     /// buffer (spare, or lent to the segment being written), and the
     /// segment and response lists — allocated capacity, written or not.
@@ -160,8 +287,8 @@ mod tests {
     use super::*;
     use crate::{Encoding, Latin1, Mode, Utf16};
 
-    /// A push onto a queue.
-    type Push<'a> = dyn Fn(&mut WriteQueue) + 'a;
+    /// A push onto a queue, made.
+    type Make<'a> = dyn Fn(&mut WriteQueue) + 'a;
 
     /// Every kind of push, made after reserving what the bound was asked
     /// for, leaves the footprint within it.
@@ -175,7 +302,7 @@ mod tests {
         for policy in [Policy::DEFAULT, Policy::COPY_ALL, Policy::SHARE_ALL] {
             let mut q = WriteQueue::with_policy(policy);
             for round in 0..3 {
-                let pushes: [(usize, bool, &Push<'_>); 5] = [
+                let pushes: [(usize, bool, &Make<'_>); 5] = [
                     (300 + 5000, false, &|q| {
                         q.encode(&"HTTP/1.1 200 OK\r\n", Encoding::Latin1, Mode::Strict)
                             .unwrap();
@@ -215,6 +342,79 @@ mod tests {
                 q.advance(n.min(q.remaining()));
             }
         }
+    }
+
+    /// `pushes` says what each push then does: the bytes it copies into
+    /// the write buffer (at most), whether it is framed, and the segments it
+    /// adds (at most).
+    #[test]
+    fn pushes_predict_what_each_push_does() {
+        let text: String = "é€a".repeat(40_000);
+        let rope = ropey::Rope::from_str(&text);
+        let long: SharedRope = Arc::new(Utf16(vec![0x20ac; 50_000]));
+        let short: SharedRope = Arc::new(Latin1(vec![0xe9; 1000]));
+        let mid: SharedRope = Arc::new(Latin1(vec![0xe9; 40_000]));
+        let shared = Bytes::from(vec![1u8; 100_000]);
+        let small = Bytes::from(vec![1u8; 100]);
+        for policy in [Policy::DEFAULT, Policy::COPY_ALL, Policy::SHARE_ALL] {
+            let cases: [(Push<'_>, &Make<'_>); 7] = [
+                (Push::Copy(5000), &|q| q.copy(&[b'x'; 5000])),
+                (Push::Share(100_000), &|q| q.share(&shared)),
+                (Push::Share(100), &|q| q.share(&small)),
+                (Push::ShareRope(rope.len_bytes()), &|q| {
+                    q.share_rope(&rope, 0..rope.len_bytes())
+                }),
+                (Push::ShareRope(3000), &|q| q.share_rope(&rope, 30..3030)),
+                (
+                    Push::Stream {
+                        rope: &long,
+                        encoding: Encoding::Utf8,
+                        len: 150_000,
+                    },
+                    &|q| {
+                        q.stream(&long, Encoding::Utf8, Mode::Strict).unwrap();
+                    },
+                ),
+                (
+                    Push::Stream {
+                        rope: &mid,
+                        encoding: Encoding::Utf8,
+                        len: 80_000,
+                    },
+                    &|q| {
+                        q.stream(&mid, Encoding::Utf8, Mode::Strict).unwrap();
+                    },
+                ),
+            ];
+            for (push, make) in cases {
+                let mut q = WriteQueue::with_policy(policy);
+                let said = q.pushes(push);
+                make(&mut q);
+                let segments = q.segments.len();
+                let framed = q.framed > 0;
+                assert!(
+                    q.copied_pending <= said.copied,
+                    "{policy:?} {push:?}: {said:?}, copied {}",
+                    q.copied_pending
+                );
+                assert!(!framed || said.framed, "{policy:?} {push:?}: framed");
+                assert!(
+                    segments <= said.segments,
+                    "{policy:?} {push:?}: {segments} segments, {said:?}"
+                );
+            }
+        }
+        let q = WriteQueue::new();
+        let short_stream = Push::Stream {
+            rope: &short,
+            encoding: Encoding::Utf8,
+            len: 2000,
+        };
+        assert_eq!(
+            q.pushes(short_stream).copied,
+            2000,
+            "the worst case, at once"
+        );
     }
 
     #[test]

@@ -92,7 +92,7 @@ use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
 use crate::rope::{walk_ropey_chunks, Rope, Walk};
-pub use footprint::Pushes;
+pub use footprint::{Push, Pushes};
 use framed::Framed;
 pub use policy::Policy;
 use segment::Segment;

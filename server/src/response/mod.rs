@@ -39,7 +39,7 @@ use std::sync::{Arc, LazyLock};
 use bytes::Bytes;
 
 use unflat::head::{Head, Line, Persistence, Prefix, RequestMethod, Status};
-use unflat::queue::{Pushes, SharedRope, WriteQueue};
+use unflat::queue::{Push, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use crate::memory::{Full, Lease, Memory};
@@ -287,14 +287,7 @@ impl Writer {
         debug_assert!(status.code() < 200, "an interim status");
         let head = Head::new(status, RequestMethod::Other);
         let len = storage_size(&head, Encoding::Latin1);
-        lease.cover(
-            besides
-                + queue.footprint_after(Pushes {
-                    copied: len,
-                    framed: false,
-                    segments: 1,
-                }),
-        )?;
+        lease.cover(besides + queue.footprint_after(queue.pushes(Push::Copy(len))))?;
         encode(queue, &head, Encoding::Latin1);
         Ok(())
     }
@@ -349,16 +342,12 @@ impl Writer {
         };
         let head_len = storage_size(&head, Encoding::Latin1);
         let (pushes, transient) = match self.strategy {
-            Strategy::Direct => (bound::direct_pushes(queue.policy(), body), 0),
-            Strategy::Flatten => bound::flattened_pushes(queue.policy(), head_len, body),
+            Strategy::Direct => (bound::direct_pushes(queue, head_len, body), 0),
+            Strategy::Flatten => bound::flattened_pushes(queue, head_len, body),
         };
-        let after = queue.footprint_after(Pushes {
-            copied: head_len + pushes.copied,
-            segments: pushes.segments + 1,
-            ..pushes
-        });
+        let after = queue.footprint_after(pushes);
         lease.cover(besides + transient + after)?;
-        queue.reserve(head_len + pushes.copied);
+        queue.reserve(pushes.copied);
         match self.strategy {
             Strategy::Direct => direct::write(queue, &head, body),
             Strategy::Flatten => flatten::write(queue, &head, body, &self.memory)?,
