@@ -13,7 +13,7 @@ Prints on stdout, per variant, the median req/s and CPU µs per request
 (user + sys), each as a ratio to the first variant, and every run's req/s;
 progress (round k of N, time elapsed and left) goes to stderr. Writes no
 files. It takes ROUNDS × variants × SECONDS seconds, and needs wrk. Used
-for the measurements in docs/design.md and docs/results.md that are not
+for the measurements in docs/results/history.md and docs/results.md that are not
 the end-string suite's:
 
     cargo build --release

@@ -4,7 +4,7 @@
 //! memory (no sockets, one thread): a server and a client connection pass
 //! records to each other through a buffer. TLS 1.3, each provider's
 //! default suites, an ECDSA P-256 certificate made by rcgen. What chose the
-//! server's provider (docs/design.md, "HTTPS").
+//! server's provider (docs/results/history.md, "HTTPS").
 
 mod support;
 

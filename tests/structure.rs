@@ -11,11 +11,13 @@
 //! - **The map is whole.** Every source file under `encoder/src` and
 //!   `server/src` is in the map, and every file the map names exists.
 //!
-//! References are read from the source: `use` trees and `crate::`,
-//! `super::` and `self::` paths, with comments and string literals left
-//! out. A name a module imports or re-exports (`pub use x::Name`) resolves
-//! to the module it comes from, so a path through a `mod.rs`'s re-export
-//! counts as a reference to the file that defines it.
+//! References are read from the source: `use` trees (`crate::`, `super::`,
+//! `self::` or a child module's name first) and `crate::`, `super::` and
+//! `self::` paths, with comments, string literals and `#[cfg(test)]`
+//! modules left out. A name a module imports or re-exports
+//! (`pub use child::Name`) resolves to the module it comes from, so a
+//! path through a `mod.rs`'s re-export counts as a reference to the file
+//! that defines it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -182,9 +184,33 @@ fn code_only(source: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The inline modules of a file (`mod tests { … }`): each one's name and
-/// the byte range of its body.
-fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>)> {
+/// Whether the item at `start` (`mod x`, after any `pub`) is under
+/// `#[cfg(test)]`, among the attributes right before it.
+fn under_cfg_test(code: &str, start: usize) -> bool {
+    let mut before = code[..start].trim_end();
+    for vis in ["pub(crate)", "pub(super)", "pub"] {
+        if let Some(rest) = before.strip_suffix(vis) {
+            before = rest.trim_end();
+            break;
+        }
+    }
+    while before.ends_with(']') {
+        let Some(open) = before.rfind("#[") else {
+            return false;
+        };
+        let attr: String = before[open..].split_whitespace().collect();
+        if attr == "#[cfg(test)]" {
+            return true;
+        }
+        before = before[..open].trim_end();
+    }
+    false
+}
+
+/// The modules a file declares (`mod x;`, `mod tests { … }`): each one's
+/// name, the byte range of its body if it is inline, and whether it is
+/// under `#[cfg(test)]`.
+fn declared_modules(code: &str) -> Vec<(String, Option<std::ops::Range<usize>>, bool)> {
     let b = code.as_bytes();
     let mut found = Vec::new();
     let mut at = 0;
@@ -200,6 +226,11 @@ fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>)> {
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
         let after = rest[name.len()..].trim_start();
+        let test = under_cfg_test(code, start);
+        if !name.is_empty() && after.starts_with(';') {
+            found.push((name, None, test));
+            continue;
+        }
         if name.is_empty() || !after.starts_with('{') {
             continue;
         }
@@ -211,7 +242,7 @@ fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>)> {
                 b'}' => {
                     depth -= 1;
                     if depth == 0 {
-                        found.push((name.clone(), open..i));
+                        found.push((name.clone(), Some(open..i), test));
                         break;
                     }
                 }
@@ -220,6 +251,15 @@ fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>)> {
         }
     }
     found
+}
+
+/// The inline modules of a file (`mod tests { … }`): each one's name, the
+/// byte range of its body, and whether it is under `#[cfg(test)]`.
+fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>, bool)> {
+    declared_modules(code)
+        .into_iter()
+        .filter_map(|(name, body, test)| Some((name, body?, test)))
+        .collect()
 }
 
 /// The paths a `use` tree stands for: `a::{b, c::{d, self}}` gives
@@ -303,27 +343,62 @@ fn absolute(path: &[String], base: &[String]) -> Option<Vec<String>> {
 }
 
 impl Crate {
+    /// The crate whose sources are under `src` (`server/src`).
     fn read(src: &str) -> Crate {
         let mut files = BTreeMap::new();
         for file in sources(src) {
             if let Some(module) = module_of(src, &file) {
-                files.insert(module, file);
+                let text = fs::read_to_string(root().join(&file)).unwrap();
+                files.insert(module, (file, text));
             }
         }
+        Crate::from_sources(files)
+    }
+
+    /// The crate made of these modules, each with its file and its text.
+    fn from_sources(sources: BTreeMap<ModPath, (PathBuf, String)>) -> Crate {
         let mut krate = Crate {
-            files,
+            files: sources
+                .iter()
+                .map(|(m, (file, _))| (m.clone(), file.clone()))
+                .collect(),
             imports: BTreeMap::new(),
             references: BTreeMap::new(),
         };
         // Each file's code, its inline modules, and every path it writes,
         // with the module it is written in.
         let mut written: Vec<(ModPath, Vec<String>)> = Vec::new();
-        for (module, file) in krate.files.clone() {
-            let code = code_only(&fs::read_to_string(root().join(&file)).unwrap());
+        // Test code is left out: a module's tests may drive it through the
+        // crate's whole API (`crate::write` from a lower layer's tests),
+        // which is no dependency of the code that ships.
+        let test_files: Vec<ModPath> = sources
+            .iter()
+            .flat_map(|(module, (_, text))| {
+                declared_modules(&code_only(text))
+                    .into_iter()
+                    .filter(|(_, body, test)| body.is_none() && *test)
+                    .map(move |(name, _, _)| {
+                        let mut m = module.clone();
+                        m.push(name);
+                        m
+                    })
+            })
+            .collect();
+        for (module, (_, text)) in &sources {
+            if test_files.iter().any(|t| module.starts_with(t)) {
+                continue;
+            }
+            let module = module.clone();
+            let code = code_only(text);
             let inline = inline_modules(&code);
+            let in_test = |offset: usize| {
+                inline
+                    .iter()
+                    .any(|(_, range, test)| *test && range.contains(&offset))
+            };
             let base_at = |offset: usize| {
                 let mut base = module.clone();
-                for (name, range) in &inline {
+                for (name, range, _) in &inline {
                     if range.contains(&offset) {
                         base.push(name.clone());
                     }
@@ -335,7 +410,9 @@ impl Crate {
                 let start = at + p;
                 at = start + 4;
                 let b = code.as_bytes();
-                if start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_') {
+                if start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_')
+                    || in_test(start)
+                {
                     continue;
                 }
                 let Some(end) = code[start..].find(';') else {
@@ -343,7 +420,15 @@ impl Crate {
                 };
                 let tree = &code[start + 4..start + end];
                 let base = base_at(start);
-                for (path, name) in expand_use(tree) {
+                for (mut path, name) in expand_use(tree) {
+                    // `use child::Name` (a path relative to this module,
+                    // as in `pub use connection::READ_CHUNK`) is
+                    // `self::child::Name`.
+                    let mut child = base.clone();
+                    child.extend(path.first().cloned());
+                    if krate.files.contains_key(&child) {
+                        path.insert(0, "self".to_string());
+                    }
                     let Some(full) = absolute(&path, &base) else {
                         continue;
                     };
@@ -369,6 +454,7 @@ impl Crate {
                             || b[start - 1] == b'_'
                             || b[start - 1] == b'$'
                             || (b[start - 1] == b':' && word != "$crate::"))
+                        || in_test(start)
                     {
                         continue;
                     }
@@ -614,9 +700,12 @@ fn the_reader_resolves_paths_and_re_exports() {
     let code = code_only("let s = \"use crate::x;\"; // crate::y\nlet c = '{'; fn f<'a>() {}");
     assert!(!code.contains("crate::"), "{code}");
     assert!(code.contains("fn f<'a>() {}"), "{code}");
-    let inline = inline_modules("fn a() {}\nmod tests {\n    use super::*;\n}\n");
+    let inline = inline_modules("fn a() {}\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n");
     assert_eq!(inline.len(), 1);
-    assert_eq!(inline[0].0, "tests");
+    assert_eq!((inline[0].0.as_str(), inline[0].2), ("tests", true));
+    let declared = declared_modules("#[cfg(test)]\n#[allow(dead_code)]\nmod tests;\npub mod a;");
+    let flags: Vec<(&str, bool)> = declared.iter().map(|(n, _, t)| (n.as_str(), *t)).collect();
+    assert_eq!(flags, [("tests", true), ("a", false)]);
     // The server's net layer really does lean on session (a reference
     // found through `crate::session::…`), and no cycle is reported for it.
     let server = Crate::read("server/src");
@@ -630,4 +719,42 @@ fn the_reader_resolves_paths_and_re_exports() {
         ])),
         Some(vec!["a".to_string(), "b".to_string(), "a".to_string()])
     );
+}
+
+#[test]
+fn a_cycle_through_a_re_export_is_found() {
+    // `b` takes `CHUNK` through its parent's `pub use a::CHUNK`, and `a`
+    // uses `b`: the reference resolves to `a`, where `CHUNK` is defined.
+    let file = |m: &[&str], text: &str| {
+        let module: ModPath = m.iter().map(|s| s.to_string()).collect();
+        (module, (PathBuf::from(m.join("/")), text.to_string()))
+    };
+    let krate = Crate::from_sources(BTreeMap::from([
+        file(&[], "mod net;"),
+        file(&["net"], "mod a;\nmod b;\npub use a::{serve, CHUNK};"),
+        file(&["net", "a"], "use super::b;\npub const CHUNK: usize = 1;"),
+        file(&["net", "b"], "use super::CHUNK;"),
+    ]));
+    let net = ["net".to_string()];
+    assert_eq!(
+        krate.resolve(&["crate".into(), "net".into(), "CHUNK".into()], 0),
+        vec!["net".to_string(), "a".to_string()]
+    );
+    assert_eq!(
+        cycle(&krate.sibling_edges(&net)),
+        Some(vec!["a".to_string(), "b".to_string(), "a".to_string()])
+    );
+    // With `CHUNK` defined in the parent itself there is no cycle; nor is
+    // there one through test code (`b`'s tests, inline or in a file).
+    let krate = Crate::from_sources(BTreeMap::from([
+        file(&[], "mod net;"),
+        file(&["net"], "mod a;\nmod b;\npub const CHUNK: usize = 1;"),
+        file(&["net", "a"], "use super::{b, CHUNK};"),
+        file(
+            &["net", "b"],
+            "use super::CHUNK;\n#[cfg(test)]\nmod more;\n#[cfg(test)]\nmod tests {\n    use crate::net::a;\n}",
+        ),
+        file(&["net", "b", "more"], "use crate::net::a;"),
+    ]));
+    assert_eq!(cycle(&krate.sibling_edges(&net)), None);
 }

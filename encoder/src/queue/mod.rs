@@ -39,7 +39,7 @@
 //! (consecutive short chunks into one run), a longer one is shared. An iovec
 //! costs the kernel a segment to gather from memory the writer did not just
 //! touch; a copy costs a `memcpy`. Below the threshold the copy is cheaper
-//! (docs/design.md has the measurements).
+//! (docs/results/history.md, "Copy or share", has the measurements).
 //!
 //! The queue is a [`bytes::Buf`]: [`Buf::chunks_vectored`] gives the pending
 //! bytes as iovecs for `write_vectored`, and [`Buf::advance`] records how much

@@ -41,7 +41,7 @@ impl Policy {
     /// A short contiguous body costs no more copied than shared, a long one
     /// less shared, and ropey's chunks, always shorter than the threshold,
     /// are cheaper copied; hence 8 KiB. The threshold comes from the A/B of
-    /// the server's `--copy-below` (`benches/ab.py`, docs/design.md):
+    /// the server's `--copy-below` (`benches/ab.py`, docs/results/history.md):
     /// docs/measurements.md, "Copy or share". Frames of 64 KiB.
     pub const DEFAULT: Policy = Policy {
         copy_below: 8 * 1024,

@@ -57,12 +57,9 @@ use super::give_way::Registration;
 use super::idle;
 use super::shutdown::{Shutdown, Stopped};
 use super::tls::{self, Tls, TlsSocket};
-use super::{Connections, Ended, Socket};
+use super::{Connections, Ended, Socket, READ_CHUNK};
 use crate::memory::{Full, Lease};
 use crate::session::{Session, Step, Waiting};
-
-/// Bytes the input buffer is allocated with, and grows by when full.
-pub const READ_CHUNK: usize = 16 * 1024;
 
 /// Bytes a connection writes in one go before it lets the other tasks of
 /// its worker run: a peer that reads a long body as fast as it comes would

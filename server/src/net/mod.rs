@@ -28,13 +28,17 @@ use std::io;
 
 use unflat::queue::Policy;
 
-pub use connection::{flush, handle, lease, serve, READ_CHUNK};
+pub use connection::{flush, handle, lease, serve};
 pub use deadlines::Timeouts;
 pub use give_way::IdleConnections;
 pub use shutdown::Shutdown;
 pub use socket::{limit_unsent, Socket, UNSENT_MOST};
 
 use crate::session::Service;
+
+/// Bytes a connection's read buffer is allocated with, and grows by when
+/// full; here because the connection and the idle pool both size by it.
+pub const READ_CHUNK: usize = 16 * 1024;
 
 /// What every connection shares: the service its sessions answer with, its
 /// timeouts, and the write queue's copy-or-share policy.

@@ -9,8 +9,8 @@
 //!
 //! Writes use `sendmsg` rather than `writev`: for a socket the two do the
 //! same, and `sendmsg` skips the file layer's work per call (the
-//! measurement is in docs/design.md, "What a request costs besides the
-//! kernel").
+//! measurement is in docs/results/history.md, "What a request costs
+//! besides the kernel").
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;

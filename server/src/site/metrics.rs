@@ -10,8 +10,8 @@
 //! bytes written) live in one [`Shard`] per worker thread, on cache lines
 //! of their own, and a scrape sums the shards. A cache line written by
 //! every core on every request is what stops a server scaling to many
-//! cores; a shard is written by its thread only (docs/design.md, "Scaling
-//! to many cores"). Statuses other than the common ones ([`COMMON`]) are
+//! cores; a shard is written by its thread only (docs/results/history.md,
+//! "Scaling to many cores"). Statuses other than the common ones ([`COMMON`]) are
 //! counted in one shared table: a rare status costs a shared write. A scrape reads them and writes
 //! the OpenMetrics text format, which Prometheus reads, through
 //! `prometheus-client`'s [`Collector`]: only the (route, status) pairs seen

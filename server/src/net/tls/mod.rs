@@ -3,7 +3,7 @@
 //!
 //! rustls with the crypto provider `--tls-provider` names ([`Provider`]:
 //! aws-lc-rs by default, chosen over *ring* by the `tls-providers` bench,
-//! docs/design.md, "HTTPS"), its safe defaults (TLS 1.2 and 1.3), ALPN
+//! docs/results/history.md, "HTTPS"), its safe defaults (TLS 1.2 and 1.3), ALPN
 //! `http/1.1`. After the handshake a connection is served
 //! exactly as a cleartext one ([`serve`](super::serve)): the write
 //! queue's slices — the encoded head, shared bodies, streamed frames — go to
@@ -54,7 +54,7 @@ use super::Socket;
 /// yet, while the connection's lease covers them, and so the most
 /// plaintext one vectored write hands it: a 100 KiB response then leaves in
 /// one socket write, as in cleartext, where rustls's default of 64 KiB took
-/// two (strace, docs/design.md).
+/// two (strace, docs/results/history.md, "HTTPS").
 pub const RECORDS_HELD: usize = 256 * 1024;
 
 /// One TLS record on the wire at its largest: 16 KiB of plaintext, the

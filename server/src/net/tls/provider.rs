@@ -1,6 +1,7 @@
 //! `--tls-provider`: the rustls crypto provider HTTPS is built on, aws-lc-rs
-//! (the default, chosen by the `tls-providers` bench: docs/design.md,
-//! "HTTPS") or *ring*, so that the two can be measured under load as well.
+//! (the default, chosen by the `tls-providers` bench:
+//! docs/results/history.md, "HTTPS") or *ring*, so that the two can be
+//! measured under load as well.
 
 use rustls::crypto::CryptoProvider;
 
