@@ -9,6 +9,8 @@
 //! The layers, from the bottom up; each uses only those below it
 //! (docs/design.md has the map of every file):
 //!
+//! - [`clock`]: the one clock, coarse and monotonic, for deadlines and
+//!   latency alike;
 //! - [`units`]: sizes as users write them, in flags and URLs;
 //! - [`log`]: stderr's lines through a bounded buffer, so that logging
 //!   never blocks serving;
@@ -29,6 +31,7 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod h1;
 pub mod log;

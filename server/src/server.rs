@@ -173,7 +173,7 @@ impl Server {
         let permits = Arc::new(Semaphore::new(self.stack.config.max_connections));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.stack.config.worker_threads())
-            // IO only: the timers are the server's own (`net/clock.rs`),
+            // IO only: the timers are the server's own (`net/timers.rs`),
             // and a time driver would cost every worker's park.
             .enable_io()
             .build()?;
@@ -335,7 +335,7 @@ async fn accept_loop(
                         if let Some(more) = failing.occurred() {
                             warn!("accept failed: {e}{more}");
                         }
-                        net::clock::sleep(Duration::from_millis(50)).await;
+                        net::timers::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 },
@@ -352,7 +352,7 @@ async fn accept_loop(
                 stack.connections.idle.ask_longest_idle();
                 tokio::select! {
                     p = permits.clone().acquire_owned() => break p.ok(),
-                    () = net::clock::sleep(ASK_AGAIN) => {}
+                    () = net::timers::sleep(ASK_AGAIN) => {}
                     () = stopped.as_mut() => break None,
                 }
             };
@@ -378,7 +378,7 @@ async fn accept_loop(
     );
     let grace = stack.config.grace;
     let drained = tokio::select! {
-        drained = net::clock::timeout(grace, async {
+        drained = net::timers::timeout(grace, async {
             while connections.join_next().await.is_some() {}
         }) => drained.is_ok(),
         () = cut.notified() => {

@@ -29,7 +29,7 @@
 //! until the socket is readable, and holds only its task and its state.
 //!
 //! Timeouts cost little per request: the connection has **one** timer
-//! (`clock.rs`: no tokio timer, and no time driver in the runtime),
+//! (`timers.rs`: no tokio timer, and no time driver in the runtime),
 //! moved only when a deadline comes earlier than it is set for (the
 //! deadlines, and why, are `deadlines.rs`'s), and a write arms it only when
 //! the socket cannot take the bytes at once. The shutdown future is pinned
@@ -51,13 +51,14 @@ use tokio::net::TcpStream;
 use tracing::debug;
 use unflat::queue::{WriteQueue, IOV_MAX};
 
-use super::clock::{Instant, Timer};
 use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
 use super::idle;
 use super::shutdown::{Shutdown, Stopped};
+use super::timers::Timer;
 use super::tls::{self, Tls, TlsSocket};
 use super::{Connections, Ended, Socket, READ_CHUNK};
+use crate::clock::Moment;
 use crate::memory::{Full, Lease};
 use crate::session::{Session, Step, Waiting};
 
@@ -193,7 +194,7 @@ pub async fn serve<S: Socket>(
         // Between requests, at the connection limit, it gives way.
         let idle = waiting == Waiting::Idle;
         if idle {
-            registration.idle(Instant::now());
+            registration.idle(Moment::now());
         }
         let read = c.read(waiting, deadline, &timer, &registration, stopped.as_mut());
         let read = read.await;
@@ -273,7 +274,7 @@ impl<'a, S: Socket> Connection<'a, S> {
     async fn read(
         &mut self,
         waiting: Waiting,
-        deadline: Instant,
+        deadline: Moment,
         timer: &Timer,
         registration: &Registration<'_>,
         mut stopped: Pin<&mut Stopped<'_>>,

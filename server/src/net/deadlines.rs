@@ -2,7 +2,7 @@
 //! to send a request head or body, stay idle, or leave a write untaken
 //! ([`Timeouts`]); the deadline each wait gets ([`Deadlines`]); and the
 //! send timeout around a write ([`in_time`]). The connection's one
-//! [`Timer`] follows them (`clock.rs`). The TLS handshake's deadline is
+//! [`Timer`] follows them (`timers.rs`). The TLS handshake's deadline is
 //! [`Timeouts::handshake`], applied around the handshake (`tls/`).
 //!
 //! **No timer work for a request that arrives in time.** Between requests
@@ -18,8 +18,9 @@ use std::io;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::clock::{Instant, Timer};
+use super::timers::Timer;
 use super::{Ended, Socket};
+use crate::clock::Moment;
 use crate::session::Waiting;
 
 /// The connection's timeouts.
@@ -66,10 +67,10 @@ impl Timeouts {
 /// body, also when its payload last grew.
 #[derive(Debug, Default)]
 pub(super) struct Deadlines {
-    head: Option<(u64, Instant)>,
-    body: Option<(u64, Instant)>,
+    head: Option<(u64, Moment)>,
+    body: Option<(u64, Moment)>,
     /// Payload bytes of the body as last seen, and when they last grew.
-    progress: (u64, Option<Instant>),
+    progress: (u64, Option<Moment>),
 }
 
 impl Deadlines {
@@ -85,9 +86,9 @@ impl Deadlines {
     ///   is, would let one byte per timeout hold a connection forever;
     ///   credit alone would let a client that sent a large body fast buy
     ///   as long a silence. Framing earns nothing.
-    pub(super) fn next(&mut self, waiting: Waiting, served: u64, t: &Timeouts) -> Instant {
-        let now = Instant::now();
-        let began = |slot: &mut Option<(u64, Instant)>| match *slot {
+    pub(super) fn next(&mut self, waiting: Waiting, served: u64, t: &Timeouts) -> Moment {
+        let now = Moment::now();
+        let began = |slot: &mut Option<(u64, Moment)>| match *slot {
             Some((n, t)) if n == served => t,
             _ => slot.insert((served, now)).1,
         };
@@ -122,13 +123,13 @@ pub(super) async fn in_time<S: Socket, T>(
     io: &mut S,
     mut op: impl FnMut(&mut S, &mut Context<'_>) -> Poll<io::Result<T>>,
 ) -> Result<T, Ended> {
-    let mut waiting: Option<(Instant, Option<u64>)> = None;
+    let mut waiting: Option<(Moment, Option<u64>)> = None;
     poll_fn(|cx| loop {
         if let Poll::Ready(r) = op(io, cx) {
             return Poll::Ready(r.map_err(Ended::from));
         }
         let (deadline, acked) =
-            *waiting.get_or_insert_with(|| (Instant::in_(send_timeout), io.acknowledged()));
+            *waiting.get_or_insert_with(|| (Moment::in_(send_timeout), io.acknowledged()));
         if timer.poll_passed(deadline, cx).is_pending() {
             return Poll::Pending;
         }
@@ -137,7 +138,7 @@ pub(super) async fn in_time<S: Socket, T>(
             return Poll::Ready(Err(Ended::SendTimeout));
         }
         // Acknowledged since: a new deadline from now, then poll again.
-        waiting = Some((Instant::in_(send_timeout), now));
+        waiting = Some((Moment::in_(send_timeout), now));
     })
     .await
 }

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
 
-use super::clock::Instant;
+use crate::clock::Moment;
 
 /// Every open connection's slot.
 #[derive(Debug, Default)]
@@ -98,7 +98,7 @@ impl IdleConnections {
 
 impl Registration<'_> {
     /// The connection waits for its next request, from `now`.
-    pub fn idle(&self, now: Instant) {
+    pub fn idle(&self, now: Moment) {
         self.slot
             .idle_since
             .store(now.millis() + 1, Ordering::Relaxed);
@@ -143,7 +143,7 @@ mod tests {
     fn the_longest_idle_is_asked_and_the_busy_never() {
         let set = IdleConnections::default();
         let (a, b, c) = (set.register(), set.register(), set.register());
-        let at = |ms| Instant::now().after(std::time::Duration::from_millis(ms));
+        let at = |ms| Moment::now().after(std::time::Duration::from_millis(ms));
         b.idle(at(10));
         c.idle(at(20));
         a.idle(at(0));

@@ -7,7 +7,7 @@
 //! - `socket.rs`: the [`Socket`] trait and its TCP implementation;
 //! - `acked.rs`: what the peer has acknowledged, for the send timeout;
 //! - `tls/`: HTTPS — the certificate, the handshake, the TLS socket;
-//! - `clock.rs`: the coarse clock, and the timers its one thread fires;
+//! - `timers.rs`: the timers, fired by one thread on the coarse clock;
 //! - `deadlines.rs`: every timeout and the deadline each wait gets;
 //! - `connection.rs`: serving one connection, read to write;
 //! - `idle.rs`: the buffers an idle connection puts away, pooled per worker;
@@ -15,13 +15,13 @@
 //! - `shutdown.rs`: the signal that stops the connections.
 
 mod acked;
-pub mod clock;
 mod connection;
 mod deadlines;
 mod give_way;
 mod idle;
 pub mod shutdown;
 mod socket;
+pub mod timers;
 pub mod tls;
 
 use std::io;

@@ -3,14 +3,15 @@
 //! (`--access-log-format`):
 //!
 //! ```text
-//! 2026-12-01T04:07:12.215216Z access peer=127.0.0.1:53844 method=GET target=/end-string/3?kind=%74wobyte version=HTTP/1.1 host="localhost:3000" status=200 bytes=9 duration_us=221 referer="-" user_agent="curl/8.5.0"
+//! 2026-12-01T04:07:12.215216Z access peer=127.0.0.1:53844 method=GET target=/end-string/3?kind=%74wobyte version=HTTP/1.1 host="localhost:3000" status=200 bytes=9 duration_us=4000 referer="-" user_agent="curl/8.5.0"
 //! 127.0.0.1 - - [01/Dec/2026:04:07:12 +0000] "GET /end-string/3?kind=%74wobyte HTTP/1.1" 200 9 "-" "curl/8.5.0"
 //! ```
 //!
 //! The second is the Combined Log Format, which log tooling (GoAccess,
 //! AWStats, every web-log parser) already reads. `duration_us` runs from
 //! the complete request head to the response's last byte taken by the
-//! socket.
+//! socket, on the server's one clock (`crate::clock`): in steps of its
+//! tick, as nginx's `$request_time` is in its cached time's.
 //!
 //! Written by the server itself rather than as a `tracing` event: the
 //! formatter escapes a message character by character, which made a line
@@ -32,7 +33,9 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
+
+use crate::clock::Moment;
 
 /// The format of the access log's lines (`--access-log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -84,7 +87,7 @@ struct Noted {
     text: String,
     ends: [usize; 6],
     /// When its head was complete.
-    began: Instant,
+    began: Moment,
 }
 
 /// A line waiting for its response's last byte.
@@ -94,7 +97,7 @@ struct Waiting {
     end: u64,
     /// Where the line ends in `Log::text`.
     at: usize,
-    began: Instant,
+    began: Moment,
 }
 
 impl AccessLog {
@@ -118,7 +121,7 @@ impl AccessLog {
                     request: Noted {
                         text: String::with_capacity(line),
                         ends: [0; 6],
-                        began: Instant::now(),
+                        began: Moment::now(),
                     },
                     text: String::with_capacity(LINES_WAITING * line),
                     waiting: VecDeque::with_capacity(LINES_WAITING),
@@ -169,7 +172,7 @@ impl AccessLog {
         push(3, &mut n.text, field("host"));
         push(4, &mut n.text, field("referer"));
         push(5, &mut n.text, field("user-agent"));
-        n.began = Instant::now();
+        n.began = Moment::now();
     }
 
     /// Renders the line of the response to the noted request, which ends
@@ -265,7 +268,7 @@ impl Log {
                     out,
                     "{}{before} duration_us={}{after}",
                     humantime::format_rfc3339_micros(SystemTime::now()),
-                    w.began.elapsed().as_micros()
+                    Moment::now().since(w.began).as_micros()
                 );
             }
             LogFormat::Combined => out.push_str(line),

@@ -48,14 +48,15 @@ use access::AccessLog;
 pub use access::LogFormat;
 use buffers::Outside;
 
+use crate::clock::Moment;
 use crate::h1::{
     begins_head_request, parse_head, BodyDecoder, BodyLimits, HeadLimits, Parsed, Reject,
     FIELDS_CAP,
 };
 use crate::memory::{Full, Lease, Memory};
 use crate::response::{Exchange, Writer, Written};
-use crate::site::{self, Finished, Job, Reply, Stamp};
-use crate::site::{Body, Memo, ReplyContext, Route, Site};
+use crate::site::{Built, Memo, ReplyContext, Route, Site};
+use crate::site::{Finished, Job, Reply};
 
 /// What every session shares: the site it answers for, the writer of its
 /// responses, the memory account, and the limits of its protocol.
@@ -147,7 +148,7 @@ enum State {
 /// it was, how its body is framed, how many fields it had (the trailers
 /// share the head's limits), and whether it expects `100 Continue`.
 #[derive(Clone, Copy, Debug)]
-struct Framed {
+struct HeadFacts {
     len: usize,
     framing: Framing,
     fields: usize,
@@ -199,14 +200,14 @@ pub struct Session {
     outside: Outside,
     /// The bodies queued responses reference, each with the position in the
     /// queue's output where its response ends.
-    referenced: VecDeque<(u64, Arc<Body>)>,
+    referenced: VecDeque<(u64, Arc<Built>)>,
     /// With `--access-log`: the peer, and the request being answered.
     log: AccessLog,
     /// When the head of the request being answered was complete (or the
     /// request refused), on the latency histogram's coarse clock.
-    began: Stamp,
+    began: Moment,
     /// That clock, read as the current call began.
-    now: Stamp,
+    now: Moment,
 }
 
 impl Session {
@@ -234,8 +235,8 @@ impl Session {
                 sending: 0,
             },
             referenced: VecDeque::new(),
-            began: Stamp::default(),
-            now: Stamp::default(),
+            began: Moment::default(),
+            now: Moment::default(),
             log: AccessLog::new(
                 service.limits.access_log,
                 service.limits.access_log_format,
@@ -296,7 +297,7 @@ impl Session {
         // One clock read per call, however many requests it answers: the
         // latency histogram's clock ticks in milliseconds, and what one
         // call answers takes microseconds.
-        self.now = site::now();
+        self.now = Moment::now();
         self.release_written(queue);
         let copied_before = queue.copied_len();
         loop {
@@ -393,7 +394,7 @@ impl Session {
         };
         self.noted(head.method, head.target, version, head.fields);
         let exchange = self.exchange(service, head.wants_keep_alive, head.is_head());
-        let framed = Framed {
+        let framed = HeadFacts {
             len: head.len,
             framing: head.framing,
             fields: head.fields.len(),
@@ -419,7 +420,7 @@ impl Session {
         queue: &mut WriteQueue,
         service: &Service,
         mut pending: Pending,
-        framed: Framed,
+        framed: HeadFacts,
     ) -> State {
         input.advance(framed.len);
         // What the reply made from the head (the echo's JSON so far, an
@@ -678,7 +679,7 @@ impl Session {
         service: &Service,
         full: Full,
     ) {
-        self.now = site::now();
+        self.now = Moment::now();
         let (head_request, route) = match std::mem::replace(&mut self.state, State::Closed) {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.route),
             _ => {
@@ -694,7 +695,7 @@ impl Session {
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
     /// that did not arrive in time; the connection then closes.
     pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, service: &Service) {
-        self.now = site::now();
+        self.now = Moment::now();
         let (reason, head_request, about) = match std::mem::replace(&mut self.state, State::Closed)
         {
             State::Body { pending, .. } => (

@@ -1,7 +1,7 @@
 //! The bodies the routes send: built once off the async workers, shared,
 //! cached, and counted in the memory account (what a body is: `body.rs`).
 //!
-//! **Counted once, kept alive by who uses it.** Each [`Body`] carries the
+//! **Counted once, kept alive by who uses it.** Each [`Built`] carries the
 //! [`Charge`] of its memory: the cache and every response that references
 //! it hold the same `Arc`, and the charge is given back when the last of
 //! them lets go. The cache keeps at most `--cache-bytes` of them; an
@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::{Notify, Semaphore};
 
-use super::body::{Body, BodyKey, Key};
+use super::body::{BodyKey, Built, Key};
 use crate::memory::{Charge, Full, Memory, Part, Reclaim};
 
 /// Entries one call of [`Reclaim::reclaim`] looks at, at most: bounded so
@@ -53,13 +53,13 @@ pub enum Unavailable {
 /// One build in flight, and its result for everyone waiting on it.
 #[derive(Debug, Default)]
 struct Flight {
-    done: OnceLock<Result<Arc<Body>, Unavailable>>,
+    done: OnceLock<Result<Arc<Built>, Unavailable>>,
     finished: Notify,
 }
 
 impl Flight {
     /// Waits for the build's result (without holding a thread).
-    async fn wait(&self) -> Result<Arc<Body>, Unavailable> {
+    async fn wait(&self) -> Result<Arc<Built>, Unavailable> {
         loop {
             let finished = self.finished.notified();
             tokio::pin!(finished);
@@ -73,7 +73,7 @@ impl Flight {
         }
     }
 
-    fn finish(&self, result: Result<Arc<Body>, Unavailable>) {
+    fn finish(&self, result: Result<Arc<Built>, Unavailable>) {
         let _ = self.done.set(result);
         self.finished.notify_waiters();
     }
@@ -96,7 +96,7 @@ pub struct Bodies {
 
 #[derive(Debug, Default)]
 struct State {
-    cache: HashMap<BodyKey, Arc<Body>>,
+    cache: HashMap<BodyKey, Arc<Built>>,
     /// The clock: oldest first.
     order: VecDeque<BodyKey>,
     bytes: usize,
@@ -107,7 +107,7 @@ struct State {
 /// for it again takes no lock, and the memo keeps nothing alive.
 #[derive(Debug, Default)]
 pub struct Memo {
-    last: Option<(Key, Weak<Body>)>,
+    last: Option<(Key, Weak<Built>)>,
 }
 
 impl Bodies {
@@ -139,7 +139,7 @@ impl Bodies {
     /// The `/end-string` body for `key` if it is at hand: from `memo` when
     /// it still points at it, else from the cache (which `memo` then
     /// remembers).
-    pub fn text(&self, key: Key, memo: &mut Memo) -> Option<Arc<Body>> {
+    pub fn text(&self, key: Key, memo: &mut Memo) -> Option<Arc<Built>> {
         if let Some((k, body)) = &memo.last {
             if *k == key {
                 if let Some(body) = body.upgrade() {
@@ -154,7 +154,7 @@ impl Bodies {
     }
 
     /// The body for `key` if the cache holds it.
-    pub fn cached(&self, key: BodyKey) -> Option<Arc<Body>> {
+    pub fn cached(&self, key: BodyKey) -> Option<Arc<Built>> {
         let body = self.lock().cache.get(&key).cloned()?;
         body.touch();
         Some(body)
@@ -183,7 +183,7 @@ impl Bodies {
     /// who asks while it is being built. Charged before the build begins
     /// (the cache giving way first when the account is full); refused when
     /// even then there is no room.
-    pub async fn get(self: Arc<Self>, key: BodyKey) -> Result<Arc<Body>, Unavailable> {
+    pub async fn get(self: Arc<Self>, key: BodyKey) -> Result<Arc<Built>, Unavailable> {
         if let Some(found) = self.find(key) {
             return found.await_flight().await;
         }
@@ -239,7 +239,7 @@ impl Bodies {
         let result = match built {
             Ok(text) => {
                 charge.settle(Part::Bodies, key.footprint());
-                Ok(Arc::new(Body::new(text, key.len(), charge)))
+                Ok(Arc::new(Built::new(text, key.len(), charge)))
             }
             Err(_) => Err(Unavailable::Failed),
         };
@@ -255,7 +255,7 @@ impl Bodies {
 
     /// Caches `body`, evicting by the clock to stay within `--cache-bytes`;
     /// a body larger than that is not kept.
-    fn keep(&self, state: &mut State, key: BodyKey, body: &Arc<Body>) {
+    fn keep(&self, state: &mut State, key: BodyKey, body: &Arc<Built>) {
         let size = body.charged();
         if size > self.cache_bytes {
             return;
@@ -287,12 +287,12 @@ impl Bodies {
 
 /// What [`Bodies::find`] found.
 enum Found {
-    Cached(Arc<Body>),
+    Cached(Arc<Built>),
     Building(Arc<Flight>),
 }
 
 impl Found {
-    async fn await_flight(self) -> Result<Arc<Body>, Unavailable> {
+    async fn await_flight(self) -> Result<Arc<Built>, Unavailable> {
         match self {
             Found::Cached(body) => Ok(body),
             Found::Building(flight) => flight.wait().await,
@@ -472,7 +472,7 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let got: Vec<Arc<Body>> = rt.block_on(async {
+        let got: Vec<Arc<Built>> = rt.block_on(async {
             // The one build slot taken: the build waits until all 20 ask.
             let slot = bodies.builders.clone().try_acquire_owned().unwrap();
             let waiters: Vec<_> = (0..20)

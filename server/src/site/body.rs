@@ -213,7 +213,7 @@ impl std::fmt::Debug for Text {
 /// A body, its length on the wire (the `Content-Length`, so that no request
 /// pays for measuring it), and the charge of its memory.
 #[derive(Debug)]
-pub struct Body {
+pub struct Built {
     /// The text or payload.
     pub text: Text,
     /// Its length on the wire.
@@ -225,10 +225,10 @@ pub struct Body {
     used: AtomicBool,
 }
 
-impl Body {
+impl Built {
     /// A body of `text`, `len` bytes on the wire, its memory `charge`d.
-    pub(crate) fn new(text: Text, len: usize, charge: Charge) -> Body {
-        Body {
+    pub(crate) fn new(text: Text, len: usize, charge: Charge) -> Built {
+        Built {
             text,
             len,
             charge,

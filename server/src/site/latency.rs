@@ -5,7 +5,7 @@
 //! its own shard (part of the counters' shard): one bucket add and one sum
 //! add per response, on lines no other core writes.
 //!
-//! **The clock is the kernel's coarse one** ([`now`]), read once per call
+//! **The clock is the kernel's coarse one** (`crate::clock`), read once per call
 //! of the session, not per request: two reads per request of the precise
 //! clock cost about 190 instructions, 3 to 6 % of a request
 //! (docs/operations.md). Its resolution is the kernel's tick (1 to 4 ms),
@@ -29,37 +29,6 @@ const BOUNDS_US: [u64; 11] = [
     5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
     10_000_000,
 ];
-
-/// A moment on the coarse monotonic clock, in microseconds since an
-/// arbitrary start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stamp(u64);
-
-impl Stamp {
-    /// The time from `earlier` to `self` (none if `earlier` is later).
-    pub fn since(self, earlier: Stamp) -> Duration {
-        Duration::from_micros(self.0.saturating_sub(earlier.0))
-    }
-}
-
-/// Now, on the kernel's coarse monotonic clock (Linux's
-/// `CLOCK_MONOTONIC_COARSE`; elsewhere the precise one).
-#[cfg(target_os = "linux")]
-pub fn now() -> Stamp {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
-    let us = u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000
-        + u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000;
-    Stamp(us)
-}
-
-/// Now, on the precise monotonic clock (no coarse one here).
-#[cfg(not(target_os = "linux"))]
-pub fn now() -> Stamp {
-    use std::sync::OnceLock;
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    let start = *START.get_or_init(std::time::Instant::now);
-    Stamp(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX))
-}
 
 /// Buckets, the last for what is above every bound (`+Inf`).
 const BUCKETS: usize = BOUNDS_US.len() + 1;
@@ -181,14 +150,5 @@ mod tests {
             10_001
         );
         assert_eq!(class(Status::CONTINUE), 0);
-    }
-
-    #[test]
-    fn the_coarse_clock_moves_forward() {
-        let a = now();
-        std::thread::sleep(Duration::from_millis(30));
-        let took = now().since(a);
-        assert!(took >= Duration::from_millis(20), "{took:?}");
-        assert_eq!(a.since(now()), Duration::ZERO);
     }
 }

@@ -27,10 +27,9 @@ use std::sync::Arc;
 use unflat::head::{Line, Status};
 
 pub use bodies::Memo;
-pub use body::Body;
+pub use body::Built;
 pub use exposition::Exposition;
 pub use job::{Finished, Job};
-pub use latency::{now, Stamp};
 pub use metrics::{Metrics, OpenConnection};
 pub use reply::{Reply, ReplyContext};
 pub use routes::Route;

@@ -16,7 +16,7 @@ use unflat::head::Status;
 use unflat::queue::WriteQueue;
 
 use super::bodies::{Memo, Unavailable};
-use super::body::{Body as Built, BodyKey, Text};
+use super::body::{BodyKey, Built, Text};
 use super::echo::EchoJson;
 use super::exposition::Exposition;
 use super::job::Job;

@@ -176,7 +176,7 @@ pub async fn handshake(
     peer: SocketAddr,
     timeout: Duration,
 ) -> Option<TlsStream<TcpStream>> {
-    let accepted = super::clock::timeout(timeout, async {
+    let accepted = super::timers::timeout(timeout, async {
         if speaks_plain_http(&stream).await {
             refuse_plain_http(stream, peer).await;
             return None;

@@ -1,5 +1,5 @@
-//! The server's timers: a coarse monotonic clock, and one thread for the
-//! whole process that wakes the tasks whose deadline has come.
+//! The server's timers: one thread for the whole process that wakes the
+//! tasks whose deadline has come, on the coarse clock (`crate::clock`).
 //!
 //! **Why not tokio's timers.** A runtime with tokio's time driver pays for
 //! it every time a worker parks — its wheel locked and polled, the clock
@@ -34,77 +34,15 @@ use std::time::Duration;
 
 use atomic_waker::AtomicWaker;
 
+use crate::clock::Moment;
+
 /// How long the clock thread waits at least between two scans: the most a
 /// deadline fires late, and what bounds the scans to a hundred a second
 /// however many timers there are.
 pub const TICK: Duration = Duration::from_millis(10);
 
-/// An instant on the server's clock: milliseconds of the coarse monotonic
-/// clock (`CLOCK_MONOTONIC_COARSE` on Linux: read without a system call and
-/// without the time-stamp counter), since a point fixed when the process
-/// first read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Instant(u64);
-
 /// No deadline: what an entry holds when it is not armed, or has fired.
 const UNARMED: u64 = u64::MAX;
-
-impl Instant {
-    /// Now.
-    pub fn now() -> Instant {
-        Instant(millis())
-    }
-
-    /// `d` later, saturating (a deadline past the clock's range never comes).
-    pub fn after(self, d: Duration) -> Instant {
-        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        Instant(self.0.saturating_add(ms).min(UNARMED - 1))
-    }
-
-    /// `d` from now.
-    pub fn in_(d: Duration) -> Instant {
-        Instant::now().after(d)
-    }
-
-    /// Milliseconds since the clock's start.
-    pub fn millis(self) -> u64 {
-        self.0
-    }
-
-    /// How long after `earlier` this is (zero if it is not after it).
-    pub fn since(self, earlier: Instant) -> Duration {
-        Duration::from_millis(self.0.saturating_sub(earlier.0))
-    }
-}
-
-/// The coarse monotonic clock in milliseconds.
-#[cfg(target_os = "linux")]
-fn millis() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
-    let ms = u64::try_from(t.tv_sec).unwrap_or(0) * 1000
-        + u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;
-    ms.saturating_sub(epoch())
-}
-
-/// The monotonic clock in milliseconds.
-#[cfg(not(target_os = "linux"))]
-fn millis() -> u64 {
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    let start = *START.get_or_init(std::time::Instant::now);
-    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The clock's reading when the process first read it, so that instants
-/// start near zero (and `UNARMED` is out of reach).
-#[cfg(target_os = "linux")]
-fn epoch() -> u64 {
-    static EPOCH: OnceLock<u64> = OnceLock::new();
-    *EPOCH.get_or_init(|| {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
-        // A second before now, so that no instant read later is zero.
-        (u64::try_from(t.tv_sec).unwrap_or(0) * 1000).saturating_sub(1000)
-    })
-}
 
 /// What the clock thread and one timer share.
 #[derive(Debug)]
@@ -172,7 +110,7 @@ fn run(wheel: &'static Wheel) {
         // a timer armed meanwhile finds its deadline earlier and wakes the
         // thread (`Timer::arm`), whose park below then returns at once.
         wheel.next.store(UNARMED, Ordering::SeqCst);
-        let scanned = millis();
+        let scanned = Moment::now().millis();
         let mut earliest = UNARMED;
         {
             let mut entries = wheel.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,7 +143,7 @@ fn run(wheel: &'static Wheel) {
                 continue;
             }
             let wake = next.max(scanned + tick);
-            let now = millis();
+            let now = Moment::now().millis();
             if now >= wake {
                 break;
             }
@@ -249,12 +187,12 @@ impl Timer {
     /// it would fire later (or not at all): a later deadline is seen when
     /// the timer fires early ([`Timer::poll_passed`]).
     #[inline]
-    pub fn arm(&self, deadline: Instant) {
+    pub fn arm(&self, deadline: Moment) {
         let at = self.entry.at.load(Ordering::Relaxed);
-        if deadline.0 < at {
-            self.entry.at.store(deadline.0, Ordering::Release);
+        if deadline.millis() < at {
+            self.entry.at.store(deadline.millis(), Ordering::Release);
             let wheel = wheel();
-            if deadline.0 < wheel.next.fetch_min(deadline.0, Ordering::SeqCst) {
+            if deadline.millis() < wheel.next.fetch_min(deadline.millis(), Ordering::SeqCst) {
                 wheel.thread.unpark();
             }
         }
@@ -262,12 +200,12 @@ impl Timer {
 
     /// Ready once `deadline` has come; the timer is armed for it if it
     /// would fire later, and moved to it if it fires early.
-    pub fn poll_passed(&self, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+    pub fn poll_passed(&self, deadline: Moment, cx: &mut Context<'_>) -> Poll<()> {
         let e = &self.entry;
         let at = e.at.load(Ordering::Acquire);
-        if at > deadline.0 {
+        if at > deadline.millis() {
             // Unarmed, fired early, or set for later: the clock decides.
-            if Instant::now() >= deadline {
+            if Moment::now() >= deadline {
                 return Poll::Ready(());
             }
             self.arm(deadline);
@@ -276,7 +214,7 @@ impl Timer {
         // Fired between the first look and the registration: the wake may
         // have found no waker, so look at the clock again.
         if e.at.load(Ordering::Acquire) == UNARMED {
-            if Instant::now() >= deadline {
+            if Moment::now() >= deadline {
                 return Poll::Ready(());
             }
             self.arm(deadline);
@@ -285,7 +223,7 @@ impl Timer {
     }
 
     /// Completes once `deadline` has come.
-    pub async fn passed(&self, deadline: Instant) {
+    pub async fn passed(&self, deadline: Moment) {
         poll_fn(|cx| self.poll_passed(deadline, cx)).await
     }
 }
@@ -301,12 +239,12 @@ impl Drop for Timer {
 
 /// Completes after `d`.
 pub async fn sleep(d: Duration) {
-    Timer::new().passed(Instant::in_(d)).await
+    Timer::new().passed(Moment::in_(d)).await
 }
 
 /// `fut`'s output, or `Err(Elapsed)` if `d` passes first.
 pub async fn timeout<F: Future>(d: Duration, fut: F) -> Result<F::Output, Elapsed> {
-    let deadline = Instant::in_(d);
+    let deadline = Moment::in_(d);
     let timer = Timer::new();
     let mut fut = std::pin::pin!(fut);
     poll_fn(|cx| {
@@ -327,10 +265,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn instants_are_ordered_and_saturate() {
-        let now = Instant::now();
+    fn a_deadline_never_reaches_unarmed() {
+        let now = Moment::now();
         assert!(now.after(Duration::from_millis(5)) > now);
-        assert_eq!(now.after(Duration::MAX).0, UNARMED - 1);
+        assert!(now.after(Duration::MAX).millis() < UNARMED);
         assert_eq!(now.since(now.after(Duration::from_secs(1))), Duration::ZERO);
     }
 
@@ -346,9 +284,9 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_timer_armed_early_fires_at_the_later_deadline() {
         let timer = Timer::new();
-        timer.arm(Instant::in_(Duration::from_millis(10)));
+        timer.arm(Moment::in_(Duration::from_millis(10)));
         let start = std::time::Instant::now();
-        timer.passed(Instant::in_(Duration::from_millis(80))).await;
+        timer.passed(Moment::in_(Duration::from_millis(80))).await;
         assert!(start.elapsed() >= Duration::from_millis(75));
     }
 
@@ -367,7 +305,7 @@ mod tests {
         let weak: Vec<_> = (0..100)
             .map(|_| {
                 let t = Timer::new();
-                t.arm(Instant::in_(Duration::from_millis(1)));
+                t.arm(Moment::in_(Duration::from_millis(1)));
                 Arc::downgrade(&t.entry)
             })
             .collect();
