@@ -154,17 +154,17 @@ fn a_large_transcoded_body_costs_one_frame_of_memory() {
     // 4 M two-byte characters: 12 MB of UTF-8, which used to be encoded into
     // the connection's write buffer whole (48 MB reserved for the worst case).
     let app = app();
-    let mut session = Session::new(app.service());
+    let mut session = Session::new(app.protocol());
     let mut queue = WriteQueue::with_policy(app.config().policy());
     let mut input =
         BytesMut::from(&b"GET /end-string/4000000?kind=twobyte HTTP/1.1\r\nHost: t\r\n\r\n"[..]);
     // The body is built first (off the async workers, in a server).
-    let Step::Defer(job) = session.process(&mut input, &mut queue, app.service()) else {
+    let Step::Defer(job) = session.process(&mut input, &mut queue, app.protocol()) else {
         panic!("a body not yet built is built first");
     };
     session.resume(job.wait());
     assert!(matches!(
-        session.process(&mut input, &mut queue, app.service()),
+        session.process(&mut input, &mut queue, app.protocol()),
         Step::Read(_)
     ));
     let head = queue.copied_len();

@@ -316,7 +316,7 @@ fn healthz_is_ok_until_shutdown_and_works_like_the_other_routes() {
         ok("GET /healthz?x=1 HTTP/1.1\r\nHost: a\r\n\r\n").status,
         400
     );
-    app.site().begin_draining();
+    app.protocol().draining.begin();
     let r = ok("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(r.status, 503, "{}", text(&r));
     // Draining, the connection closes after the response, and says so.

@@ -650,6 +650,32 @@ fn no_layer_uses_one_listed_after_it_in_the_map() {
     }
 }
 
+/// The server's core: the protocol and IO, which serve any `Service`.
+const CORE: [&str; 8] = [
+    "clock", "units", "log", "memory", "h1", "response", "session", "net",
+];
+
+/// The core names nothing of the demo: no module of it uses `site`, so
+/// that anyone's service runs on it (and the demo reaches the core only
+/// through the `Service` trait and what the core gives it).
+#[test]
+fn the_core_names_nothing_of_the_demo() {
+    let krate = Crate::read("server/src");
+    let edges = krate.sibling_edges(&[]);
+    for core in CORE {
+        assert!(
+            edges.contains_key(core) || krate.files.contains_key(&vec![core.to_string()]),
+            "server/src: no module {core}"
+        );
+        if let Some(uses) = edges.get(core) {
+            assert!(
+                !uses.contains("site"),
+                "server/src: the core's {core} uses the demo (site): {uses:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_source_file_is_in_the_map_and_every_entry_exists() {
     let listed: BTreeSet<PathBuf> = map_entries().into_iter().collect();

@@ -77,14 +77,14 @@ fuzz_target!(|data: &[u8]| {
     let Some((&chunk, stream)) = data.split_first() else { return };
     let chunk = usize::from(chunk).max(1);
     let app = app();
-    let mut session = Session::new(app.service());
+    let mut session = Session::new(app.protocol());
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
     let mut out = Vec::new();
     'feed: for part in stream.chunks(chunk) {
         input.extend_from_slice(part);
         loop {
-            let step = session.process(&mut input, &mut queue, app.service());
+            let step = session.process(&mut input, &mut queue, app.protocol());
             // Bounded: past its limits the session asks for a flush before
             // it queues more than one more response.
             assert!(queue.pending_responses() <= app.config().max_queued_responses + 1);

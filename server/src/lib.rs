@@ -6,8 +6,10 @@
 //! their own memory. `--strategy flatten` reproduces the old copying path so
 //! that both can be measured from one binary.
 //!
-//! The layers, from the bottom up; each uses only those below it
-//! (docs/design.md has the map of every file):
+//! The layers, from the bottom up; each uses only those below it. The
+//! core (`h1` to `net`) names nothing of the demo; `server` makes the demo
+//! the default service, and serves any other as well (docs/design.md has
+//! the map of every file):
 //!
 //! - [`clock`]: the one clock, coarse and monotonic, for deadlines and
 //!   latency alike;
@@ -19,10 +21,12 @@
 //! - [`h1`]: the request's grammar, its body's framing, its limits and
 //!   rejections, without IO;
 //! - [`response`]: the one writer of responses, by [`Strategy`];
-//! - [`site`]: the demo's routes, replies, bodies and metrics;
-//! - [`session`]: one connection's protocol state, bytes in and responses
-//!   queued, without IO;
+//! - [`session`]: one connection's requests, bytes in and responses
+//!   queued, without IO; the [`Service`](session::Service) trait an
+//!   application implements to be served;
 //! - [`net`]: a connection's IO over TCP or TLS, its deadlines, shutdown;
+//! - [`site`]: the demo — its routes, replies, bodies and metrics — a
+//!   service of the core, beside it rather than inside it;
 //! - [`config`]: the command line's options, each declared once;
 //! - [`server`]: the listener, the runtime, graceful shutdown;
 //! - [`cli`]: the binary's `main`.

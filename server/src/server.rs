@@ -25,40 +25,90 @@ use crate::net::shutdown::{self, Shutdown};
 use crate::net::tls::{self, Tls};
 use crate::net::{self, Connections, IdleConnections};
 use crate::response::Writer;
-use crate::session::Service;
+use crate::session::{Draining, Protocol, Service};
 use crate::site::Site;
 
 /// A server's layers, made from its [`Config`]: the connections' shared
-/// part (which holds the sessions' service, which holds the site), and the
-/// configuration it was made from. Each layer below sees only its own part.
+/// part (which holds the sessions' protocol, which holds the service — the
+/// demo site unless another is given), and the configuration it was made
+/// from. Each layer below sees only its own part.
 #[derive(Debug)]
-pub struct Stack {
+pub struct Stack<S = Site> {
     config: Config,
-    connections: Connections,
+    connections: Connections<S>,
 }
 
-impl Stack {
+/// What a service is made with ([`Server::bind_with`]): the server's
+/// configuration and address, its TLS, the memory account its bodies are
+/// charged to, and the flag that says the server is draining.
+#[derive(Debug)]
+pub struct Making<'a> {
+    /// The configuration.
+    pub config: &'a Config,
+    /// The address it listens on.
+    pub address: SocketAddr,
+    /// Its certificate, over HTTPS.
+    pub tls: Option<&'a Tls>,
+    /// The memory account.
+    pub memory: &'a Arc<Memory>,
+    /// Set once shutdown has begun.
+    pub draining: &'a Draining,
+}
+
+/// The demo site, as the server makes it.
+fn demo(m: Making<'_>) -> Site {
+    let trust = m.tls.and_then(Tls::self_signed_pem);
+    let provider = m.tls.map(|t| t.provider);
+    let settings = m.config.site(m.address, provider, trust);
+    Site::new(settings, m.memory, m.draining.clone())
+}
+
+impl Stack<Site> {
+    /// The layers of the demo server with `config` listening on `address`,
+    /// over `tls` when there is one.
+    pub fn new(config: Config, address: SocketAddr, tls: Option<&Tls>) -> Stack<Site> {
+        Stack::with_service(config, address, tls, demo)
+    }
+
+    /// The demo site: routes, bodies, metrics, the help text.
+    pub fn site(&self) -> &Site {
+        &self.connections.protocol.service
+    }
+}
+
+impl<S: Service> Stack<S> {
     /// The layers of a server with `config` listening on `address`, over
-    /// `tls` when there is one.
-    pub fn new(config: Config, address: SocketAddr, tls: Option<&Tls>) -> Stack {
+    /// `tls` when there is one, serving what `make` makes.
+    pub fn with_service(
+        config: Config,
+        address: SocketAddr,
+        tls: Option<&Tls>,
+        make: impl FnOnce(Making<'_>) -> S,
+    ) -> Stack<S> {
         let memory = Arc::new(Memory::new(config.memory_limit, config.connection_memory()));
-        let trust = tls.and_then(Tls::self_signed_pem);
-        let provider = tls.map(|t| t.provider);
-        let site = Site::new(config.site(address, provider, trust), &memory);
+        let draining = Draining::default();
+        let service = make(Making {
+            config: &config,
+            address,
+            tls,
+            memory: &memory,
+            draining: &draining,
+        });
         let writer = Writer::new(
             config.strategy,
             config.idle_timeout.as_secs(),
             memory.clone(),
         );
-        let service = Service {
-            site,
+        let protocol = Protocol {
+            service,
             writer,
             memory,
             limits: config.session(),
+            draining,
         };
         Stack {
             connections: Connections {
-                service,
+                protocol,
                 timeouts: config.timeouts(),
                 policy: config.policy(),
                 idle: IdleConnections::default(),
@@ -73,35 +123,35 @@ impl Stack {
     }
 
     /// What every connection shares.
-    pub fn connections(&self) -> &Connections {
+    pub fn connections(&self) -> &Connections<S> {
         &self.connections
     }
 
     /// What every session shares.
-    pub fn service(&self) -> &Service {
-        &self.connections.service
+    pub fn protocol(&self) -> &Protocol<S> {
+        &self.connections.protocol
     }
 
-    /// The demo site: routes, bodies, metrics, the help text.
-    pub fn site(&self) -> &Site {
-        &self.connections.service.site
+    /// The service served.
+    pub fn service(&self) -> &S {
+        &self.connections.protocol.service
     }
 
     /// The memory account.
     pub fn memory(&self) -> &Memory {
-        &self.connections.service.memory
+        &self.connections.protocol.memory
     }
 }
 
 /// A bound server, not yet accepting.
-pub struct Server {
+pub struct Server<S = Site> {
     listener: std::net::TcpListener,
     addr: SocketAddr,
-    stack: Arc<Stack>,
+    stack: Arc<Stack<S>>,
     tls: Option<Tls>,
 }
 
-impl std::fmt::Debug for Server {
+impl<S> std::fmt::Debug for Server<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("addr", &self.addr)
@@ -110,11 +160,19 @@ impl std::fmt::Debug for Server {
     }
 }
 
-impl Server {
-    /// Binds `config.addr` and prepares the routes. Fails on a configuration
-    /// that cannot work ([`Config::validate`]), or a TLS certificate or key
-    /// that cannot be used, before binding anything.
-    pub fn bind(config: Config) -> io::Result<Server> {
+impl Server<Site> {
+    /// Binds `config.addr` and prepares the demo's routes. Fails on a
+    /// configuration that cannot work ([`Config::validate`]), or a TLS
+    /// certificate or key that cannot be used, before binding anything.
+    pub fn bind(config: Config) -> io::Result<Server<Site>> {
+        Server::bind_with(config, demo)
+    }
+}
+
+impl<S: Service> Server<S> {
+    /// Binds `config.addr` to serve what `make` makes, as [`Server::bind`]
+    /// does the demo.
+    pub fn bind_with(config: Config, make: impl FnOnce(Making<'_>) -> S) -> io::Result<Server<S>> {
         let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
         config.validate().map_err(invalid)?;
         let tls = config
@@ -130,7 +188,7 @@ impl Server {
         Ok(Server {
             listener,
             addr,
-            stack: Arc::new(Stack::new(config, addr, tls.as_ref())),
+            stack: Arc::new(Stack::with_service(config, addr, tls.as_ref(), make)),
             tls,
         })
     }
@@ -141,7 +199,7 @@ impl Server {
     }
 
     /// Its layers.
-    pub fn stack(&self) -> &Arc<Stack> {
+    pub fn stack(&self) -> &Arc<Stack<S>> {
         &self.stack
     }
 
@@ -197,7 +255,7 @@ impl Server {
                 reload(&tls, source.as_ref(), provider);
             }
             // /healthz answers 503 from now on, while connections drain.
-            stack.site().begin_draining();
+            stack.protocol().draining.begin();
             trigger.trigger();
             loop {
                 tokio::select! {
@@ -305,9 +363,9 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
 /// Accepts connections on `listener` until shutdown, serving each on the
 /// current runtime, over the TLS in `tls` at the time it is accepted; then
 /// waits for them up to the grace period, or until `cut`.
-async fn accept_loop(
+async fn accept_loop<S: Service>(
     listener: TcpListener,
-    stack: Arc<Stack>,
+    stack: Arc<Stack<S>>,
     tls: Arc<RwLock<Option<Tls>>>,
     shutdown: Shutdown,
     permits: Arc<Semaphore>,
@@ -400,17 +458,28 @@ async fn accept_loop(
 /// A server running on its own thread, for tests and benchmark harnesses:
 /// bound to `config.addr` (use port 0), stopped on drop.
 #[derive(Debug)]
-pub struct Running {
+pub struct Running<S = Site> {
     addr: SocketAddr,
-    stack: Arc<Stack>,
+    stack: Arc<Stack<S>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<io::Result<()>>>,
 }
 
-impl Running {
-    /// Binds and starts a server with `config` on a new thread.
-    pub fn start(config: Config) -> io::Result<Running> {
-        let server = Server::bind(config)?;
+impl Running<Site> {
+    /// Binds and starts the demo server with `config` on a new thread.
+    pub fn start(config: Config) -> io::Result<Running<Site>> {
+        Running::start_with(config, demo)
+    }
+}
+
+impl<S: Service> Running<S> {
+    /// Binds and starts a server of what `make` makes, with `config`, on a
+    /// new thread.
+    pub fn start_with(
+        config: Config,
+        make: impl FnOnce(Making<'_>) -> S,
+    ) -> io::Result<Running<S>> {
+        let server = Server::bind_with(config, make)?;
         let (addr, stack) = (server.local_addr(), server.stack().clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -427,14 +496,16 @@ impl Running {
             thread: Some(thread),
         })
     }
+}
 
+impl<S> Running<S> {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Its layers.
-    pub fn stack(&self) -> &Arc<Stack> {
+    pub fn stack(&self) -> &Arc<Stack<S>> {
         &self.stack
     }
 
@@ -456,7 +527,7 @@ impl Running {
     }
 }
 
-impl Drop for Running {
+impl<S> Drop for Running<S> {
     fn drop(&mut self) {
         let _ = self.stop_inner();
     }

@@ -33,7 +33,7 @@ pub fn start(strategy: Strategy) -> Running {
 
 /// Connects with a read timeout, so that a broken server fails the test
 /// instead of hanging it.
-pub fn connect(server: &Running) -> TcpStream {
+pub fn connect<S>(server: &Running<S>) -> TcpStream {
     let s = TcpStream::connect(server.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.set_nodelay(true).unwrap();
@@ -182,7 +182,7 @@ fn fill(stream: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// Sends `request` on a new connection and reads one response.
-pub fn exchange(server: &Running, request: &[u8]) -> Raw {
+pub fn exchange<S>(server: &Running<S>, request: &[u8]) -> Raw {
     let mut s = connect(server);
     s.write_all(request).unwrap();
     let head = request.starts_with(b"HEAD ");
@@ -263,14 +263,14 @@ pub fn app() -> Stack {
 /// Feeds `parts` one after the other, as separate reads, to a new sans-IO
 /// session; returns all its output and whether it closed.
 pub fn serve_in_memory(app: &Stack, parts: &[&[u8]]) -> (Vec<u8>, bool) {
-    let mut session = Session::new(app.service());
+    let mut session = Session::new(app.protocol());
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
     let mut out = Vec::new();
     for part in parts {
         input.extend_from_slice(part);
         loop {
-            let step = session.process(&mut input, &mut queue, app.service());
+            let step = session.process(&mut input, &mut queue, app.protocol());
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,

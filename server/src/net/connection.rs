@@ -60,7 +60,7 @@ use super::tls::{self, Tls, TlsSocket};
 use super::{Connections, Ended, Socket, READ_CHUNK};
 use crate::clock::Moment;
 use crate::memory::{Full, Lease};
-use crate::session::{Session, Step, Waiting};
+use crate::session::{Service, Session, Step, Waiting};
 
 /// Bytes a connection writes in one go before it lets the other tasks of
 /// its worker run: a peer that reads a long body as fast as it comes would
@@ -73,11 +73,11 @@ const FEW_IOVECS: usize = 8;
 /// The lease of a connection, its base covering what it needs before it
 /// reads a byte: its read buffer, the socket's `socket` bytes of own
 /// buffers, a write buffer for a small response.
-pub fn lease(connections: &Connections, socket: usize) -> Lease {
-    let service = &connections.service;
+pub fn lease<S: Service>(connections: &Connections<S>, socket: usize) -> Lease {
+    let protocol = &connections.protocol;
     Lease::open(
-        &service.memory,
-        Session::base_memory(service, READ_CHUNK, socket),
+        &protocol.memory,
+        Session::base_memory(protocol, READ_CHUNK, socket),
     )
 }
 
@@ -88,15 +88,15 @@ pub fn lease(connections: &Connections, socket: usize) -> Lease {
 /// closed, as nginx's `reset_timedout_connection` does: the kernel then
 /// discards the unsent bytes at once instead of holding them for a peer
 /// that does not read.
-pub async fn handle(
+pub async fn handle<S: Service>(
     stream: TcpStream,
     peer: SocketAddr,
     tls: Option<&Tls>,
-    connections: &Connections,
+    connections: &Connections<S>,
     shutdown: &Shutdown,
 ) {
-    let metrics = connections.service.site.metrics();
-    let _open = metrics.open_connection();
+    let service = &connections.protocol.service;
+    let _open = Open::new(service);
     let lease = lease(connections, tls.map_or(0, |t| t.fixed_memory));
     let ended = match tls {
         None => {
@@ -118,7 +118,7 @@ pub async fn handle(
         (Ok(()), _) => {}
         (Err(Ended::SendTimeout), tcp) => {
             debug!(%peer, "send timeout: resetting the connection");
-            metrics.send_timeout();
+            service.send_timed_out();
             let _ = tcp.set_zero_linger();
         }
         (Err(e), _) => debug!(%peer, "connection ended: {e}"),
@@ -128,11 +128,11 @@ pub async fn handle(
 /// Serves one TLS connection: the handshake within `--handshake-timeout`,
 /// then [`serve`]; what it ended with and its TCP stream, or `None` when
 /// the handshake did not complete.
-async fn serve_tls(
+async fn serve_tls<S: Service>(
     stream: TcpStream,
     peer: SocketAddr,
     tls: &Tls,
-    connections: &Connections,
+    connections: &Connections<S>,
     shutdown: &Shutdown,
     lease: Lease,
 ) -> Option<(Result<(), Ended>, TcpStream)> {
@@ -149,9 +149,9 @@ async fn serve_tls(
 /// Serves one connection until the peer closes it, a response closes it, a
 /// timeout expires, or the server shuts down; its memory on `lease`
 /// ([`lease`]).
-pub async fn serve<S: Socket>(
-    io: &mut S,
-    connections: &Connections,
+pub async fn serve<S: Service, IO: Socket>(
+    io: &mut IO,
+    connections: &Connections<S>,
     shutdown: &Shutdown,
     lease: Lease,
 ) -> Result<(), Ended> {
@@ -164,7 +164,7 @@ pub async fn serve<S: Socket>(
     loop {
         let step = c
             .session
-            .process(&mut c.input, &mut c.queue, &connections.service);
+            .process(&mut c.input, &mut c.queue, &connections.protocol);
         c.write(&timer).await?;
         let waiting = match step {
             Step::Flush => {
@@ -230,24 +230,24 @@ enum Read {
 }
 
 /// A connection being served: its socket, its buffers, its session.
-struct Connection<'a, S> {
-    io: &'a mut S,
-    connections: &'a Connections,
+struct Connection<'a, S: Service, IO> {
+    io: &'a mut IO,
+    connections: &'a Connections<S>,
     /// Requests read and not yet consumed.
     input: BytesMut,
     /// The read buffer's whole allocation: `input.capacity()` shrinks as
     /// requests are consumed from its front.
     read_buffer: usize,
     queue: WriteQueue,
-    session: Session,
+    session: Session<S>,
     /// Whether the queue had a frame buffer when it was put away.
     had_frame: bool,
 }
 
-impl<'a, S: Socket> Connection<'a, S> {
+impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     /// A connection on `io` before its first read, its memory on `lease`.
-    fn open(io: &'a mut S, connections: &'a Connections, lease: Lease) -> Self {
-        let service = &connections.service;
+    fn open(io: &'a mut IO, connections: &'a Connections<S>, lease: Lease) -> Self {
+        let service = &connections.protocol;
         let (input, _) = idle::take_out();
         let mut session = Session::open(service, lease, input.capacity(), io.fixed_memory());
         if service.limits.access_log {
@@ -279,8 +279,8 @@ impl<'a, S: Socket> Connection<'a, S> {
         registration: &Registration<'_>,
         mut stopped: Pin<&mut Stopped<'_>>,
     ) -> Result<Read, Ended> {
-        let service = &self.connections.service;
-        if S::READY_WITHOUT_BUFFER
+        let service = &self.connections.protocol;
+        if IO::READY_WITHOUT_BUFFER
             && waiting == Waiting::Idle
             && self.input.is_empty()
             && !self.queue.has_remaining()
@@ -428,8 +428,8 @@ impl<'a, S: Socket> Connection<'a, S> {
             io.limit_send_memory(granted);
         }
         let flushed = flush(io, queue, self.connections.timeouts.send, timer).await;
-        let metrics = self.connections.service.site.metrics();
-        metrics.written(queued - queue.remaining());
+        let service = &self.connections.protocol.service;
+        service.written(queued - queue.remaining());
         flushed?;
         session.settle(queue);
         Ok(())
@@ -483,4 +483,21 @@ fn poll_write<S: Socket>(
     let mut many = [IoSlice::new(&[]); IOV_MAX];
     let n = queue.chunks_vectored(&mut many);
     io.poll_send_vectored(cx, &many[..n])
+}
+
+/// An open connection, counted by its service from its start until it ends,
+/// however it ends.
+struct Open<'a, S: Service>(&'a S);
+
+impl<'a, S: Service> Open<'a, S> {
+    fn new(service: &'a S) -> Self {
+        service.connection_opened();
+        Open(service)
+    }
+}
+
+impl<S: Service> Drop for Open<'_, S> {
+    fn drop(&mut self) {
+        self.0.connection_closed();
+    }
 }

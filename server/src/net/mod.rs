@@ -34,18 +34,19 @@ pub use give_way::IdleConnections;
 pub use shutdown::Shutdown;
 pub use socket::{limit_unsent, Socket, UNSENT_MOST};
 
-use crate::session::Service;
+use crate::session::Protocol;
 
 /// Bytes a connection's read buffer is allocated with, and grows by when
 /// full; here because the connection and the idle pool both size by it.
 pub const READ_CHUNK: usize = 16 * 1024;
 
-/// What every connection shares: the service its sessions answer with, its
-/// timeouts, and the write queue's copy-or-share policy.
+/// What every connection shares: the protocol its sessions keep (the
+/// service, the writer, the memory account, the limits), its timeouts, the
+/// write queue's copy-or-share policy, and the open connections' slots.
 #[derive(Debug)]
-pub struct Connections {
-    /// The sessions' site, writer, memory account and limits.
-    pub service: Service,
+pub struct Connections<S> {
+    /// The sessions' service, writer, memory account and limits.
+    pub protocol: Protocol<S>,
     /// Every timeout a connection keeps.
     pub timeouts: Timeouts,
     /// Copy or share, and the frame of long bodies (`--copy-below`,

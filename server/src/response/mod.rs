@@ -274,6 +274,41 @@ impl Writer {
         }
     }
 
+    /// Queues the core's own refusal of a request: `status` with `reason`
+    /// as plain text (and `Retry-After: 1` when `retry_after`: a limit the
+    /// server is at now), as [`Writer::write`] queues any response.
+    #[allow(clippy::too_many_arguments)]
+    pub fn refuse(
+        &self,
+        queue: &mut WriteQueue,
+        status: Status,
+        reason: &str,
+        retry_after: bool,
+        exchange: Exchange,
+        lease: &mut Lease,
+        besides: usize,
+    ) -> Result<Written, Full> {
+        static TEXT_PLAIN: LazyLock<Line> = LazyLock::new(|| {
+            Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid Content-Type")
+        });
+        static RETRY_AFTER: LazyLock<Line> =
+            LazyLock::new(|| Line::parse("Retry-After", "1").expect("a valid Retry-After"));
+        // A refusal is rare: its line ending made here is no cost to a
+        // request answered.
+        let text: std::borrow::Cow<'_, str> = if reason.ends_with('\n') {
+            reason.into()
+        } else {
+            format!("{reason}\n").into()
+        };
+        let retry = retry_after.then(|| &*RETRY_AFTER);
+        let r = Response::new(
+            status,
+            [Some(&*TEXT_PLAIN), retry],
+            Body::Bytes(text.as_bytes()),
+        );
+        self.write(queue, &r, exchange, lease, besides)
+    }
+
     /// Queues an interim (1xx) response: the status line alone, which ends
     /// no response of the queue's count; checked against `lease` as
     /// [`Writer::write`] is.

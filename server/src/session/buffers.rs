@@ -7,7 +7,7 @@
 use unflat::queue::WriteQueue;
 
 use super::access::AccessLog;
-use super::{Service, Session, State, WRITE_BUFFER_FIRST};
+use super::{Protocol, Service, Session, State, WRITE_BUFFER_FIRST};
 use crate::memory::Full;
 
 /// Bytes of memory a connection's buffers occupy that its queue does not
@@ -22,11 +22,11 @@ pub(super) struct Outside {
     pub sending: usize,
 }
 
-impl Session {
+impl<S: Service> Session<S> {
     /// A connection's base ([`Lease`](crate::memory::Lease)): its read buffer of `read_buffer`
     /// bytes, its socket's buffers of `socket`, a write buffer for a small
     /// response, and the access log's line when it is on.
-    pub fn base_memory(service: &Service, read_buffer: usize, socket: usize) -> usize {
+    pub fn base_memory(service: &Protocol<S>, read_buffer: usize, socket: usize) -> usize {
         let logged = if service.limits.access_log {
             AccessLog::memory(service.limits.head.request_line)
         } else {

@@ -32,9 +32,11 @@
 //! Every response queued passes one place, `record`: the metrics count it
 //! by route and status, and with `--access-log` it gets its line.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
@@ -43,10 +45,14 @@ use unflat::queue::WriteQueue;
 
 mod access;
 mod buffers;
+mod job;
+mod service;
 
 use access::AccessLog;
 pub use access::LogFormat;
 use buffers::Outside;
+pub use job::{Finished, Job};
+pub use service::{Reply, Service};
 
 use crate::clock::Moment;
 use crate::h1::{
@@ -55,21 +61,40 @@ use crate::h1::{
 };
 use crate::memory::{Full, Lease, Memory};
 use crate::response::{Exchange, Writer, Written};
-use crate::site::{Built, Memo, ReplyContext, Route, Site};
-use crate::site::{Finished, Job, Reply};
 
-/// What every session shares: the site it answers for, the writer of its
-/// responses, the memory account, and the limits of its protocol.
+/// What every session shares: the service it answers with, the writer of
+/// its responses, the memory account, the limits of its protocol, and
+/// whether the server is draining.
 #[derive(Debug)]
-pub struct Service {
-    /// The routes, replies and bodies.
-    pub site: Site,
+pub struct Protocol<S> {
+    /// The application: its replies, and what it is told of responses.
+    pub service: S,
     /// Writes responses, by the configured strategy.
     pub writer: Writer,
     /// Everything clients make the server hold.
     pub memory: Arc<Memory>,
     /// The protocol's limits.
     pub limits: Limits,
+    /// Set once shutdown has begun.
+    pub draining: Draining,
+}
+
+/// Whether the server is shutting down: connections are then not kept
+/// alive (`Connection: close` says so), and a service may say it too (the
+/// demo's `/healthz` answers 503). Shared by the core and its service.
+#[derive(Clone, Debug, Default)]
+pub struct Draining(Arc<AtomicBool>);
+
+impl Draining {
+    /// Marks the server as shutting down.
+    pub fn begin(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Draining::begin`] was called.
+    pub fn is_on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// The limits a session keeps to.
@@ -95,9 +120,10 @@ pub struct Limits {
     pub access_log_format: LogFormat,
 }
 
-/// What the connection must do after [`Session::process`].
+/// What the connection must do after [`Session::process`] (`R`: the
+/// service's reply).
 #[derive(Debug)]
-pub enum Step {
+pub enum Step<R> {
     /// Flush the queue, then read more input.
     Read(Waiting),
     /// Flush the queue (it is over its limits, or a reply waits for the
@@ -106,7 +132,7 @@ pub enum Step {
     /// Await the job ([`Job::run`]), pass what it made to
     /// [`Session::resume`], then call `process` again. The queue may be
     /// flushed meanwhile.
-    Defer(Job<Reply>),
+    Defer(Job<R>),
     /// Flush the queue, then close the connection.
     Close,
 }
@@ -128,19 +154,19 @@ pub enum Waiting {
 }
 
 #[derive(Debug)]
-enum State {
+enum State<S: Service> {
     Head,
     Body {
         decoder: BodyDecoder,
-        pending: Pending,
+        pending: Pending<S>,
         /// Bytes of payload read so far.
         payload: u64,
     },
     /// Waiting for the job the pending reply needs ([`Session::resume`]).
-    Deferred(Pending),
+    Deferred(Pending<S>),
     /// A reply to answer on the next turn: back from its job, or waiting
     /// for the queue to drain because the lease could not cover it.
-    Ready(Pending),
+    Ready(Pending<S>),
     Closed,
 }
 
@@ -155,14 +181,56 @@ struct HeadFacts {
     expect_continue: bool,
 }
 
+/// What a request is answered with: the service's reply, or the core's own
+/// refusal.
+#[derive(Debug)]
+enum Answer<R> {
+    Reply(R),
+    Refusal(Refusal),
+}
+
+/// The core's refusal of a request: a status and a plain-text reason
+/// (`retry_after`: a limit the server is at now).
+#[derive(Debug)]
+struct Refusal {
+    status: Status,
+    reason: Cow<'static, str>,
+    retry_after: bool,
+}
+
+impl Refusal {
+    /// 503 for want of memory, naming the limit.
+    fn out_of_memory(full: Full) -> Refusal {
+        Refusal {
+            status: Status::SERVICE_UNAVAILABLE,
+            reason: Cow::Owned(format!(
+                "the server's memory is at its limit ({}); try again later",
+                full.limit
+            )),
+            retry_after: true,
+        }
+    }
+}
+
+impl From<Reject> for Refusal {
+    fn from(reject: Reject) -> Refusal {
+        Refusal {
+            status: reject.status,
+            reason: Cow::Borrowed(reject.reason),
+            retry_after: false,
+        }
+    }
+}
+
 /// A reply waiting for its request body (or its job, or memory).
 #[derive(Debug)]
-struct Pending {
-    reply: Reply,
+struct Pending<S: Service> {
+    answer: Answer<S::Reply>,
     /// What the request asked of its response.
     exchange: Exchange,
-    /// The route that answers it, for the metrics.
-    route: Route,
+    /// What the service counts its response under; `None` for a head the
+    /// core could not read.
+    label: Option<S::Label>,
     /// The request body so far, for a reply that uses it.
     body: Option<Vec<u8>>,
     /// A refusal, the connection's last answer: when even it finds no
@@ -170,12 +238,12 @@ struct Pending {
     refusal: bool,
 }
 
-impl Pending {
-    fn new(reply: Reply, exchange: Exchange, route: Route) -> Pending {
+impl<S: Service> Pending<S> {
+    fn new(answer: Answer<S::Reply>, exchange: Exchange, label: Option<S::Label>) -> Pending<S> {
         Pending {
-            reply,
+            answer,
             exchange,
-            route,
+            label,
             body: None,
             refusal: false,
         }
@@ -183,24 +251,35 @@ impl Pending {
 
     /// Bytes it holds: the request body so far, and what the reply holds.
     fn held(&self) -> usize {
-        self.body.as_ref().map_or(0, Vec::capacity) + self.reply.held()
+        self.body.as_ref().map_or(0, Vec::capacity) + self.reply_held()
+    }
+
+    /// Bytes the reply holds (the echo's JSON so far).
+    fn reply_held(&self) -> usize {
+        match &self.answer {
+            Answer::Reply(reply) => reply.held(),
+            Answer::Refusal(_) => 0,
+        }
     }
 }
 
-/// One connection's protocol state.
+/// One connection's state in the core: the request being read or
+/// answered, what its lease covers, the replies its queued responses
+/// still share memory with, and its access log.
 #[derive(Debug)]
-pub struct Session {
-    state: State,
+pub struct Session<S: Service> {
+    state: State<S>,
     served: u64,
-    memo: Memo,
+    /// What the service keeps for this connection.
+    conn: S::Conn,
     /// The job the pending reply needs, to hand to the connection.
-    job: Option<Job<Reply>>,
+    job: Option<Job<S::Reply>>,
     /// The connection's reservation on the server's memory account.
     lease: Lease,
     outside: Outside,
-    /// The bodies queued responses reference, each with the position in the
-    /// queue's output where its response ends.
-    referenced: VecDeque<(u64, Arc<Built>)>,
+    /// The replies whose memory queued responses share, each with the
+    /// position in the queue's output where its response ends.
+    referenced: VecDeque<(u64, S::Reply)>,
     /// With `--access-log`: the peer, and the request being answered.
     log: AccessLog,
     /// When the head of the request being answered was complete (or the
@@ -210,10 +289,10 @@ pub struct Session {
     now: Moment,
 }
 
-impl Session {
+impl<S: Service> Session<S> {
     /// A session of `service` before its first request, with a lease of its
     /// own that covers nothing yet (for a session driven in memory).
-    pub fn new(service: &Service) -> Session {
+    pub fn new(service: &Protocol<S>) -> Session<S> {
         let lease = Lease::open(&service.memory, 0);
         Session::open(service, lease, 0, 0)
     }
@@ -222,11 +301,16 @@ impl Session {
     /// covers the connection's read buffer of `read_buffer` bytes and its
     /// socket's own buffers of `socket` bytes (see
     /// [`Session::base_memory`]).
-    pub fn open(service: &Service, lease: Lease, read_buffer: usize, socket: usize) -> Session {
+    pub fn open(
+        service: &Protocol<S>,
+        lease: Lease,
+        read_buffer: usize,
+        socket: usize,
+    ) -> Session<S> {
         Session {
             state: State::Head,
             served: 0,
-            memo: Memo::default(),
+            conn: S::Conn::default(),
             job: None,
             lease,
             outside: Outside {
@@ -251,13 +335,18 @@ impl Session {
     /// last request (`--max-requests`) nor the server draining (then
     /// `Connection: close` says so, so that no client or balancer sends
     /// another request on it); a refusal asks for nothing.
-    fn exchange(&self, service: &Service, wants_keep_alive: bool, head_request: bool) -> Exchange {
+    fn exchange(
+        &self,
+        service: &Protocol<S>,
+        wants_keep_alive: bool,
+        head_request: bool,
+    ) -> Exchange {
         let last_allowed = service
             .limits
             .max_requests
             .is_some_and(|max| self.served + 1 >= max);
         Exchange {
-            keep_alive: wants_keep_alive && !last_allowed && !service.site.is_draining(),
+            keep_alive: wants_keep_alive && !last_allowed && !service.draining.is_on(),
             head_request,
         }
     }
@@ -273,10 +362,10 @@ impl Session {
     }
 
     /// Hands over what the job of [`Step::Defer`] made.
-    pub fn resume(&mut self, finished: Finished<Reply>) {
+    pub fn resume(&mut self, finished: Finished<S::Reply>) {
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Deferred(mut pending) => {
-                pending.reply = finished.0;
+                pending.answer = Answer::Reply(finished.0);
                 self.state = State::Ready(pending);
             }
             other => {
@@ -292,8 +381,8 @@ impl Session {
         &mut self,
         input: &mut BytesMut,
         queue: &mut WriteQueue,
-        service: &Service,
-    ) -> Step {
+        service: &Protocol<S>,
+    ) -> Step<S::Reply> {
         // One clock read per call, however many requests it answers: the
         // latency histogram's clock ticks in milliseconds, and what one
         // call answers takes microseconds.
@@ -361,8 +450,8 @@ impl Session {
         &mut self,
         input: &mut BytesMut,
         queue: &mut WriteQueue,
-        service: &Service,
-    ) -> Option<State> {
+        service: &Protocol<S>,
+    ) -> Option<State<S>> {
         let limits = service.limits.head;
         // Uninitialised: httparse writes the fields it finds, and an array
         // of 256 empty headers would cost an 8 KiB memset per request.
@@ -375,7 +464,7 @@ impl Session {
             } => {
                 // No body may follow even a refusal of a HEAD request.
                 self.noted("-", "-", "-", &[]);
-                return Some(self.reject(queue, service, reject, head_request, Route::Unmatched));
+                return Some(self.reject(queue, service, reject, head_request, None));
             }
             Parsed::NewerMinor(at) => {
                 // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3),
@@ -386,7 +475,7 @@ impl Session {
             }
             Parsed::Complete(head) => head,
         };
-        let (route, reply) = service.site.route(&head);
+        let (label, reply) = service.service.call(&head);
         let version = if head.version == 0 {
             "HTTP/1.0"
         } else {
@@ -404,7 +493,7 @@ impl Session {
             input,
             queue,
             service,
-            Pending::new(reply, exchange, route),
+            Pending::new(Answer::Reply(reply), exchange, Some(label)),
             framed,
         ))
     }
@@ -418,14 +507,14 @@ impl Session {
         &mut self,
         input: &mut BytesMut,
         queue: &mut WriteQueue,
-        service: &Service,
-        mut pending: Pending,
+        service: &Protocol<S>,
+        mut pending: Pending<S>,
         framed: HeadFacts,
-    ) -> State {
+    ) -> State<S> {
         input.advance(framed.len);
         // What the reply made from the head (the echo's JSON so far, an
         // error's reason) is held while the body is read: counted now.
-        let held = pending.reply.held();
+        let held = pending.held();
         if held > 0 {
             let need = self.besides() + held + queue.footprint();
             if let Err(full) = self.lease.cover(need) {
@@ -445,17 +534,17 @@ impl Session {
             // Refused before it is sent; the unread body makes the
             // connection unusable, so it is closed.
             Err(reject) => {
-                let (head_request, route) = (pending.exchange.head_request, pending.route);
-                return self.reject(queue, service, reject, head_request, route);
+                let (head_request, label) = (pending.exchange.head_request, pending.label);
+                return self.reject(queue, service, reject, head_request, label);
             }
         };
         if framed.expect_continue {
             // A head already refused is answered now, without 100 Continue,
             // so the client sends no body (RFC 9110 §10.1.1); unread, that
             // body leaves the connection unusable, so it closes.
-            if pending.reply.refuses() {
-                let (head_request, route) = (pending.exchange.head_request, pending.route);
-                return self.refuse(queue, service, pending.reply, head_request, route);
+            if matches!(&pending.answer, Answer::Reply(reply) if reply.refuses()) {
+                let (head_request, label) = (pending.exchange.head_request, pending.label);
+                return self.refuse(queue, service, pending.answer, head_request, label);
             }
             let besides = self.besides();
             if let Err(full) =
@@ -466,7 +555,7 @@ impl Session {
                 return self.out_of_memory(queue, service, pending, full);
             }
         }
-        if pending.reply.wants_body() {
+        if matches!(&pending.answer, Answer::Reply(reply) if reply.wants_body()) {
             pending.body = Some(Vec::new());
         }
         State::Body {
@@ -482,11 +571,11 @@ impl Session {
         &mut self,
         input: &mut BytesMut,
         queue: &mut WriteQueue,
-        service: &Service,
+        service: &Protocol<S>,
         mut decoder: BodyDecoder,
-        mut pending: Pending,
+        mut pending: Pending<S>,
         payload: u64,
-    ) -> Result<State, Waiting> {
+    ) -> Result<State<S>, Waiting> {
         if let Some(body) = &pending.body {
             // Room first for all this input may add to the kept body: no
             // more than a declared length, so that the capacity charged
@@ -500,7 +589,7 @@ impl Session {
                 let grown = want.max(body.capacity() * 2).min(most.max(want));
                 // The state is out of `self` while it is worked on: the
                 // body is counted here, at its grown size.
-                let need = self.besides() + grown + pending.reply.held() + queue.footprint();
+                let need = self.besides() + grown + pending.reply_held() + queue.footprint();
                 if let Err(full) = self.lease.cover(need) {
                     return Ok(self.out_of_memory(queue, service, pending, full));
                 }
@@ -521,9 +610,9 @@ impl Session {
         let decoded = match decoder.decode(input, &mut sink) {
             Ok(d) => d,
             Err(reject) => {
-                let (head_request, route) = (pending.exchange.head_request, pending.route);
+                let (head_request, label) = (pending.exchange.head_request, pending.label);
                 drop(pending);
-                return Ok(self.reject(queue, service, reject, head_request, route));
+                return Ok(self.reject(queue, service, reject, head_request, label));
             }
         };
         input.advance(decoded.consumed);
@@ -542,10 +631,17 @@ impl Session {
     /// Queues the response to a request whose body has been read, unless its
     /// reply needs a job done first, or the memory to queue it (then it
     /// waits for the queue to drain, or is refused when nothing is queued).
-    fn answer(&mut self, queue: &mut WriteQueue, service: &Service, mut p: Pending) -> State {
-        if let Some(job) = p.reply.prepare(&service.site, p.exchange, &mut self.memo) {
-            self.job = Some(job);
-            return State::Deferred(p);
+    fn answer(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut p: Pending<S>,
+    ) -> State<S> {
+        if let Answer::Reply(reply) = &mut p.answer {
+            if let Some(job) = service.service.prepare(reply, p.exchange, &mut self.conn) {
+                self.job = Some(job);
+                return State::Deferred(p);
+            }
         }
         self.respond(queue, service, p)
     }
@@ -553,24 +649,41 @@ impl Session {
     /// Queues the response of `p`, whose reply is ready. When the lease
     /// cannot cover it: waits for the queue to drain if anything is queued,
     /// else refuses with 503 — or, for a refusal itself, closes.
-    fn respond(&mut self, queue: &mut WriteQueue, service: &Service, mut p: Pending) -> State {
+    fn respond(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut p: Pending<S>,
+    ) -> State<S> {
         let besides = self.besides() + p.held();
-        let to = ReplyContext {
-            site: &service.site,
-            writer: &service.writer,
-            request_body: p.body.as_deref().unwrap_or_default(),
-            exchange: p.exchange,
-            lease: &mut self.lease,
-            besides,
+        let (writer, lease) = (&service.writer, &mut self.lease);
+        let request_body = p.body.as_deref().unwrap_or_default();
+        let written = match &mut p.answer {
+            Answer::Reply(reply) => service
+                .service
+                .respond(reply, request_body)
+                .and_then(|r| writer.write(queue, &r, p.exchange, lease, besides)),
+            Answer::Refusal(r) => {
+                let (status, reason) = (r.status, &r.reason);
+                writer.refuse(
+                    queue,
+                    status,
+                    reason,
+                    r.retry_after,
+                    p.exchange,
+                    lease,
+                    besides,
+                )
+            }
         };
-        match p.reply.respond(to, queue) {
+        match written {
             Ok(written) => {
                 self.served += 1;
-                self.record(service, queue, p.route, written);
+                self.record(service, queue, p.label, written);
                 if written.references_body {
-                    if let Some(body) = p.reply.into_body() {
+                    if let Answer::Reply(reply) = p.answer {
                         let end = queue.written_total() + queue.remaining() as u64;
-                        self.referenced.push_back((end, body));
+                        self.referenced.push_back((end, reply));
                     }
                 }
                 if let Some(body) = p.body.take() {
@@ -608,9 +721,15 @@ impl Session {
 
     /// Counts a response in the metrics, and logs it with `--access-log`:
     /// the one place every response passes once it is queued.
-    fn record(&mut self, service: &Service, queue: &WriteQueue, route: Route, written: Written) {
+    fn record(
+        &mut self,
+        service: &Protocol<S>,
+        queue: &WriteQueue,
+        label: Option<S::Label>,
+        written: Written,
+    ) {
         let took = self.now.since(self.began);
-        service.site.metrics().request(route, written.status, took);
+        service.service.answered(label, written.status, took);
         let end = queue.written_total() + queue.remaining() as u64;
         self.log
             .queued(end, written.status.code(), written.body_bytes);
@@ -620,13 +739,13 @@ impl Session {
     fn reject(
         &mut self,
         queue: &mut WriteQueue,
-        service: &Service,
+        service: &Protocol<S>,
         reject: Reject,
         head_request: bool,
-        route: Route,
-    ) -> State {
-        let reply = Reply::error(reject.status, reject.reason);
-        self.refuse(queue, service, reply, head_request, route)
+        label: Option<S::Label>,
+    ) -> State<S> {
+        let refusal = Answer::Refusal(reject.into());
+        self.refuse(queue, service, refusal, head_request, label)
     }
 
     /// Queues `503` with `Retry-After` for a request the connection has no
@@ -634,21 +753,16 @@ impl Session {
     fn out_of_memory(
         &mut self,
         queue: &mut WriteQueue,
-        service: &Service,
-        p: Pending,
+        service: &Protocol<S>,
+        p: Pending<S>,
         full: Full,
-    ) -> State {
+    ) -> State<S> {
         service.memory.refused();
-        let (head_request, route) = (p.exchange.head_request, p.route);
+        let (head_request, label) = (p.exchange.head_request, p.label);
         // The request body it kept is given back before the refusal.
         drop(p);
-        self.refuse(
-            queue,
-            service,
-            Reply::out_of_memory(full),
-            head_request,
-            route,
-        )
+        let refusal = Answer::Refusal(Refusal::out_of_memory(full));
+        self.refuse(queue, service, refusal, head_request, label)
     }
 
     /// Queues `reply` as the last response of the connection. A refusal is
@@ -657,14 +771,14 @@ impl Session {
     fn refuse(
         &mut self,
         queue: &mut WriteQueue,
-        service: &Service,
-        reply: Reply,
+        service: &Protocol<S>,
+        answer: Answer<S::Reply>,
         head_request: bool,
-        route: Route,
-    ) -> State {
+        label: Option<S::Label>,
+    ) -> State<S> {
         // No request may follow a refusal on this connection.
         let exchange = self.exchange(service, false, head_request);
-        let mut refusal = Pending::new(reply, exchange, route);
+        let mut refusal = Pending::new(answer, exchange, label);
         refusal.refusal = true;
         self.respond(queue, service, refusal)
     }
@@ -676,32 +790,32 @@ impl Session {
         &mut self,
         input: &[u8],
         queue: &mut WriteQueue,
-        service: &Service,
+        service: &Protocol<S>,
         full: Full,
     ) {
         self.now = Moment::now();
-        let (head_request, route) = match std::mem::replace(&mut self.state, State::Closed) {
-            State::Body { pending, .. } => (pending.exchange.head_request, pending.route),
+        let (head_request, label) = match std::mem::replace(&mut self.state, State::Closed) {
+            State::Body { pending, .. } => (pending.exchange.head_request, pending.label),
             _ => {
                 self.noted("-", "-", "-", &[]);
-                (begins_head_request(input), Route::Unmatched)
+                (begins_head_request(input), None)
             }
         };
         service.memory.refused();
-        let reply = Reply::out_of_memory(full);
-        self.state = self.refuse(queue, service, reply, head_request, route);
+        let refusal = Answer::Refusal(Refusal::out_of_memory(full));
+        self.state = self.refuse(queue, service, refusal, head_request, label);
     }
 
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
     /// that did not arrive in time; the connection then closes.
-    pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, service: &Service) {
+    pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, service: &Protocol<S>) {
         self.now = Moment::now();
         let (reason, head_request, about) = match std::mem::replace(&mut self.state, State::Closed)
         {
             State::Body { pending, .. } => (
                 "request body not received in time",
                 pending.exchange.head_request,
-                pending.route,
+                pending.label,
             ),
             _ => {
                 // No head was read: the access log has no method or target.
@@ -709,7 +823,7 @@ impl Session {
                 (
                     "request head not received in time",
                     begins_head_request(input),
-                    Route::Unmatched,
+                    None,
                 )
             }
         };

@@ -169,10 +169,14 @@ impl Metrics {
         add(&self.counters.shard().written, n as u64);
     }
 
-    /// Counts an open connection until the guard is dropped.
-    pub fn open_connection(&self) -> OpenConnection {
+    /// Counts a connection opened.
+    pub fn connection_opened(&self) {
         self.counters.open.fetch_add(1, Ordering::Relaxed);
-        OpenConnection(self.counters.clone())
+    }
+
+    /// Counts a connection ended.
+    pub fn connection_closed(&self) {
+        self.counters.open.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Counts a connection reset after `--send-timeout`.
@@ -189,17 +193,6 @@ impl Metrics {
             Exposition::OpenMetrics => text,
             Exposition::Prometheus => to_prometheus_text(&text),
         }
-    }
-}
-
-/// An open connection, counted until dropped (however the connection
-/// ends).
-#[derive(Debug)]
-pub struct OpenConnection(Arc<Counters>);
-
-impl Drop for OpenConnection {
-    fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -1,8 +1,7 @@
 //! The demo site: its routes (`routes.rs`, every path in one table), the
 //! replies they give (`reply.rs`), the queries they read (`query.rs`), the
 //! bodies they send (`bodies.rs` and `body.rs`: built off the async
-//! workers, cached, counted), the echo's JSON (`echo.rs`), the jobs a reply
-//! waits for (`job.rs`), and the counters of `GET /metrics`
+//! workers, cached, counted), the echo's JSON (`echo.rs`), and the counters of `GET /metrics`
 //! (`metrics.rs`), with the process's own figures (`process.rs`), in the
 //! format the scraper asks for (`exposition.rs`). It knows nothing of connections or of the command line:
 //! [`Site::new`] takes what it needs ([`Settings`]).
@@ -11,7 +10,6 @@ mod bodies;
 mod body;
 mod echo;
 mod exposition;
-mod job;
 mod latency;
 mod metrics;
 mod process;
@@ -21,17 +19,16 @@ mod routes;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use unflat::head::{Line, Status};
 
 pub use bodies::Memo;
 pub use body::Built;
 pub use exposition::Exposition;
-pub use job::{Finished, Job};
-pub use metrics::{Metrics, OpenConnection};
-pub use reply::{Reply, ReplyContext};
+pub use metrics::Metrics;
+pub use reply::Reply;
 pub use routes::Route;
 
 use bodies::Bodies;
@@ -39,8 +36,9 @@ use body::BodyKey;
 use reply::ErrorField;
 
 use crate::h1::RequestHead;
-use crate::memory::Memory;
-use crate::response::{Prepared, Strategy};
+use crate::memory::{Full, Memory};
+use crate::response::{Exchange, Prepared, Response, Strategy};
+use crate::session::{Draining, Job, Service};
 
 /// The limits of the routes' arguments.
 #[derive(Clone, Copy, Debug)]
@@ -82,13 +80,15 @@ pub struct Site {
     memory: Arc<Memory>,
     metrics: Metrics,
     help: String,
-    draining: AtomicBool,
+    /// The core's: whether the server is shutting down (`/healthz`).
+    draining: Draining,
     limits: Limits,
 }
 
 impl Site {
-    /// The site `settings` describe, charging its bodies to `memory`.
-    pub fn new(settings: Settings<'_>, memory: &Arc<Memory>) -> Site {
+    /// The site `settings` describe, charging its bodies to `memory`;
+    /// `/healthz` says when the core is `draining`.
+    pub fn new(settings: Settings<'_>, memory: &Arc<Memory>, draining: Draining) -> Site {
         let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
         Site {
             fields: Fields::new(),
@@ -96,14 +96,9 @@ impl Site {
             bodies,
             memory: memory.clone(),
             help: help_text(&settings),
-            draining: AtomicBool::new(false),
+            draining,
             limits: settings.limits,
         }
-    }
-
-    /// The reply for a request head, and the route that gives it.
-    pub fn route(&self, head: &RequestHead<'_>) -> (Route, Reply) {
-        routes::route(self.limits, head)
     }
 
     /// The text of `GET /` and of the start-up banner.
@@ -116,15 +111,61 @@ impl Site {
         &self.metrics
     }
 
-    /// Marks the server as shutting down: from now on `/healthz` answers
-    /// 503 while the connections drain.
-    pub fn begin_draining(&self) {
-        self.draining.store(true, Ordering::Relaxed);
+    /// True once the server is shutting down.
+    pub fn is_draining(&self) -> bool {
+        self.draining.is_on()
+    }
+}
+
+/// The demo served by the core: its routes choose the reply, its bodies
+/// are built off the workers (the job), its counters hear of every
+/// response and connection.
+impl Service for Site {
+    type Reply = Reply;
+    type Conn = Memo;
+    type Label = Route;
+
+    fn call(&self, head: &RequestHead<'_>) -> (Route, Reply) {
+        routes::route(self.limits, head)
     }
 
-    /// True once [`Site::begin_draining`] was called.
-    pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Relaxed)
+    fn prepare(
+        &self,
+        reply: &mut Reply,
+        exchange: Exchange,
+        memo: &mut Memo,
+    ) -> Option<Job<Reply>> {
+        reply.prepare(self, exchange, memo)
+    }
+
+    fn respond<'a>(
+        &'a self,
+        reply: &'a mut Reply,
+        request_body: &'a [u8],
+    ) -> Result<Response<'a>, Full> {
+        reply.respond(self, request_body)
+    }
+
+    fn answered(&self, route: Option<Route>, status: Status, took: Duration) {
+        self.metrics
+            .request(route.unwrap_or(Route::Unmatched), status, took);
+    }
+
+    fn connection_opened(&self) {
+        self.metrics.connection_opened();
+    }
+
+    fn connection_closed(&self) {
+        self.metrics.connection_closed();
+    }
+
+    #[inline]
+    fn written(&self, bytes: usize) {
+        self.metrics.written(bytes);
+    }
+
+    fn send_timed_out(&self) {
+        self.metrics.send_timeout();
     }
 }
 

@@ -1,9 +1,8 @@
 //! What a request is answered with, and how each answer writes itself.
 //!
-//! The routes (`routes.rs`) choose a [`Reply`] from the request head; the
-//! session calls [`Reply::respond`] once the request body has been read,
-//! and the reply turns itself into a [`Response`] for the server's
-//! [`Writer`]: the help text, an `/end-string` body or a `/large` payload
+//! The routes (`routes.rs`) choose a [`Reply`] from the request head; once
+//! the request body has been read, the core asks the site for its
+//! [`Response`] ([`Reply::respond`]) and writes it: the help text, an `/end-string` body or a `/large` payload
 //! (from the cache, or built first by a [`Job`]), the echo (JSON or raw),
 //! the health check, the metrics, or an error with its reason. Nothing else
 //! in the server knows what a reply's response looks like.
@@ -13,17 +12,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use unflat::head::Status;
-use unflat::queue::WriteQueue;
 
 use super::bodies::{Memo, Unavailable};
 use super::body::{BodyKey, Built, Text};
 use super::echo::EchoJson;
 use super::exposition::Exposition;
-use super::job::Job;
 use super::{Fields, Site};
 use crate::h1::RequestHead;
-use crate::memory::{Full, Lease, Part};
-use crate::response::{Body, Exchange, Response, Writer, Written};
+use crate::memory::{Full, Part};
+use crate::response::{Body, Exchange, Response};
+use crate::session::Job;
 
 /// What a request is answered with.
 #[derive(Debug)]
@@ -41,8 +39,12 @@ pub enum Reply {
     Health,
     /// `/metrics`: the counters, in the text format the scraper asked for.
     Metrics(Exposition),
+    /// The counters rendered for `/metrics`, in that format.
+    Rendered(Exposition, String),
     /// `/echo`: the request as received; the body is added once read.
     Echo(Echoed),
+    /// The echo's JSON, made once the body was read: a body of its own.
+    Json(Arc<Built>),
     /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
     /// of the server for `OPTIONS *`.
     Options {
@@ -182,72 +184,34 @@ impl Reply {
         }))
     }
 
-    /// The body this reply sends, if it is a built one (the session keeps
-    /// it alive until the response is written).
-    pub fn into_body(self) -> Option<Arc<Built>> {
+    /// The response to write, the request body given (the echo's). What
+    /// neither the reply nor the site holds — the metrics' text, the echo's
+    /// JSON, a reason's line end — is made into the reply first: the core
+    /// keeps the reply while the queue shares its memory. Fails when the
+    /// echo's JSON cannot be charged.
+    pub(super) fn respond<'a>(
+        &'a mut self,
+        site: &'a Site,
+        request_body: &'a [u8],
+    ) -> Result<Response<'a>, Full> {
         match self {
-            Reply::Ready(body) => Some(body),
-            _ => None,
-        }
-    }
-
-    /// Queues the response; says what was written. Refused with [`Full`],
-    /// queueing nothing, when the connection's lease cannot cover it.
-    pub fn respond(
-        &mut self,
-        to: ReplyContext<'_>,
-        queue: &mut WriteQueue,
-    ) -> Result<Written, Full> {
-        if let Reply::Ready(body) = self {
-            // What nearly every request is: a built body, nothing made.
-            let r = built(body, &to.site.fields);
-            return to
-                .writer
-                .write(queue, &r, to.exchange, to.lease, to.besides);
-        }
-        if let Reply::Echo(Echoed::Json(echo)) = self {
-            let json = echo_body(echo, &to)?;
-            let Text::Payload(bytes) = &json.text else {
-                unreachable!("made as a payload")
-            };
-            let fields = &to.site.fields;
-            let r = Response::new(
-                Status::OK,
-                [Some(&fields.json), Some(&fields.no_store)],
-                Body::SharedBytes(bytes),
-            );
-            let written = to
-                .writer
-                .write(queue, &r, to.exchange, to.lease, to.besides)?;
-            // Kept by the session while the queue references it.
-            *self = Reply::Ready(json);
-            return Ok(written);
-        }
-        let made = self.make(to.site);
-        let r = self.response(to.site, &made, to.request_body);
-        to.writer
-            .write(queue, &r, to.exchange, to.lease, to.besides)
-    }
-
-    /// What the response is made of that does not live in the reply or the
-    /// site: a document or a reason made for it.
-    fn make(&self, site: &Site) -> Made {
-        match self {
-            Reply::Metrics(format) => Made::Text(site.metrics.render(*format)),
-            Reply::Error { reason, .. } if !reason.ends_with('\n') => {
-                Made::Text(format!("{reason}\n"))
+            Reply::Metrics(format) => {
+                let format = *format;
+                *self = Reply::Rendered(format, site.metrics.render(format));
             }
-            _ => Made::Nothing,
+            Reply::Echo(Echoed::Json(echo)) => {
+                let json = echo_body(echo, site, request_body)?;
+                *self = Reply::Json(json);
+            }
+            Reply::Error { reason, .. } if !reason.ends_with('\n') => reason.to_mut().push('\n'),
+            _ => {}
         }
+        let this: &'a Reply = self;
+        Ok(this.response(site, request_body))
     }
 
     /// The response: its status, its field lines, its body in its form.
-    fn response<'a>(
-        &'a self,
-        site: &'a Site,
-        made: &'a Made,
-        request_body: &'a [u8],
-    ) -> Response<'a> {
+    fn response<'a>(&'a self, site: &'a Site, request_body: &'a [u8]) -> Response<'a> {
         let fields = &site.fields;
         let text_plain =
             |status, body| Response::new(status, [Some(&fields.text_plain), None], body);
@@ -270,7 +234,7 @@ impl Reply {
                 let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
                 Response::new(status, fields, Body::Bytes(text))
             }
-            Reply::Metrics(format) => {
+            Reply::Rendered(format, text) => {
                 let content_type = match format {
                     Exposition::OpenMetrics => &fields.openmetrics,
                     Exposition::Prometheus => &fields.prometheus_text,
@@ -278,8 +242,21 @@ impl Reply {
                 Response::new(
                     Status::OK,
                     [Some(content_type), Some(&fields.no_store)],
-                    Body::Bytes(made.bytes()),
+                    Body::Bytes(text.as_bytes()),
                 )
+            }
+            Reply::Json(json) => {
+                let Text::Payload(bytes) = &json.text else {
+                    unreachable!("made as a payload")
+                };
+                Response::new(
+                    Status::OK,
+                    [Some(&fields.json), Some(&fields.no_store)],
+                    Body::SharedBytes(bytes),
+                )
+            }
+            Reply::Metrics(_) | Reply::Echo(Echoed::Json(_)) => {
+                unreachable!("made into the reply by respond")
             }
             Reply::Options { server_wide } => {
                 let allow = if *server_wide {
@@ -289,7 +266,6 @@ impl Reply {
                 };
                 Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
-            Reply::Echo(Echoed::Json(_)) => unreachable!("answered by respond"),
             Reply::Echo(Echoed::Raw) => Response::new(
                 Status::OK,
                 [Some(&fields.octet_stream), Some(&fields.no_store)],
@@ -300,15 +276,11 @@ impl Reply {
                 reason,
                 field,
             } => {
-                let text = match made {
-                    Made::Nothing => reason.as_bytes(),
-                    made => made.bytes(),
-                };
                 let field = field.map(|f| fields.error_field(f));
                 Response::new(
                     *status,
                     [Some(&fields.text_plain), field],
-                    Body::Bytes(text),
+                    Body::Bytes(reason.as_bytes()),
                 )
             }
         }
@@ -320,12 +292,12 @@ impl Reply {
 /// body built for one response, sent from its own memory like any other,
 /// so that a long one is held once, not copied into the write buffer
 /// beside the request body it encodes.
-fn echo_body(echo: &EchoJson, to: &ReplyContext<'_>) -> Result<Arc<Built>, Full> {
-    let len = echo.len(to.request_body.len());
+fn echo_body(echo: &EchoJson, site: &Site, request_body: &[u8]) -> Result<Arc<Built>, Full> {
+    let len = echo.len(request_body.len());
     // As a flat body is charged (`BodyKey::footprint`): its one allocation
     // and what making it leaves resident, a sixty-fourth over.
-    let charge = to.site.memory.charge(Part::Connections, len + len / 64)?;
-    let json = Bytes::from(echo.finish(to.request_body, len));
+    let charge = site.memory.charge(Part::Connections, len + len / 64)?;
+    let json = Bytes::from(echo.finish(request_body, len));
     Ok(Arc::new(Built::new(Text::Payload(json), len, charge)))
 }
 
@@ -341,35 +313,17 @@ fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
     Response::prepared(start, form)
 }
 
-/// A document or a reason made for one response, alive until it is queued.
-enum Made {
-    Nothing,
-    Text(String),
-}
-
-impl Made {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Made::Nothing => &[],
-            Made::Text(t) => t.as_bytes(),
-        }
+/// What the core asks of a reply while its request's body is read.
+impl crate::session::Reply for Reply {
+    fn wants_body(&self) -> bool {
+        Reply::wants_body(self)
     }
-}
 
-/// Who a reply answers, and what it needs from the connection.
-#[derive(Debug)]
-pub struct ReplyContext<'a> {
-    /// The site the reply comes from.
-    pub site: &'a Site,
-    /// The writer that queues it.
-    pub writer: &'a Writer,
-    /// The request body, for the echo.
-    pub request_body: &'a [u8],
-    /// What the request asked of its response.
-    pub exchange: Exchange,
-    /// The connection's reservation, which must cover the response before
-    /// it is queued.
-    pub lease: &'a mut Lease,
-    /// What the connection's buffers occupy outside the queue.
-    pub besides: usize,
+    fn held(&self) -> usize {
+        Reply::held(self)
+    }
+
+    fn refuses(&self) -> bool {
+        Reply::refuses(self)
+    }
 }

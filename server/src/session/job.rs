@@ -1,15 +1,15 @@
 //! What a reply waits for before it can be written, as a future the
-//! connection awaits: a body being built on the blocking pool.
+//! connection awaits (the demo's: a body being built on the blocking pool).
 
 use std::future::Future;
 use std::pin::Pin;
 
-/// What a reply waits for before it can be written — a body being built on
-/// the blocking pool, by this request or another — and what it then
-/// becomes (`T`: the site's reply, ready to write). The session hands it
-/// to the connection (`Step::Defer`), which awaits it (no thread is held
-/// while it waits) and gives back what it made (`Session::resume`);
-/// nothing in the session knows what the job does.
+/// What a reply waits for before it can be written — for the demo, a body
+/// being built on the blocking pool — and what it then becomes (`T`: the
+/// service's reply, ready to write). The session hands it to the
+/// connection (`Step::Defer`), which awaits it (no thread is held while it
+/// waits) and gives back what it made (`Session::resume`); nothing in the
+/// core knows what the job does.
 pub struct Job<T>(Pin<Box<dyn Future<Output = T> + Send>>);
 
 /// What a [`Job`] made.
@@ -17,7 +17,8 @@ pub struct Job<T>(Pin<Box<dyn Future<Output = T> + Send>>);
 pub struct Finished<T>(pub(crate) T);
 
 impl<T: 'static> Job<T> {
-    pub(super) fn new(work: impl Future<Output = T> + Send + 'static) -> Job<T> {
+    /// A job of `work`, which the connection awaits.
+    pub fn new(work: impl Future<Output = T> + Send + 'static) -> Job<T> {
         Job(Box::pin(work))
     }
 

@@ -1,0 +1,169 @@
+//! The core serves any [`Service`], not only the demo site: a second,
+//! small service on the same core gets the same grammar, framing,
+//! persistence, HEAD, pipelining, refusals and counting.
+
+mod common;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::read_response;
+use unflat::head::{Line, Status};
+use unflat_server::h1::RequestHead;
+use unflat_server::memory::Full;
+use unflat_server::response::{Body, Response};
+use unflat_server::session::{Reply, Service};
+use unflat_server::{Config, Running};
+
+/// A service of three answers, which counts what the core tells it.
+#[derive(Debug)]
+struct Greeter {
+    text_plain: Line,
+    answered: AtomicU64,
+    refused: AtomicU64,
+    opened: AtomicU64,
+    closed: AtomicU64,
+}
+
+#[derive(Debug)]
+enum Answer {
+    Hello,
+    Length(String),
+    Forbidden,
+}
+
+impl Reply for Answer {
+    fn wants_body(&self) -> bool {
+        matches!(self, Answer::Length(_))
+    }
+
+    fn refuses(&self) -> bool {
+        matches!(self, Answer::Forbidden)
+    }
+}
+
+impl Service for Greeter {
+    type Reply = Answer;
+    type Conn = ();
+    type Label = &'static str;
+
+    fn call(&self, head: &RequestHead<'_>) -> (&'static str, Answer) {
+        match head.path {
+            "/hello" => ("hello", Answer::Hello),
+            "/length" => ("length", Answer::Length(String::new())),
+            _ => ("other", Answer::Forbidden),
+        }
+    }
+
+    fn respond<'a>(
+        &'a self,
+        reply: &'a mut Answer,
+        request_body: &'a [u8],
+    ) -> Result<Response<'a>, Full> {
+        let text = Some(&self.text_plain);
+        Ok(match reply {
+            Answer::Hello => Response::new(Status::OK, [text, None], Body::Bytes(b"hello\n")),
+            Answer::Length(made) => {
+                *made = format!("{}\n", request_body.len());
+                Response::new(Status::OK, [text, None], Body::Bytes(made.as_bytes()))
+            }
+            Answer::Forbidden => {
+                Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
+            }
+        })
+    }
+
+    fn answered(&self, label: Option<&'static str>, _status: Status, _took: Duration) {
+        match label {
+            Some(_) => self.answered.fetch_add(1, Ordering::Relaxed),
+            None => self.refused.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    fn connection_opened(&self) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn connection_closed(&self) {
+        self.closed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn start() -> Running<Greeter> {
+    let config = Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: Some(1),
+        ..Config::default()
+    };
+    Running::start_with(config, |_| Greeter {
+        text_plain: Line::parse("Content-Type", "text/plain").unwrap(),
+        answered: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
+        opened: AtomicU64::new(0),
+        closed: AtomicU64::new(0),
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_second_service_is_served_by_the_same_core() {
+    let server = start();
+    let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // Pipelined: a GET, a HEAD, a POST with a chunked body, then a GET of
+    // HTTP/1.0, which closes the connection.
+    s.write_all(
+        b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n\
+          HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\n\
+          POST /length HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n\
+          GET /hello HTTP/1.0\r\n\r\n",
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    let get = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!((get.status, &get.body[..]), (200, &b"hello\n"[..]));
+    assert_eq!(get.header("content-length"), Some("6"));
+    let head = read_response(&mut s, &mut buf, true).unwrap();
+    assert_eq!((head.status, head.body.len()), (200, 0));
+    assert_eq!(head.header("content-length"), Some("6"));
+    let post = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!((post.status, &post.body[..]), (200, &b"5\n"[..]));
+    let old = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!((old.status, old.header("connection")), (200, Some("close")));
+    assert!(common::closed(&mut s, &mut buf), "HTTP/1.0 closes");
+
+    // The core's own refusal: a head it cannot read.
+    let r = common::exchange(
+        &server,
+        b"GET /hello HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n",
+    );
+    assert_eq!((r.status, r.header("connection")), (400, Some("close")));
+    // A refusal from the head: no 100 Continue, the final status at once.
+    let r = common::exchange(
+        &server,
+        b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    );
+    assert_eq!((r.status, r.header("connection")), (403, Some("close")));
+
+    let g = server.stack().service();
+    assert_eq!(
+        g.answered.load(Ordering::Relaxed),
+        5,
+        "every response it answered"
+    );
+    assert_eq!(g.refused.load(Ordering::Relaxed), 1, "the core's refusal");
+    let opened = g.opened.load(Ordering::Relaxed);
+    assert_eq!(opened, 3);
+    for _ in 0..100 {
+        if g.closed.load(Ordering::Relaxed) == opened {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        g.closed.load(Ordering::Relaxed),
+        opened,
+        "every connection ended"
+    );
+}
