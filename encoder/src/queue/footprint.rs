@@ -33,9 +33,11 @@ const ROPEY_CHUNK_LEAST: usize = 256;
 /// use unflat::queue::{Push, Pushes, WriteQueue};
 /// let q = WriteQueue::new();
 /// // Shorter than the copy threshold (8 KiB by default): copied.
-/// assert_eq!(q.pushes(Push::Share(100)), Pushes { copied: 100, framed: false, segments: 1 });
+/// let copied = q.pushes(Push::Share(100));
+/// assert_eq!((copied.copied, copied.shares), (100, false));
 /// // Longer: an iovec at its own memory, nothing copied.
-/// assert_eq!(q.pushes(Push::Share(1 << 20)), Pushes { copied: 0, framed: false, segments: 1 });
+/// let shared = q.pushes(Push::Share(1 << 20));
+/// assert_eq!((shared.copied, shared.shares), (0, true));
 /// ```
 #[derive(Clone, Copy)]
 pub enum Push<'a> {
@@ -66,7 +68,7 @@ pub enum Push<'a> {
 ///
 /// ```
 /// use unflat::queue::Pushes;
-/// let head_and_small_body = Pushes { copied: 300, framed: false, segments: 1 };
+/// let head_and_small_body = Pushes { copied: 300, segments: 1, ..Pushes::default() };
 /// let long_stream = Pushes { framed: true, ..Pushes::default() };
 /// # let _ = (head_and_small_body, long_stream);
 /// ```
@@ -78,6 +80,10 @@ pub struct Pushes {
     pub framed: bool,
     /// Segments the pushes add, at most.
     pub segments: usize,
+    /// Whether the queue keeps a reference to memory pushed (a shared
+    /// buffer, a rope's chunks, text framed from its rope): its owner must
+    /// then keep it alive until the queue has written past it.
+    pub shares: bool,
 }
 
 impl std::fmt::Debug for Push<'_> {
@@ -102,6 +108,7 @@ impl Pushes {
             copied: self.copied + next.copied,
             framed: self.framed || next.framed,
             segments: self.segments + next.segments,
+            shares: self.shares || next.shares,
         }
     }
 }
@@ -117,6 +124,7 @@ impl WriteQueue {
     /// response together with [`Pushes::then`].
     ///
     /// [`Policy::copy_below`]: super::Policy::copy_below
+    #[inline]
     pub fn pushes(&self, push: Push<'_>) -> Pushes {
         let frame = self.frame_size();
         // A copy joins the copied run before it, or begins one.
@@ -124,6 +132,7 @@ impl WriteQueue {
             copied,
             framed: false,
             segments: 1,
+            shares: false,
         };
         match push {
             Push::Copy(len) => copy(len),
@@ -132,6 +141,7 @@ impl WriteQueue {
                 copied: 0,
                 framed: false,
                 segments: 1,
+                shares: true,
             },
             Push::ShareRope(len) => Pushes {
                 copied: if len > frame { 0 } else { len },
@@ -143,6 +153,9 @@ impl WriteQueue {
                 } else {
                     len / ROPEY_CHUNK_LEAST + 2
                 },
+                // Copied whole at once only when no chunk is long enough to
+                // share and the range fits a frame.
+                shares: len > frame || self.policy.copy_below <= ROPEY_CHUNK_MOST,
             },
             // As `stream` decides: at once into room for the worst case
             // when that fits a frame, else into room for the exact size
@@ -158,6 +171,7 @@ impl WriteQueue {
                     copied: 0,
                     framed: true,
                     segments: 1,
+                    shares: true,
                 },
             },
         }
@@ -194,7 +208,7 @@ impl WriteQueue {
     /// ```
     /// use unflat::queue::{Pushes, WriteQueue};
     /// let mut q = WriteQueue::new();
-    /// let after = q.footprint_after(Pushes { copied: 10_000, framed: false, segments: 2 });
+    /// let after = q.footprint_after(Pushes { copied: 10_000, segments: 2, ..Pushes::default() });
     /// q.reserve(10_000);
     /// q.copy(&[b'h'; 200]);
     /// q.copy(&[b'b'; 9_800]);
@@ -206,6 +220,7 @@ impl WriteQueue {
             copied,
             framed,
             segments,
+            ..
         } = pushes;
         let buffer = self
             .grown_len(copied)
@@ -239,7 +254,7 @@ impl WriteQueue {
     /// let body = "x".repeat(100_000);
     /// let n = storage_size(&head, Encoding::Latin1) + storage_size(&body, Encoding::Utf8);
     /// let mut q = WriteQueue::new();
-    /// let bound = q.footprint_after(Pushes { copied: n, framed: false, segments: 1 });
+    /// let bound = q.footprint_after(Pushes { copied: n, segments: 1, ..Pushes::default() });
     /// q.reserve(n); // one allocation for both pushes
     /// q.encode(&head, Encoding::Latin1, Mode::Strict).unwrap();
     /// q.encode(&body, Encoding::Utf8, Mode::Strict).unwrap();
@@ -326,6 +341,7 @@ mod tests {
                         copied,
                         framed,
                         segments: 4,
+                        shares: false,
                     });
                     q.reserve(copied);
                     push(&mut q);
@@ -401,6 +417,14 @@ mod tests {
                 assert!(
                     segments <= said.segments,
                     "{policy:?} {push:?}: {segments} segments, {said:?}"
+                );
+                let keeps = q
+                    .segments
+                    .iter()
+                    .any(|seg| !matches!(seg, Segment::Copied { .. }));
+                assert!(
+                    !keeps || said.shares,
+                    "{policy:?} {push:?}: keeps a reference, {said:?}"
                 );
             }
         }

@@ -194,7 +194,7 @@ pub async fn serve<S: Service, IO: Socket>(
         // Between requests, at the connection limit, it gives way.
         let idle = waiting == Waiting::Idle;
         if idle {
-            registration.idle(Moment::now());
+            registration.idle(deadline);
         }
         let read = c.read(waiting, deadline, &timer, &registration, stopped.as_mut());
         let read = read.await;

@@ -6,8 +6,10 @@
 //!
 //! A connection registers once, when it opens (one lock); going idle and
 //! busy again is one store each to its own slot, so a request pays no
-//! shared lock. Finding the longest idle reads every slot, and only at the
-//! limit.
+//! shared lock, nor a clock read: an idle connection stores its idle
+//! deadline, and since every idle deadline is `--idle-timeout` after the
+//! wait began, the earliest is the connection idle longest. Finding it
+//! reads every slot, and only at the limit.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,9 +33,9 @@ struct Slots {
 
 #[derive(Debug, Default)]
 struct Slot {
-    /// When it began to wait for its next request, in clock milliseconds
-    /// plus one; 0 while it is busy.
-    idle_since: AtomicU64,
+    /// When its wait for the next request times out, in clock
+    /// milliseconds plus one; 0 while it is busy.
+    idle_until: AtomicU64,
     asked: AtomicBool,
     waker: AtomicWaker,
 }
@@ -82,11 +84,11 @@ impl IdleConnections {
             .iter()
             .flatten()
             .filter(|s| !s.asked.load(Ordering::Relaxed))
-            .filter_map(|s| match s.idle_since.load(Ordering::Relaxed) {
+            .filter_map(|s| match s.idle_until.load(Ordering::Relaxed) {
                 0 => None,
-                since => Some((since, s)),
+                until => Some((until, s)),
             })
-            .min_by_key(|&(since, _)| since);
+            .min_by_key(|&(until, _)| until);
         let Some((_, slot)) = longest else {
             return false;
         };
@@ -97,16 +99,17 @@ impl IdleConnections {
 }
 
 impl Registration<'_> {
-    /// The connection waits for its next request, from `now`.
-    pub fn idle(&self, now: Moment) {
+    /// The connection waits for its next request, until `deadline` (its
+    /// idle timeout).
+    pub fn idle(&self, deadline: Moment) {
         self.slot
-            .idle_since
-            .store(now.millis() + 1, Ordering::Relaxed);
+            .idle_until
+            .store(deadline.millis() + 1, Ordering::Relaxed);
     }
 
     /// The connection has a request in progress.
     pub fn busy(&self) {
-        self.slot.idle_since.store(0, Ordering::Relaxed);
+        self.slot.idle_until.store(0, Ordering::Relaxed);
     }
 
     /// Ready once the listener has asked the connection to give way.

@@ -392,8 +392,7 @@ impl Writer {
         Ok(Written {
             status,
             body_bytes: body.content_length(),
-            references_body: self.strategy == Strategy::Direct
-                && (pushes.framed || pushes.segments > 0),
+            references_body: self.strategy == Strategy::Direct && pushes.shares,
         })
     }
 }

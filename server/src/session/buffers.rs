@@ -68,6 +68,7 @@ impl<S: Service> Session<S> {
 
     /// After a write: lets go of the bodies responses no longer need, and
     /// gives back what the buffers no longer occupy.
+    #[inline]
     pub fn settle(&mut self, queue: &WriteQueue) {
         self.release_written(queue);
         self.outside.sending = 0;

@@ -138,6 +138,7 @@ impl Service for Site {
         reply.prepare(self, exchange, memo)
     }
 
+    #[inline]
     fn respond<'a>(
         &'a self,
         reply: &'a mut Reply,
