@@ -22,6 +22,14 @@ fn short_timeouts() -> Config {
     }
 }
 
+/// Whether the server has sent something on `s`, without waiting.
+fn answered(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let answered = matches!(s.peek(&mut [0u8; 1]), Ok(n) if n > 0);
+    s.set_nonblocking(false).unwrap();
+    answered
+}
+
 fn served(server: &Running) -> bool {
     let r = common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
     r.status == 200 && r.body == b"aaa"
@@ -44,11 +52,7 @@ fn slowloris_is_answered_408_and_closed_at_the_head_deadline() {
         sent += 1;
         std::thread::sleep(Duration::from_millis(100));
         assert!(served(&server), "others are served meanwhile");
-        slow.set_nonblocking(true).unwrap();
-        let mut probe = [0u8; 1];
-        let answered = matches!(slow.peek(&mut probe), Ok(n) if n > 0);
-        slow.set_nonblocking(false).unwrap();
-        if answered {
+        if answered(&slow) {
             break read_response(&mut slow, &mut buf, false).ok();
         }
         assert!(
@@ -102,11 +106,7 @@ fn trickle(server: &Running, head: &[u8], body: &[u8]) -> (common::Raw, usize, D
     let begun = Instant::now();
     let mut sent = 0;
     loop {
-        s.set_nonblocking(true).unwrap();
-        let mut probe = [0u8; 1];
-        let answered = matches!(s.peek(&mut probe), Ok(n) if n > 0);
-        s.set_nonblocking(false).unwrap();
-        if answered || sent == body.len() {
+        if answered(&s) || sent == body.len() {
             let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
             assert!(closed_within(&mut s, Duration::from_secs(5)));
             return (r, sent, begun.elapsed());
@@ -202,9 +202,7 @@ fn no_body_lasts_past_the_max_body_time() {
     // A byte every 400 ms: within --body-timeout of the last, so only the
     // ceiling can end it.
     let answered = loop {
-        s.set_nonblocking(true).unwrap();
-        let answered = matches!(s.peek(&mut [0u8; 1]), Ok(n) if n > 0);
-        s.set_nonblocking(false).unwrap();
+        let answered = answered(&s);
         if answered || begun.elapsed() > Duration::from_secs(8) || s.write_all(b"y").is_err() {
             break answered;
         }
