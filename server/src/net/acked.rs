@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 
 /// Bytes of output the peer of `socket` has acknowledged; `None` where the
 /// system cannot tell.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(target_os = "linux")]
 pub fn acknowledged(socket: &impl AsRawFd) -> Option<u64> {
     let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -36,7 +36,7 @@ pub fn acknowledged(socket: &impl AsRawFd) -> Option<u64> {
 
 /// Bytes of output the peer of `socket` has acknowledged; `None` where the
 /// system cannot tell.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(target_os = "linux"))]
 pub fn acknowledged(_socket: &impl AsRawFd) -> Option<u64> {
     None
 }

@@ -46,7 +46,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tracing::debug;
 use unflat::queue::{WriteQueue, IOV_MAX};
@@ -212,9 +212,17 @@ pub async fn serve<S: Service, IO: Socket>(
             }
         }
     }
-    // Best effort: the peer may already be gone.
-    let _ = c.io.shutdown().await;
-    Ok(())
+    // Best effort: the peer may already be gone. Within the send timeout
+    // like any write: a TLS close_notify waits for the socket, which a
+    // peer that stopped reading never makes writable.
+    let send = connections.timeouts.send;
+    let closed = in_time(send, &timer, &mut *c.io, |io, cx| {
+        Pin::new(io).poll_shutdown(cx)
+    });
+    match closed.await {
+        Err(Ended::SendTimeout) => Err(Ended::SendTimeout),
+        _ => Ok(()),
+    }
 }
 
 /// What a read ended with.

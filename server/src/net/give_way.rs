@@ -107,9 +107,12 @@ impl Registration<'_> {
             .store(deadline.millis() + 1, Ordering::Relaxed);
     }
 
-    /// The connection has a request in progress.
+    /// The connection has a request in progress. An ask that came too late
+    /// (the request arrived first) is forgotten: the connection is busy,
+    /// and the listener asks another.
     pub fn busy(&self) {
         self.slot.idle_until.store(0, Ordering::Relaxed);
+        self.slot.asked.store(false, Ordering::Relaxed);
     }
 
     /// Ready once the listener has asked the connection to give way.

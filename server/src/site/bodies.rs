@@ -184,38 +184,42 @@ impl Bodies {
     /// (the cache giving way first when the account is full); refused when
     /// even then there is no room.
     pub async fn get(self: Arc<Self>, key: BodyKey) -> Result<Arc<Built>, Unavailable> {
-        if let Some(found) = self.find(key) {
-            return found.await_flight().await;
-        }
-        // Charged outside the lock: a full account asks the cache, which
-        // takes it, to give way.
-        let charge = self
-            .memory
-            .charge(Part::Building, key.footprint())
-            .inspect_err(|_| self.memory.refused())
-            .map_err(Unavailable::Memory)?;
-        let found = {
+        // The flight is registered before the charge, so that identical
+        // requests meanwhile join it rather than each charge the body.
+        let (flight, mine) = {
             let mut state = self.lock();
-            // Another request may have begun or finished it meanwhile; the
-            // charge is then given back.
-            self.find_locked(&mut state, key).unwrap_or_else(|| {
-                let flight = Arc::new(Flight::default());
-                state.flights.insert(key, flight.clone());
-                self.builds.fetch_add(1, Ordering::Relaxed);
-                // A task of its own: the build finishes, and is cached,
-                // whether or not the connection that asked is still there.
-                tokio::spawn(self.clone().build(key, charge, flight.clone()));
-                Found::Building(flight)
-            })
+            match self.find_locked(&mut state, key) {
+                Some(Found::Cached(body)) => return Ok(body),
+                Some(Found::Building(flight)) => (flight, false),
+                None => {
+                    let flight = Arc::new(Flight::default());
+                    state.flights.insert(key, flight.clone());
+                    (flight, true)
+                }
+            }
         };
-        found.await_flight().await
+        if mine {
+            // Charged outside the lock: a full account asks the cache,
+            // which takes it, to give way.
+            match self.memory.charge(Part::Building, key.footprint()) {
+                Ok(charge) => {
+                    self.builds.fetch_add(1, Ordering::Relaxed);
+                    // A task of its own: the build finishes, and is cached,
+                    // whether or not the connection that asked is still
+                    // there.
+                    tokio::spawn(self.clone().build(key, charge, flight.clone()));
+                }
+                Err(full) => {
+                    self.memory.refused();
+                    self.lock().flights.remove(&key);
+                    flight.finish(Err(Unavailable::Memory(full)));
+                }
+            }
+        }
+        flight.wait().await
     }
 
     /// The body for `key` if it is cached, or the build of it in flight.
-    fn find(&self, key: BodyKey) -> Option<Found> {
-        self.find_locked(&mut self.lock(), key)
-    }
-
     fn find_locked(&self, state: &mut State, key: BodyKey) -> Option<Found> {
         if let Some(hit) = state.cache.get(&key) {
             hit.touch();
@@ -285,19 +289,10 @@ impl Bodies {
     }
 }
 
-/// What [`Bodies::find`] found.
+/// What [`Bodies::find_locked`] found.
 enum Found {
     Cached(Arc<Built>),
     Building(Arc<Flight>),
-}
-
-impl Found {
-    async fn await_flight(self) -> Result<Arc<Built>, Unavailable> {
-        match self {
-            Found::Cached(body) => Ok(body),
-            Found::Building(flight) => flight.wait().await,
-        }
-    }
 }
 
 impl Reclaim for Bodies {
