@@ -1,4 +1,5 @@
-//! One connection's protocol state, without IO: bytes in, responses queued.
+//! One connection's requests, without IO: bytes in, responses queued, the
+//! replies asked of the [`Service`] the core serves (`service.rs`).
 //!
 //! [`Session::process`] takes the bytes read so far, answers every request
 //! they hold completely — pipelined requests included — by queueing the
@@ -15,22 +16,22 @@
 //! memory account, and every buffer the connection grows is covered by it
 //! first: the read buffer (the connection asks,
 //! [`Session::grow_read_buffer`]), each response before it is queued (the
-//! writer checks), a request body kept for `/echo` before it grows, TLS
-//! records being written ([`Session::cover_sending`]). When the lease
-//! cannot grow, a connection with output still queued waits for it to
-//! drain and tries again; one with nothing queued is answered 503 with
-//! `Retry-After` and closed. The bodies its queued responses reference are
-//! kept alive here until the queue has written past them, so that each is
-//! counted (once, by its own charge) for exactly as long as it is needed;
-//! the session remembers no body beyond that.
+//! writer checks), a request body kept for a reply that wants it before it
+//! grows, TLS records being written ([`Session::cover_sending`]). When the
+//! lease cannot grow, a connection with output still queued waits for it
+//! to drain and tries again; one with nothing queued is answered 503 with
+//! `Retry-After` and closed. The replies whose memory queued responses
+//! share are kept here until the queue has written past them, so that each
+//! body is counted (once, by its own charge) for exactly as long as it is
+//! needed.
 //!
-//! A reply that must wait for a body to be built hands the connection a
-//! [`Job`] ([`Step::Defer`]); the connection awaits it and gives back what
-//! it made with [`Session::resume`], and the session goes on in request
-//! order. The session knows nothing of what the job does.
+//! A reply that must wait (the demo: for a body being built) hands the
+//! connection a [`Job`] ([`Step::Defer`]); the connection awaits it and
+//! gives back what it made with [`Session::resume`], and the session goes
+//! on in request order. The session knows nothing of what the job does.
 //!
-//! Every response queued passes one place, `record`: the metrics count it
-//! by route and status, and with `--access-log` it gets its line.
+//! Every response queued passes one place, `record`: the service hears of
+//! it ([`Service::answered`]), and with `--access-log` it gets its line.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
