@@ -12,7 +12,7 @@ use super::Body;
 /// The push the direct strategy makes of `body` (see `direct.rs`).
 fn direct_push<'a>(body: &Body<'a>) -> Option<Push<'a>> {
     Some(match *body {
-        Body::Empty | Body::Unsent(_) => return None,
+        Body::Empty | Body::Unsent(_) | Body::Stream => return None,
         Body::Bytes(b) => Push::Copy(b.len()),
         Body::SharedText(b) | Body::SharedBytes(b) => Push::Share(b.len()),
         Body::Rope(_, len) => Push::ShareRope(len),
@@ -47,7 +47,7 @@ pub(super) fn flattened_pushes(
 ) -> (Pushes, usize) {
     let (flattened, body_push) = match *body {
         Body::SharedBytes(b) => (head_len, Some(Push::Share(b.len()))),
-        Body::Empty | Body::Unsent(_) => (head_len, None),
+        Body::Empty | Body::Unsent(_) | Body::Stream => (head_len, None),
         _ => (head_len + body.content_length(), None),
     };
     let text = match *body {

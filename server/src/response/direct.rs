@@ -4,16 +4,16 @@
 
 use bytes::Buf;
 use unflat::queue::WriteQueue;
-use unflat::{Encoding, Mode};
+use unflat::{Encoding, Measured, Mode, Rope};
 
-use super::{encode, Body, MeasuredHead};
+use super::{encode, Body};
 
 /// Queues `head` and `body`.
-pub(super) fn write(queue: &mut WriteQueue, head: &MeasuredHead<'_, '_>, body: &Body<'_>) {
+pub(super) fn write<H: Rope>(queue: &mut WriteQueue, head: &Measured<H>, body: &Body<'_>) {
     encode(queue, head, Encoding::Latin1);
     let before = queue.remaining();
     match body {
-        Body::Empty | Body::Unsent(_) => {}
+        Body::Empty | Body::Unsent(_) | Body::Stream => {}
         Body::Bytes(b) => queue.copy(b),
         Body::SharedText(b) | Body::SharedBytes(b) => queue.share(b),
         Body::Rope(rope, len) => queue.share_rope(rope, 0..*len),

@@ -9,21 +9,21 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes};
 use unflat::flatten::{flatten, Flat};
 use unflat::queue::WriteQueue;
-use unflat::{Encoding, Latin1, Rope, Utf16};
+use unflat::{Encoding, Latin1, Measured, Rope, Utf16};
 
-use super::{encode, Body, MeasuredHead};
+use super::{encode, Body};
 use crate::memory::{Charge, Full, Memory, Part};
 
 /// Queues `head` and `body` as the old path did; a shared payload's owned
 /// copy is charged to `memory` for as long as the queue holds it.
-pub(super) fn write(
+pub(super) fn write<H: Rope>(
     queue: &mut WriteQueue,
-    head: &MeasuredHead<'_, '_>,
+    head: &Measured<H>,
     body: &Body<'_>,
     memory: &Arc<Memory>,
 ) -> Result<(), Full> {
     match body {
-        Body::Empty | Body::Unsent(_) => flatten_into(queue, head, &[head]),
+        Body::Empty | Body::Unsent(_) | Body::Stream => flatten_into(queue, head, &[head]),
         Body::Bytes(b) => {
             // Bytes are no text: they join the flat head as they are,
             // and the whole is copied into the write buffer.
@@ -69,7 +69,7 @@ impl AsRef<[u8]> for Charged {
 /// Collects `parts` — the head first — into one new flat string (copy 1),
 /// then encodes it into the write buffer (copy 2): the head's part as
 /// latin1, as a head is sent, and the rest as UTF-8.
-fn flatten_into(queue: &mut WriteQueue, head: &MeasuredHead<'_, '_>, parts: &[&dyn Rope]) {
+fn flatten_into<H: Rope>(queue: &mut WriteQueue, head: &Measured<H>, parts: &[&dyn Rope]) {
     let head_len = head.shape().one_byte;
     match flatten(parts) {
         Flat::OneByte(flat) => {

@@ -33,6 +33,7 @@ mod bound;
 mod date;
 mod direct;
 mod flatten;
+mod stream;
 
 use std::sync::{Arc, LazyLock};
 
@@ -43,6 +44,7 @@ use unflat::queue::{Push, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use crate::memory::{Full, Lease, Memory};
+pub use stream::{Chunk, Stream};
 
 /// How responses are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -89,6 +91,13 @@ pub enum Body<'a> {
     /// A body of this many bytes that is announced but never sent: the
     /// answer to a `HEAD` that knows its length without building the body.
     Unsent(usize),
+    /// A body of unknown length, asked of the service a [`Chunk`] at a time
+    /// once the head is queued ([`Service::next_chunk`]): chunked to an
+    /// HTTP/1.1 client, ended by closing the connection to HTTP/1.0, and
+    /// nothing at all after a `HEAD`.
+    ///
+    /// [`Service::next_chunk`]: crate::session::Service::next_chunk
+    Stream,
 }
 
 impl std::fmt::Debug for Body<'_> {
@@ -101,16 +110,18 @@ impl std::fmt::Debug for Body<'_> {
             Body::Transcoded(..) => "Transcoded",
             Body::SharedBytes(_) => "SharedBytes",
             Body::Unsent(_) => "Unsent",
+            Body::Stream => return f.write_str("Stream"),
         };
         write!(f, "{form}({} bytes)", self.content_length())
     }
 }
 
 impl Body<'_> {
-    /// The body's length on the wire: its `Content-Length`.
+    /// The body's length on the wire: its `Content-Length` (none is sent
+    /// for a stream, whose length is not known: 0 here).
     pub fn content_length(&self) -> usize {
         match *self {
-            Body::Empty => 0,
+            Body::Empty | Body::Stream => 0,
             Body::Bytes(b) => b.len(),
             Body::SharedText(b) | Body::SharedBytes(b) => b.len(),
             Body::Rope(_, n) | Body::Transcoded(_, n) | Body::Unsent(n) => n,
@@ -128,6 +139,9 @@ pub struct Exchange {
     pub keep_alive: bool,
     /// Whether the request was `HEAD`.
     pub head_request: bool,
+    /// Whether the client takes a chunked body (it spoke HTTP/1.1): a
+    /// stream to an HTTP/1.0 client ends when the connection closes.
+    pub takes_chunked: bool,
 }
 
 impl Exchange {
@@ -238,16 +252,18 @@ pub struct Written {
     /// from it) rather than copied whole: its owner must then keep it
     /// alive until the response is written.
     pub references_body: bool,
+    /// Whether the connection stays open after the response: as asked,
+    /// unless a stream to an HTTP/1.0 client is ended by closing it.
+    pub keep_alive: bool,
+    /// How the body goes on: `Some` when its chunks are still to be
+    /// queued ([`Writer::chunk`]), the response not yet ended.
+    pub stream: Option<Stream>,
 }
 
 /// A response head: the route's two field lines at most and
 /// `X-Content-Type-Options` (or a [`Prepared`] start that holds them),
 /// besides the framing, date and connection lines the head writes itself.
 type ResponseHead<'a> = Head<'a, 3>;
-
-/// A response head measured once: its length bounds the response before it
-/// is queued, and the queue encodes it without measuring it again.
-type MeasuredHead<'h, 'a> = Measured<&'h ResponseHead<'a>>;
 
 /// The one place a response becomes bytes: the status line and the route's
 /// fields, `Date`, framing (`Content-Length`, or none on 1xx, 204 and 304),
@@ -355,11 +371,20 @@ impl Writer {
             Start::Prepared(start) => ResponseHead::prefixed_with_room(&start.0, exchange.method()),
         };
         head.date(&date);
+        let streamed = matches!(r.body, Body::Stream);
+        let mut keep_alive = exchange.keep_alive;
         if !status.has_no_body() {
-            head.content_length(r.body.content_length() as u64)
-                .expect("one framing on a status with a body");
+            if !streamed {
+                head.content_length(r.body.content_length() as u64)
+                    .expect("one framing on a status with a body");
+            } else if exchange.takes_chunked {
+                head.chunked().expect("one framing on a status with a body");
+            } else if exchange.sends_content() {
+                // HTTP/1.0 has no chunks: the body ends with the connection.
+                keep_alive = false;
+            }
         }
-        head.persistence(if exchange.keep_alive {
+        head.persistence(if keep_alive {
             Persistence::KeepAlive(&self.keep_alive)
         } else {
             Persistence::Close
@@ -375,25 +400,55 @@ impl Writer {
         } else {
             &Body::Empty
         };
-        let head_len = storage_size(&head, Encoding::Latin1);
+        let shares = self.put(queue, &head, body, b"", lease, besides)?;
+        let stream = (streamed && body_allowed).then_some(Stream {
+            chunked: exchange.takes_chunked,
+            sent: 0,
+        });
+        if stream.is_none() {
+            queue.end_response();
+        }
+        Ok(Written {
+            status,
+            body_bytes: body.content_length(),
+            references_body: shares,
+            keep_alive,
+            stream,
+        })
+    }
+
+    /// Queues `head`, `body` and `tail` by the writer's strategy, once
+    /// `lease` covers what the queue will then occupy and `besides` (else
+    /// fails, queueing nothing); says whether the queue shares memory of
+    /// the body.
+    fn put<H: Rope>(
+        &self,
+        queue: &mut WriteQueue,
+        head: &Measured<H>,
+        body: &Body<'_>,
+        tail: &[u8],
+        lease: &mut Lease,
+        besides: usize,
+    ) -> Result<bool, Full> {
+        let head_len = storage_size(head, Encoding::Latin1);
         let (pushes, transient) = match self.strategy {
             Strategy::Direct => (bound::direct_pushes(queue, head_len, body), 0),
             Strategy::Flatten => bound::flattened_pushes(queue, head_len, body),
+        };
+        let pushes = match tail.len() {
+            0 => pushes,
+            n => pushes.then(queue.pushes(Push::Copy(n))),
         };
         let after = queue.footprint_after(pushes);
         lease.cover(besides + transient + after)?;
         queue.reserve(pushes.copied);
         match self.strategy {
-            Strategy::Direct => direct::write(queue, &head, body),
-            Strategy::Flatten => flatten::write(queue, &head, body, &self.memory)?,
+            Strategy::Direct => direct::write(queue, head, body),
+            Strategy::Flatten => flatten::write(queue, head, body, &self.memory)?,
         }
-        queue.end_response();
+        queue.copy(tail);
         debug_assert!(queue.footprint() <= after, "the queue within its bound");
-        Ok(Written {
-            status,
-            body_bytes: body.content_length(),
-            references_body: self.strategy == Strategy::Direct && pushes.shares,
-        })
+        Ok(self.strategy == Strategy::Direct && pushes.shares)
     }
 }
 
@@ -441,6 +496,7 @@ mod tests {
                     let exchange = Exchange {
                         keep_alive,
                         head_request,
+                        takes_chunked: true,
                     };
                     let body = if status.has_no_body() {
                         Body::Empty
@@ -489,6 +545,7 @@ mod tests {
                 let exchange = Exchange {
                     keep_alive: true,
                     head_request,
+                    takes_chunked: true,
                 };
                 let direct = written(Strategy::Direct, &r, exchange);
                 assert!(direct.windows(8).any(|w| w == b"caf\xe9 \xff\r\n"));

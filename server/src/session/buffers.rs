@@ -42,7 +42,7 @@ impl<S: Service> Session<S> {
             State::Body { pending, .. } | State::Ready(pending) | State::Deferred(pending) => {
                 pending.held()
             }
-            State::Head | State::Closed => 0,
+            State::Head | State::Streaming(_) | State::Closed => 0,
         };
         o.read_buffer + o.socket + o.sending + body + self.log.capacity()
     }

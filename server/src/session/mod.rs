@@ -61,7 +61,7 @@ use crate::h1::{
     FIELDS_CAP,
 };
 use crate::memory::{Full, Lease, Memory};
-use crate::response::{Exchange, Writer, Written};
+use crate::response::{Chunk, Exchange, Stream, Writer, Written};
 
 /// What every session shares: the service it answers with, the writer of
 /// its responses, the memory account, the limits of its protocol, and
@@ -168,7 +168,32 @@ enum State<S: Service> {
     /// A reply to answer on the next turn: back from its job, or waiting
     /// for the queue to drain because the lease could not cover it.
     Ready(Pending<S>),
+    /// A streamed response whose head is queued: its chunks are asked for
+    /// as the queue drains. Boxed: rare, and larger than the rest.
+    Streaming(Box<Streaming<S>>),
     Closed,
+}
+
+/// A streamed response being queued ([`Service::next_chunk`]).
+#[derive(Debug)]
+struct Streaming<S: Service> {
+    reply: S::Reply,
+    label: Option<S::Label>,
+    status: Status,
+    stream: Stream,
+    keep_alive: bool,
+    /// A chunk asked for that the lease could not cover yet.
+    next: Option<Chunk>,
+    /// The service said the stream ended; its end waits for memory.
+    ended: bool,
+}
+
+impl<S: Service> Streaming<S> {
+    /// Whether the queue must drain before the stream goes on: it holds
+    /// [`STREAM_AHEAD`] or more, or what comes next waits for memory.
+    fn waits(&self, queue: &WriteQueue) -> bool {
+        self.next.is_some() || self.ended || queue.remaining() >= STREAM_AHEAD
+    }
 }
 
 /// What the session keeps of a request head once it is parsed: how long
@@ -341,6 +366,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         wants_keep_alive: bool,
         head_request: bool,
+        takes_chunked: bool,
     ) -> Exchange {
         let last_allowed = service
             .limits
@@ -349,6 +375,7 @@ impl<S: Service> Session<S> {
         Exchange {
             keep_alive: wants_keep_alive && !last_allowed && !service.draining.is_on(),
             head_request,
+            takes_chunked,
         }
     }
 
@@ -399,6 +426,8 @@ impl<S: Service> Session<S> {
                     || queue.pending_responses() >= service.limits.max_queued_responses
                     // A reply that waits for memory waits for the queue.
                     || matches!(self.state, State::Ready(_))
+                    // A stream is asked for more as the queue drains.
+                    || matches!(&self.state, State::Streaming(s) if s.waits(queue))
                     // One call copies or encodes a turn's worth at most.
                     || queue.copied_len() >= copied_before + TURN)
             {
@@ -435,6 +464,7 @@ impl<S: Service> Session<S> {
                     Err(waiting) => return Step::Read(waiting),
                 },
                 State::Ready(pending) => self.answer(queue, service, pending),
+                State::Streaming(streaming) => self.stream(queue, service, streaming),
                 // `process` without `resume`: the job is gone; closing is
                 // all that is left.
                 State::Deferred(_) => State::Closed,
@@ -483,7 +513,12 @@ impl<S: Service> Session<S> {
             "HTTP/1.1"
         };
         self.noted(head.method, head.target, version, head.fields);
-        let exchange = self.exchange(service, head.wants_keep_alive, head.is_head());
+        let exchange = self.exchange(
+            service,
+            head.wants_keep_alive,
+            head.is_head(),
+            head.version == 1,
+        );
         let framed = HeadFacts {
             len: head.len,
             framing: head.framing,
@@ -677,33 +712,110 @@ impl<S: Service> Session<S> {
                 )
             }
         };
-        match written {
-            Ok(written) => {
-                self.served += 1;
-                self.record(service, queue, p.label, written);
-                if written.references_body {
-                    if let Answer::Reply(reply) = p.answer {
-                        let end = queue.written_total() + queue.remaining() as u64;
-                        self.referenced.push_back((end, reply));
-                    }
-                }
-                if let Some(body) = p.body.take() {
-                    // A kept request body is freed now, not once the response
-                    // is written: so is its part of the lease.
-                    drop(body);
-                    self.lease.trim(self.besides() + queue.footprint());
-                }
-                if p.exchange.keep_alive {
-                    State::Head
-                } else {
-                    State::Closed
-                }
-            }
+        let written = match written {
+            Ok(written) => written,
             // The queue's output holds memory that writing gives back.
-            Err(_) if queue.has_remaining() => State::Ready(p),
-            Err(_) if p.refusal => State::Closed,
-            Err(full) => self.out_of_memory(queue, service, p, full),
+            Err(_) if queue.has_remaining() => return State::Ready(p),
+            Err(_) if p.refusal => return State::Closed,
+            Err(full) => return self.out_of_memory(queue, service, p, full),
+        };
+        self.served += 1;
+        if let Some(body) = p.body.take() {
+            // A kept request body is freed now, not once the response is
+            // written: so is its part of the lease.
+            drop(body);
+            self.lease.trim(self.besides() + queue.footprint());
         }
+        let Answer::Reply(reply) = p.answer else {
+            self.record(service, queue, p.label, written);
+            return State::Closed;
+        };
+        if let Some(stream) = written.stream {
+            // Counted once it has ended.
+            return State::Streaming(Box::new(Streaming {
+                reply,
+                label: p.label,
+                status: written.status,
+                stream,
+                keep_alive: written.keep_alive,
+                next: None,
+                ended: false,
+            }));
+        }
+        self.record(service, queue, p.label, written);
+        if written.references_body {
+            let end = queue.written_total() + queue.remaining() as u64;
+            self.referenced.push_back((end, reply));
+        }
+        if written.keep_alive {
+            State::Head
+        } else {
+            State::Closed
+        }
+    }
+
+    /// Queues what comes next of a streamed response: a chunk asked of the
+    /// service, or its end. When the lease cannot cover it, it waits for
+    /// the queue to drain; with nothing queued, the connection closes, the
+    /// response cut short (its head is sent: no status can say so now).
+    fn stream(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut s: Box<Streaming<S>>,
+    ) -> State<S> {
+        let besides = self.besides();
+        let (writer, lease) = (&service.writer, &mut self.lease);
+        if !s.ended {
+            let chunk = match s.next.take() {
+                Some(chunk) => Some(chunk),
+                None => match service.service.next_chunk(&mut s.reply) {
+                    Ok(next) => next,
+                    Err(_) => return self.cut_short(service),
+                },
+            };
+            match chunk {
+                Some(chunk) => {
+                    return match writer.chunk(queue, &mut s.stream, &chunk, lease, besides) {
+                        Ok(_) => State::Streaming(s),
+                        Err(_) if queue.has_remaining() => {
+                            s.next = Some(chunk);
+                            State::Streaming(s)
+                        }
+                        Err(_) => self.cut_short(service),
+                    };
+                }
+                None => s.ended = true,
+            }
+        }
+        match writer.end_stream(queue, &s.stream, lease, besides) {
+            Ok(()) => {}
+            Err(_) if queue.has_remaining() => return State::Streaming(s),
+            Err(_) => return self.cut_short(service),
+        }
+        let s = *s;
+        let written = Written {
+            status: s.status,
+            body_bytes: s.stream.sent(),
+            references_body: true,
+            keep_alive: s.keep_alive,
+            stream: None,
+        };
+        self.record(service, queue, s.label, written);
+        let end = queue.written_total() + queue.remaining() as u64;
+        self.referenced.push_back((end, s.reply));
+        if s.keep_alive {
+            State::Head
+        } else {
+            State::Closed
+        }
+    }
+
+    /// Closes the connection in the middle of a streamed response, for want
+    /// of memory: the client sees its body end before its last chunk.
+    fn cut_short(&mut self, service: &Protocol<S>) -> State<S> {
+        service.memory.refused();
+        State::Closed
     }
 
     /// Notes the request about to be answered, from now: for the latency
@@ -778,7 +890,7 @@ impl<S: Service> Session<S> {
         label: Option<S::Label>,
     ) -> State<S> {
         // No request may follow a refusal on this connection.
-        let exchange = self.exchange(service, false, head_request);
+        let exchange = self.exchange(service, false, head_request, false);
         let mut refusal = Pending::new(answer, exchange, label);
         refusal.refusal = true;
         self.respond(queue, service, refusal)
@@ -840,6 +952,12 @@ impl<S: Service> Session<S> {
 /// for a flush: pipelined requests for long bodies are answered a turn at
 /// a time, so that the connection can let others run between turns.
 pub const TURN: usize = 64 * 1024;
+
+/// Bytes a streamed response keeps queued at most before it asks the
+/// service for its next chunk: a reader that pauses holds this and one
+/// chunk, not the stream. A turn's worth, so that one flush carries many
+/// small chunks.
+pub const STREAM_AHEAD: usize = TURN;
 
 /// The write buffer a connection's base covers: room for a small response
 /// (a refusal, `/healthz`, `/metrics`, a short body), so that a client

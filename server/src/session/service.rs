@@ -12,7 +12,7 @@ use unflat::head::Status;
 use super::job::Job;
 use crate::h1::RequestHead;
 use crate::memory::Full;
-use crate::response::{Exchange, Response};
+use crate::response::{Chunk, Exchange, Response};
 
 /// An application served by the core (the demo site is one; so is
 /// `examples/hello.rs`). Its methods are called on the connection's
@@ -52,6 +52,18 @@ pub trait Service: Send + Sync + 'static {
         reply: &'a mut Self::Reply,
         request_body: &'a [u8],
     ) -> Result<Response<'a>, Full>;
+
+    /// The next chunk of `reply`'s streamed body (its response's body was
+    /// [`Body::Stream`](crate::response::Body::Stream)), or `None` once it
+    /// has ended. Asked for only while the queue holds less than
+    /// [`STREAM_AHEAD`](super::STREAM_AHEAD), so a paused reader holds that
+    /// and one chunk, however long the stream. Fails with [`Full`] when the
+    /// chunk's memory cannot be charged: the connection then closes, the
+    /// body cut short.
+    fn next_chunk(&self, reply: &mut Self::Reply) -> Result<Option<Chunk>, Full> {
+        let _ = reply;
+        Ok(None)
+    }
 
     /// Told once per response queued — `None` for the core's own refusals
     /// of a head it could not read — with its status and the time since

@@ -8,6 +8,7 @@
 
 mod bodies;
 mod body;
+mod chunks;
 mod echo;
 mod exposition;
 mod latency;
@@ -37,7 +38,7 @@ use reply::ErrorField;
 
 use crate::h1::RequestHead;
 use crate::memory::{Full, Memory};
-use crate::response::{Exchange, Prepared, Response, Strategy};
+use crate::response::{Chunk, Exchange, Prepared, Response, Strategy};
 use crate::session::{Draining, Job, Service};
 
 /// The limits of the routes' arguments.
@@ -145,6 +146,13 @@ impl Service for Site {
         request_body: &'a [u8],
     ) -> Result<Response<'a>, Full> {
         reply.respond(self, request_body)
+    }
+
+    fn next_chunk(&self, reply: &mut Reply) -> Result<Option<Chunk>, Full> {
+        Ok(match reply {
+            Reply::Stream(chunks) => chunks.next_chunk(),
+            _ => None,
+        })
     }
 
     fn answered(&self, route: Option<Route>, status: Status, took: Duration) {

@@ -15,6 +15,7 @@ use unflat::head::Status;
 
 use super::bodies::{Memo, Unavailable};
 use super::body::{BodyKey, Built, Text};
+use super::chunks::Chunks;
 use super::echo::EchoJson;
 use super::exposition::Exposition;
 use super::{Fields, Site};
@@ -34,6 +35,11 @@ pub enum Reply {
     Body(BodyKey),
     /// A body at hand, cached or built.
     Ready(Arc<Built>),
+    /// `/end-string/{len}?chunks=K`: as [`Reply::Body`], sent as a stream
+    /// of `K` chunks.
+    Streamed(BodyKey, usize),
+    /// A body at hand, being sent a chunk at a time.
+    Stream(Chunks),
     /// `/healthz`: 200 `ok`, or 503 once shutdown has begun, so that a load
     /// balancer stops sending while the server drains.
     Health,
@@ -160,8 +166,10 @@ impl Reply {
         exchange: Exchange,
         memo: &mut Memo,
     ) -> Option<Job<Reply>> {
-        let Reply::Body(key) = *self else {
-            return None;
+        let (key, chunks) = match *self {
+            Reply::Body(key) => (key, None),
+            Reply::Streamed(key, count) => (key, Some(count)),
+            _ => return None,
         };
         if !exchange.sends_content() {
             return None;
@@ -170,14 +178,18 @@ impl Reply {
             BodyKey::Text(text) => site.bodies.text(text, memo),
             BodyKey::Large(_) => site.bodies.cached(key),
         };
+        let ready = move |body| match chunks {
+            None => Reply::Ready(body),
+            Some(count) => Reply::Stream(Chunks::new(body, count)),
+        };
         if let Some(body) = at_hand {
-            *self = Reply::Ready(body);
+            *self = ready(body);
             return None;
         }
         let bodies = site.bodies.clone();
         Some(Job::new(async move {
             match bodies.get(key).await {
-                Ok(body) => Reply::Ready(body),
+                Ok(body) => ready(body),
                 Err(Unavailable::Memory(full)) => Reply::out_of_memory(full),
                 Err(Unavailable::Failed) => Reply::unavailable("the body could not be built"),
             }
@@ -230,6 +242,15 @@ impl Reply {
                 Body::Unsent(key.len()),
             ),
             Reply::Ready(body) => built(body, fields),
+            Reply::Streamed(key, _) => Response::new(
+                Status::OK,
+                [Some(fields.content_type(*key)), None],
+                Body::Stream,
+            ),
+            Reply::Stream(chunks) => Response {
+                body: Body::Stream,
+                ..built(chunks.body(), fields)
+            },
             Reply::Health => {
                 let (status, text): (_, &[u8]) = if site.is_draining() {
                     (Status::SERVICE_UNAVAILABLE, b"shutting down\n")

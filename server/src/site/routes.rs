@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use unflat::head::Status;
 
 use super::body::{BodyKey, Form, Key, Kind};
+use super::chunks::MAX_CHUNKS;
 use super::exposition::Exposition;
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
 use super::reply::Reply;
@@ -50,7 +51,7 @@ const TABLE: [Entry; 7] = [
     Entry {
         route: Route::EndString,
         path: "/end-string/",
-        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope",
+        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks)",
     },
     Entry {
         route: Route::Large,
@@ -192,8 +193,9 @@ fn end_string(limits: Limits, len: &str, query: Option<&str>) -> Result<Reply, R
             limits.max_len
         )));
     }
-    let (mut kind, mut form) = (None, None);
-    query_pairs(query, |name, value| match name {
+    let (mut kind, mut form, mut chunks) = (None, None, None);
+    query_pairs(query, |name, value| {
+        match name {
         "kind" => {
             let parsed = Kind::parse(value).ok_or_else(|| {
                 bad_request(format!(
@@ -208,15 +210,29 @@ fn end_string(limits: Limits, len: &str, query: Option<&str>) -> Result<Reply, R
             })?;
             once(&mut form, name, parsed)
         }
+        "chunks" => {
+            let count = parse_count(name, value)?;
+            if count == 0 || count > MAX_CHUNKS {
+                return Err(bad_request(format!(
+                    "chunks {count} is out of range: 1 to {MAX_CHUNKS}"
+                )));
+            }
+            once(&mut chunks, name, count)
+        }
         _ => Err(bad_request(format!(
-            "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte and body=flat|rope"
+            "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte, body=flat|rope and chunks=K"
         ))),
+    }
     })?;
-    Ok(Reply::Body(BodyKey::Text(Key {
+    let key = BodyKey::Text(Key {
         len,
         kind: kind.unwrap_or(Kind::Ascii),
         form: form.unwrap_or(Form::Flat),
-    })))
+    });
+    Ok(match chunks {
+        None => Reply::Body(key),
+        Some(count) => Reply::Streamed(key, count),
+    })
 }
 
 fn large(limits: Limits, size: &str, query: Option<&str>) -> Result<Reply, Reply> {

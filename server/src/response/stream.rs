@@ -1,0 +1,136 @@
+//! A body of unknown length, queued a chunk at a time as the service gives
+//! them: each chunk's size line and its text go into the queue in the
+//! chunk's own form — shared, copied or encoded behind the size line, never
+//! flattened first (the Node change did the same for each string chunk of
+//! `Writev`). To an HTTP/1.0 client the chunks go bare and the connection's
+//! close ends the body.
+
+use std::io::Write as _;
+
+use bytes::Bytes;
+use unflat::queue::{SharedRope, WriteQueue};
+use unflat::{Encoding, Latin1, Measured};
+
+use super::{Body, Writer};
+use crate::memory::{Full, Lease};
+
+/// One chunk of a streamed body ([`Body::Stream`]), in the form its
+/// producer keeps it. Memory it shares (bytes, a rope) is its owner's to
+/// charge, as any body's is; what the queue copies or encodes of it is
+/// covered by the connection's lease.
+#[derive(Clone)]
+pub enum Chunk {
+    /// Bytes sent as they are: shared, or copied when short.
+    Bytes(Bytes),
+    /// A ropey rope: its chunks shared, or copied when short.
+    Rope(ropey::Rope),
+    /// Text of any kind, encoded to UTF-8 as it is sent, a frame at a time
+    /// when it is long.
+    Text(SharedRope),
+}
+
+impl Chunk {
+    /// Its length on the wire. A text chunk is measured (one walk over its
+    /// pieces).
+    pub fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::Rope(r) => r.len_bytes(),
+            Chunk::Text(t) => unflat::size(&**t, Encoding::Utf8),
+        }
+    }
+
+    /// Whether it holds nothing (an empty chunk is skipped: a chunk of size
+    /// 0 would end the body).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let form = match self {
+            Chunk::Bytes(_) => "Bytes",
+            Chunk::Rope(_) => "Rope",
+            Chunk::Text(_) => "Text",
+        };
+        write!(f, "{form}({} bytes)", self.len())
+    }
+}
+
+/// A streamed response whose head is queued: how its chunks are framed,
+/// and how much of its body has gone into the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stream {
+    /// Chunked (HTTP/1.1), or bare until the connection closes (HTTP/1.0).
+    pub(super) chunked: bool,
+    /// Body bytes queued so far, framing not counted.
+    pub(super) sent: usize,
+}
+
+impl Stream {
+    /// Body bytes queued so far, framing not counted.
+    pub fn sent(&self) -> usize {
+        self.sent
+    }
+}
+
+/// `{size in hex}\r\n`: 16 digits at most.
+const SIZE_LINE_MAX: usize = 18;
+
+impl Writer {
+    /// Queues `chunk` of `stream` — its size line, its text in its own form
+    /// and the line end that closes it — once `lease` covers what the queue
+    /// will then occupy and `besides` (else fails, queueing nothing). An
+    /// empty chunk queues nothing. Says whether the queue shares memory of
+    /// the chunk.
+    pub fn chunk(
+        &self,
+        queue: &mut WriteQueue,
+        stream: &mut Stream,
+        chunk: &Chunk,
+        lease: &mut Lease,
+        besides: usize,
+    ) -> Result<bool, Full> {
+        let len = chunk.len();
+        if len == 0 {
+            return Ok(false);
+        }
+        let body = match chunk {
+            Chunk::Bytes(b) => Body::SharedBytes(b),
+            Chunk::Rope(r) => Body::Rope(r, len),
+            Chunk::Text(t) => Body::Transcoded(t, len),
+        };
+        let mut line = [0u8; SIZE_LINE_MAX];
+        let line_len = if stream.chunked {
+            let mut at = &mut line[..];
+            write!(at, "{len:X}\r\n").expect("a size line fits");
+            SIZE_LINE_MAX - at.len()
+        } else {
+            0
+        };
+        let tail: &[u8] = if stream.chunked { b"\r\n" } else { b"" };
+        let head = Measured::new(Latin1(&line[..line_len]));
+        let shares = self.put(queue, &head, &body, tail, lease, besides)?;
+        stream.sent += len;
+        Ok(shares)
+    }
+
+    /// Ends `stream`: its last chunk (size 0, no trailer fields) when it is
+    /// chunked, and the response, once `lease` covers it (else fails,
+    /// queueing nothing).
+    pub fn end_stream(
+        &self,
+        queue: &mut WriteQueue,
+        stream: &Stream,
+        lease: &mut Lease,
+        besides: usize,
+    ) -> Result<(), Full> {
+        if stream.chunked {
+            let last = Measured::new(Latin1(&b"0\r\n\r\n"[..]));
+            self.put(queue, &last, &Body::Empty, b"", lease, besides)?;
+        }
+        queue.end_response();
+        Ok(())
+    }
+}

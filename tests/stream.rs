@@ -1,0 +1,319 @@
+//! Streamed responses (`Body::Stream`): byte-exact over HTTP/1.1 (chunked),
+//! HTTP/1.0 (ended by the close) and after `HEAD` (nothing), for every
+//! kind and body form of the demo's `/end-string/{len}?chunks=K`, by both
+//! strategies; and produced lazily, so that a reader that pauses holds a
+//! bounded part of a long stream.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use common::{connect, end_string_body, read_response, Raw};
+use unflat::head::Status;
+use unflat::queue::{SharedRope, WriteQueue};
+use unflat::Utf16;
+use unflat_server::h1::RequestHead;
+use unflat_server::memory::{Full, Part};
+use unflat_server::response::{Body, Chunk, Response};
+use unflat_server::session::{Reply, Service, Session, Step, STREAM_AHEAD};
+use unflat_server::{Config, Running, Stack, Strategy};
+
+/// Reads a chunked body from `s` (`buf`: bytes already read): the size of
+/// each chunk, and the body. Fails on anything but exact framing with no
+/// trailer fields.
+fn read_chunked(s: &mut TcpStream, buf: &mut Vec<u8>) -> (Vec<usize>, Vec<u8>) {
+    let mut sizes = Vec::new();
+    let mut body = Vec::new();
+    loop {
+        let line_end = loop {
+            if let Some(at) = buf.windows(2).position(|w| w == b"\r\n") {
+                break at;
+            }
+            fill(s, buf);
+        };
+        let line = std::str::from_utf8(&buf[..line_end]).unwrap();
+        let size = usize::from_str_radix(line, 16).unwrap_or_else(|_| panic!("size {line:?}"));
+        assert_eq!(line, format!("{size:X}"), "the shortest hex digits");
+        buf.drain(..line_end + 2);
+        while buf.len() < size + 2 {
+            fill(s, buf);
+        }
+        assert_eq!(&buf[size..size + 2], b"\r\n", "a chunk ends its line");
+        if size == 0 {
+            buf.drain(..2);
+            return (sizes, body);
+        }
+        sizes.push(size);
+        body.extend_from_slice(&buf[..size]);
+        buf.drain(..size + 2);
+    }
+}
+
+fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) {
+    let mut chunk = [0u8; 65536];
+    let n = s.read(&mut chunk).unwrap();
+    assert!(n > 0, "the stream ended early");
+    buf.extend_from_slice(&chunk[..n]);
+}
+
+/// The sizes of the non-empty chunks `/end-string/{len}?chunks=K` sends of
+/// characters `width` bytes long: chunk `i` holds characters `i * len / K`
+/// up to `(i + 1) * len / K`.
+fn chunk_sizes(len: usize, chunks: usize, width: usize) -> Vec<usize> {
+    (0..chunks)
+        .map(|i| ((i + 1) * len / chunks - i * len / chunks) * width)
+        .filter(|&n| n > 0)
+        .collect()
+}
+
+fn assert_streamed_head(r: &Raw, chunked: bool) {
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), None, "a stream has no length");
+    let te = r.header("transfer-encoding");
+    assert_eq!(te, chunked.then_some("chunked"));
+}
+
+#[test]
+fn a_stream_is_byte_exact_chunked_bare_and_after_head_for_every_kind_and_form() {
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let server = common::start(strategy);
+        // HTTP/1.1 on one connection: a wrong byte of framing anywhere
+        // breaks every response after it.
+        let mut s = connect(&server);
+        let mut buf = Vec::new();
+        for (kind, width) in [("ascii", 1), ("latin1", 2), ("twobyte", 3)] {
+            for form in ["flat", "rope"] {
+                // 70 000 characters: longer than a frame of the queue, so
+                // encoded a frame at a time within one chunk.
+                for len in [0, 5, 70_000] {
+                    for chunks in [1, 4, 9] {
+                        let target =
+                            format!("/end-string/{len}?kind={kind}&body={form}&chunks={chunks}");
+                        let what = format!("{strategy:?} {target}");
+                        write!(
+                            s,
+                            "GET {target} HTTP/1.1\r\nHost: t\r\n\r\nHEAD {target} HTTP/1.1\r\nHost: t\r\n\r\n"
+                        )
+                        .unwrap();
+                        let get = read_response(&mut s, &mut buf, true).unwrap();
+                        assert_streamed_head(&get, true);
+                        assert_eq!(get.header("connection"), Some("keep-alive"), "{what}");
+                        let (sizes, body) = read_chunked(&mut s, &mut buf);
+                        assert_eq!(sizes, chunk_sizes(len, chunks, width), "{what}");
+                        assert!(body == end_string_body(len, kind), "{what}: the body");
+                        let head = read_response(&mut s, &mut buf, true).unwrap();
+                        assert_streamed_head(&head, true);
+                        assert!(head.body.is_empty(), "{what}: nothing after HEAD");
+
+                        // HTTP/1.0: the chunks bare, the close ends them.
+                        let mut old = connect(&server);
+                        write!(old, "GET {target} HTTP/1.0\r\n\r\n").unwrap();
+                        let mut out = Vec::new();
+                        old.read_to_end(&mut out).unwrap();
+                        let mut rest = out;
+                        let r = read_response(&mut &[][..], &mut rest, true).unwrap();
+                        assert_streamed_head(&r, false);
+                        assert_eq!(r.header("connection"), Some("close"), "{what}");
+                        assert!(rest == end_string_body(len, kind), "{what}: HTTP/1.0 body");
+                    }
+                }
+            }
+        }
+        // The connection is still in step: a plain request after them all.
+        s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!((r.status, &r.body[..]), (200, &b"aaa"[..]));
+        assert!(buf.is_empty());
+    }
+}
+
+#[test]
+fn a_chunk_count_out_of_range_or_repeated_is_refused() {
+    let server = common::start(Strategy::Direct);
+    for query in ["chunks=0", "chunks=65537", "chunks=x", "chunks=2&chunks=3"] {
+        let r = common::exchange(
+            &server,
+            format!("GET /end-string/10?{query} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, 400, "{query}");
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("chunks"),
+            "{query}: the reason names the parameter"
+        );
+    }
+    let r = common::exchange(
+        &server,
+        b"GET /end-string/10?chunks=65536 HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+}
+
+/// A service of one endless kind of answer: `GET /{n}` streams `n` chunks
+/// of [`CHUNK`] bytes, made only when asked for, in turn shared bytes, a
+/// ropey rope and two-byte text; it counts the bytes it made.
+#[derive(Debug, Default)]
+struct Counting {
+    made: Arc<AtomicUsize>,
+}
+
+const CHUNK: usize = 16 * 1024;
+
+/// Chunk `i` of the stream, as the client must receive it.
+fn chunk_text(i: usize) -> String {
+    let c = [b'a', b'b', b'c'][i % 3] as char;
+    let euro = i % 3 == 2;
+    if euro {
+        "€".repeat(CHUNK / 3)
+    } else {
+        c.to_string().repeat(CHUNK)
+    }
+}
+
+#[derive(Debug)]
+struct Chunks {
+    next: usize,
+    count: usize,
+}
+
+impl Reply for Chunks {}
+
+impl Service for Counting {
+    type Reply = Chunks;
+    type Conn = ();
+    type Label = ();
+
+    fn call(&self, head: &RequestHead<'_>) -> ((), Chunks) {
+        let count = head.path[1..].parse().unwrap_or(0);
+        ((), Chunks { next: 0, count })
+    }
+
+    fn respond<'a>(&'a self, _: &'a mut Chunks, _: &'a [u8]) -> Result<Response<'a>, Full> {
+        Ok(Response::new(Status::OK, [None, None], Body::Stream))
+    }
+
+    fn next_chunk(&self, reply: &mut Chunks) -> Result<Option<Chunk>, Full> {
+        if reply.next == reply.count {
+            return Ok(None);
+        }
+        let i = reply.next;
+        reply.next += 1;
+        let text = chunk_text(i);
+        self.made.fetch_add(text.len(), Ordering::Relaxed);
+        Ok(Some(match i % 3 {
+            0 => Chunk::Bytes(Bytes::from(text)),
+            1 => Chunk::Rope(ropey::Rope::from_str(&text)),
+            _ => {
+                let units: Vec<u16> = text.encode_utf16().collect();
+                let rope: SharedRope = Arc::new(Utf16(units));
+                Chunk::Text(rope)
+            }
+        }))
+    }
+}
+
+fn counting_config() -> Config {
+    Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        workers: Some(1),
+        ..Config::default()
+    }
+}
+
+#[test]
+fn a_stream_is_asked_for_no_faster_than_the_queue_drains() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let service = Counting { made: made.clone() };
+    let stack = Stack::with_service(
+        counting_config(),
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+        |_| service,
+    );
+    let protocol = stack.protocol();
+    let mut session = Session::new(protocol);
+    let mut queue = WriteQueue::new();
+    let chunks = 256; // 4 MiB
+    let mut input = BytesMut::from(&format!("GET /{chunks} HTTP/1.1\r\nHost: t\r\n\r\n")[..]);
+    // A reader that does not read: the queue is never written out.
+    for _ in 0..10 {
+        assert!(matches!(
+            session.process(&mut input, &mut queue, protocol),
+            Step::Flush
+        ));
+        let held = made.load(Ordering::Relaxed);
+        assert!(
+            held <= STREAM_AHEAD + CHUNK,
+            "made {held} bytes for a paused reader"
+        );
+        assert!(queue.remaining() <= STREAM_AHEAD + CHUNK + 256);
+    }
+    let leased = session.leased();
+    assert!(leased <= 256 << 10, "leased {leased}");
+    // Read, then everything arrives, in order.
+    let mut out = Vec::new();
+    loop {
+        queue.write_to(&mut out).unwrap();
+        match session.process(&mut input, &mut queue, protocol) {
+            Step::Flush => {}
+            Step::Read(_) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    queue.write_to(&mut out).unwrap();
+    let total: usize = (0..chunks).map(|i| chunk_text(i).len()).sum();
+    assert_eq!(made.load(Ordering::Relaxed), total);
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(out[..at]
+        .windows(28)
+        .any(|w| w == b"Transfer-Encoding: chunked\r\n"));
+    let mut expected = Vec::new();
+    for i in 0..chunks {
+        let text = chunk_text(i);
+        expected.extend_from_slice(format!("{:X}\r\n", text.len()).as_bytes());
+        expected.extend_from_slice(text.as_bytes());
+        expected.extend_from_slice(b"\r\n");
+    }
+    expected.extend_from_slice(b"0\r\n\r\n");
+    assert!(out[at..] == expected[..], "the stream, byte for byte");
+}
+
+#[test]
+fn a_paused_reader_of_a_long_stream_holds_a_bounded_part_of_it() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let service = Counting { made: made.clone() };
+    let server = Running::start_with(counting_config(), |_| service).unwrap();
+    let chunks = 2048; // 32 MiB
+    let mut s = connect(&server);
+    write!(s, "GET /{chunks} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    // Paused: what is made is what the socket buffers and the queue hold.
+    std::thread::sleep(Duration::from_millis(800));
+    let paused = made.load(Ordering::Relaxed);
+    let charged = server.stack().memory().used(Part::Connections);
+    eprintln!("a paused reader: {paused} bytes made, {charged} charged beyond the base");
+    assert!(
+        paused < 8 << 20,
+        "made {paused} of {} bytes",
+        chunks * CHUNK
+    );
+    assert!(charged < 1 << 20, "charged {charged}");
+    // Then it reads the stream whole, exact.
+    let mut buf = Vec::new();
+    let head = read_response(&mut s, &mut buf, true).unwrap();
+    assert_streamed_head(&head, true);
+    let (sizes, body) = read_chunked(&mut s, &mut buf);
+    assert_eq!(sizes.len(), chunks);
+    let mut at = 0;
+    for (i, size) in sizes.into_iter().enumerate() {
+        let text = chunk_text(i);
+        assert_eq!(size, text.len());
+        assert!(body[at..at + size] == *text.as_bytes(), "chunk {i}");
+        at += size;
+    }
+    assert_eq!(made.load(Ordering::Relaxed), at);
+}
