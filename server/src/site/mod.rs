@@ -215,7 +215,9 @@ pub fn routes_text() -> String {
          the head (latin1, twobyte); body=rope keeps it as a ropey rope of\n\
          ~1 KiB chunks, copied behind the head (a frame at a time when longer\n\
          than one): chunks that short cost the kernel more as iovecs than as\n\
-         a copy.\n",
+         a copy. chunks=K sends the same text as K slices of it, each in the\n\
+         body's own form, asked for as the socket drains: Transfer-Encoding:\n\
+         chunked to HTTP/1.1, ended by the close to HTTP/1.0.\n",
         routes::usage()
     )
 }
