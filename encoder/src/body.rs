@@ -29,7 +29,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
-use crate::measure::{plan, Path};
+use crate::measure::{plan, EncodePath};
 use crate::resume::Encoder;
 use crate::rope::Rope;
 
@@ -120,7 +120,7 @@ impl RopeBody {
     ) -> Result<RopeBody, EncodeError> {
         let plan = plan(&rope, encoding, mode)?;
         let mut slot = Some(rope);
-        if plan.path() == Path::OneByte {
+        if plan.path() == EncodePath::OneByte {
             if let Some(ropey) = (&mut slot as &mut dyn Any).downcast_mut::<Option<ropey::Rope>>() {
                 let rope = ropey.take().expect("the slot is full");
                 return Ok(RopeBody {
@@ -171,7 +171,7 @@ impl RopeBody {
             Source::Chunks { rope, at } => {
                 let (chunk, start, _, _) = rope.chunk_at_byte(*at);
                 let len = chunk.len() - (*at - start);
-                let shared = Bytes::from_owner(Chunk {
+                let shared = Bytes::from_owner(HeldChunk {
                     rope: rope.clone(),
                     at: *at,
                     len,
@@ -211,13 +211,13 @@ impl RopeBody {
 /// to another clone copies the nodes it touches. This clone is never edited.
 /// So the slice [`Bytes::from_owner`] reads once from `as_ref` stays valid
 /// and the same for as long as the `Bytes` holds this owner.
-struct Chunk {
+struct HeldChunk {
     rope: ropey::Rope,
     at: usize,
     len: usize,
 }
 
-impl AsRef<[u8]> for Chunk {
+impl AsRef<[u8]> for HeldChunk {
     fn as_ref(&self) -> &[u8] {
         let (chunk, start, _, _) = self.rope.chunk_at_byte(self.at);
         &chunk.as_bytes()[self.at - start..][..self.len]

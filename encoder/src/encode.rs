@@ -14,7 +14,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::expand::{self, Room};
-use crate::measure::{as_is, bound, plan, plan_shaped, Path, Plan};
+use crate::measure::{as_is, bound, plan, plan_shaped, EncodePath, Plan};
 use crate::rope::{CharRange, Piece, Rope, Shape};
 use crate::transcode;
 
@@ -170,15 +170,15 @@ pub fn write_planned<R: Rope + ?Sized>(
     let needed = plan.size();
     let dst = first(dst, needed)?;
     let written = match plan.path() {
-        Path::OneByte => copy_pieces(rope, dst),
-        Path::Expand if one_byte_only(plan.shape()) => {
+        EncodePath::OneByte => copy_pieces(rope, dst),
+        EncodePath::Expand if one_byte_only(plan.shape()) => {
             match expand::write_one_byte(rope, plan.shape(), dst, Room::Enough) {
                 Some(Ok(written)) => written,
                 _ => expand::write(rope, plan.shape(), dst),
             }
         }
-        Path::Expand => expand::write(rope, plan.shape(), dst),
-        Path::TwoByte => transcode::write(rope, plan.shape(), encoding, dst),
+        EncodePath::Expand => expand::write(rope, plan.shape(), dst),
+        EncodePath::TwoByte => transcode::write(rope, plan.shape(), encoding, dst),
     };
     debug_assert_eq!(
         written,

@@ -1,5 +1,5 @@
 //! Path 2, one-byte text to UTF-8: the method is documented on
-//! [`crate::Path::Expand`]. A rope of one-byte pieces only goes through
+//! [`crate::EncodePath::Expand`]. A rope of one-byte pieces only goes through
 //! the thread's stage ([`write_one_byte`]); a rope that mixes them with
 //! UTF-8 pieces, or a write inside a rope's walk, by back-of-buffer
 //! expansion ([`write`]).

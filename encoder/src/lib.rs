@@ -11,13 +11,13 @@
 //!    ropes ([`Latin1`]`<Vec<u8>>`, [`Utf16`]`<Vec<u16>>`, vectors of boxed
 //!    ropes) for bodies that outlive the code that built them.
 //! 2. [`plan`] / [`storage_size`] / [`size`] — measuring: the exact encoded
-//!    size and which of the three [`Path`]s writes it.
+//!    size and which of the three [`EncodePath`]s writes it.
 //! 3. [`write()`] / [`write_buf`] / [`write_planned`] — encoding into
 //!    `&mut [u8]` or a growable [`bytes::BufMut`], along one of the paths:
-//!    * [`Path::OneByte`] — pieces copied as they are;
-//!    * [`Path::Expand`] — Latin-1 to UTF-8, through a stage or by
+//!    * [`EncodePath::OneByte`] — pieces copied as they are;
+//!    * [`EncodePath::Expand`] — Latin-1 to UTF-8, through a stage or by
 //!      back-of-buffer expansion;
-//!    * [`Path::TwoByte`] — transcoded piece by piece.
+//!    * [`EncodePath::TwoByte`] — transcoded piece by piece.
 //! 4. the [`Encoder`] — the same bytes, written into
 //!    destinations of any size one after the other (fixed frames, the free
 //!    room of a socket buffer), resumed where the last one stopped.
@@ -35,11 +35,11 @@
 //! call the destination size it relies on.
 //!
 //! ```
-//! use unflat::{plan, write, Concat, Encoding, Latin1, Mode, Path};
+//! use unflat::{plan, write, Concat, Encoding, Latin1, Mode, EncodePath};
 //! let body = Latin1(b"cr\xe8me br\xfbl\xe9e");
 //! let rope = Concat::new([&"<p>", &body, &"</p>"]);
 //! let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
-//! assert_eq!(p.path(), Path::Expand);
+//! assert_eq!(p.path(), EncodePath::Expand);
 //! let mut dst = vec![0; p.size()];
 //! write(&rope, Encoding::Utf8, Mode::Strict, &mut dst).unwrap();
 //! assert_eq!(dst, "<p>crème brûlée</p>".as_bytes());
@@ -74,7 +74,7 @@ mod transcode;
 
 pub use encode::{write, write_buf, write_planned, GrowBuf};
 pub use encoding::{EncodeError, Encoding, Mode};
-pub use measure::{plan, size, storage_size, Path, Plan};
+pub use measure::{plan, size, storage_size, EncodePath, Plan};
 pub use resume::{Encoder, Progress};
 pub use rope::{CharRange, Concat, Latin1, Measured, Piece, Rope, Shape, Utf16};
 

@@ -21,15 +21,15 @@ use crate::surrogate::{self, Joined, Joiner};
 /// same whichever it is, only the work differs.
 ///
 /// ```
-/// use unflat::{plan, Encoding, Latin1, Mode, Path, Utf16};
+/// use unflat::{plan, Encoding, Latin1, Mode, EncodePath, Utf16};
 /// let path = |r: &dyn unflat::Rope, e| plan(r, e, Mode::Strict).unwrap().path();
-/// assert_eq!(path(&"ascii", Encoding::Utf8), Path::OneByte);
-/// assert_eq!(path(&Latin1(b"caf\xe9"), Encoding::Latin1), Path::OneByte);
-/// assert_eq!(path(&Latin1(b"caf\xe9"), Encoding::Utf8), Path::Expand);
-/// assert_eq!(path(&Utf16(&[0x20AC]), Encoding::Utf8), Path::TwoByte);
+/// assert_eq!(path(&"ascii", Encoding::Utf8), EncodePath::OneByte);
+/// assert_eq!(path(&Latin1(b"caf\xe9"), Encoding::Latin1), EncodePath::OneByte);
+/// assert_eq!(path(&Latin1(b"caf\xe9"), Encoding::Utf8), EncodePath::Expand);
+/// assert_eq!(path(&Utf16(&[0x20AC]), Encoding::Utf8), EncodePath::TwoByte);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Path {
+pub enum EncodePath {
     /// Every piece is copied as it is, one `memcpy` each: one-byte ropes to
     /// latin1, ASCII ropes to latin1 or utf8 (UTF-8 pieces count as ASCII for
     /// utf8, which they already are).
@@ -84,10 +84,10 @@ pub enum Path {
 /// write it in another).
 ///
 /// ```
-/// use unflat::{plan, write_planned, Encoding, Mode, Path, Utf16};
+/// use unflat::{plan, write_planned, Encoding, Mode, EncodePath, Utf16};
 /// let rope = Utf16(&[0x63, 0x61, 0x66, 0xE9]); // "café" as UTF-16
 /// let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
-/// assert_eq!((p.size(), p.path(), p.encoding()), (5, Path::TwoByte, Encoding::Utf8));
+/// assert_eq!((p.size(), p.path(), p.encoding()), (5, EncodePath::TwoByte, Encoding::Utf8));
 /// let mut dst = vec![0; p.size()]; // exactly the size
 /// write_planned(&rope, p, &mut dst).unwrap();
 /// assert_eq!(dst, "café".as_bytes());
@@ -95,7 +95,7 @@ pub enum Path {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
     size: usize,
-    path: Path,
+    path: EncodePath,
     encoding: Encoding,
     mode: Mode,
     shape: Shape,
@@ -108,7 +108,7 @@ impl Plan {
     }
 
     /// The path that writes it.
-    pub fn path(&self) -> Path {
+    pub fn path(&self) -> EncodePath {
         self.path
     }
 
@@ -180,10 +180,10 @@ pub fn size<R: Rope + ?Sized>(rope: &R, encoding: Encoding) -> usize {
 /// naming the first character the encoding cannot represent.
 ///
 /// ```
-/// use unflat::{plan, write_planned, Encoding, Latin1, Mode, Path};
+/// use unflat::{plan, write_planned, Encoding, Latin1, Mode, EncodePath};
 /// let rope = Latin1(b"caf\xe9");
 /// let p = plan(&rope, Encoding::Utf8, Mode::Strict).unwrap();
-/// assert_eq!((p.size(), p.path()), (5, Path::Expand));
+/// assert_eq!((p.size(), p.path()), (5, EncodePath::Expand));
 /// let mut dst = vec![0; p.size()]; // sized from the plan
 /// write_planned(&rope, p, &mut dst).unwrap();
 /// assert_eq!(dst, "café".as_bytes());
@@ -209,7 +209,7 @@ pub(crate) fn plan_shaped<R: Rope + ?Sized>(
         Encoding::Utf8 => plan_utf8(rope, s),
         Encoding::Utf16Le => (
             2 * (s.one_byte + s.two_byte + utf16_units_of_utf8_pieces(rope, s)),
-            Path::TwoByte,
+            EncodePath::TwoByte,
         ),
     };
     Ok(Plan {
@@ -226,7 +226,7 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
     s: Shape,
     encoding: Encoding,
     mode: Mode,
-) -> Result<(usize, Path), EncodeError> {
+) -> Result<(usize, EncodePath), EncodeError> {
     let limit = encoding.one_byte_limit().expect("a one-byte encoding");
     let check = mode == Mode::Strict && !known_to_fit(s, limit);
     // One output byte per UTF-16 code unit; only UTF-8 pieces have a
@@ -253,7 +253,11 @@ fn plan_one_byte_target<R: Rope + ?Sized>(
         }
     }
     let as_is = s.two_byte == 0 && utf8_units == s.utf8;
-    let path = if as_is { Path::OneByte } else { Path::TwoByte };
+    let path = if as_is {
+        EncodePath::OneByte
+    } else {
+        EncodePath::TwoByte
+    };
     Ok((s.one_byte + utf8_units + s.two_byte, path))
 }
 
@@ -277,9 +281,9 @@ pub(crate) fn as_is(s: Shape, encoding: Encoding) -> Option<usize> {
     (s.two_byte == 0 && fits).then(|| s.one_byte + s.utf8)
 }
 
-fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
+fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, EncodePath) {
     if let Some(size) = as_is(s, Encoding::Utf8) {
-        return (size, Path::OneByte);
+        return (size, EncodePath::OneByte);
     }
     let mut highs = 0;
     let mut two_byte = 0;
@@ -312,11 +316,11 @@ fn plan_utf8<R: Rope + ?Sized>(rope: &R, s: Shape) -> (usize, Path) {
         let _ = joiner.finish(&mut count);
     }
     let path = if s.two_byte > 0 {
-        Path::TwoByte
+        EncodePath::TwoByte
     } else if highs > 0 {
-        Path::Expand
+        EncodePath::Expand
     } else {
-        Path::OneByte
+        EncodePath::OneByte
     };
     (s.one_byte + highs + s.utf8 + two_byte, path)
 }

@@ -8,7 +8,7 @@
 //! destination is full.
 //!
 //! Both ways of writing run this engine. The one-shot path
-//! ([`crate::write()`] on [`crate::Path::TwoByte`]) runs it once into a
+//! ([`crate::write()`] on [`crate::EncodePath::TwoByte`]) runs it once into a
 //! destination that holds the whole text ([`write`]); the resumable
 //! [`crate::Encoder`] runs it once per call, from its position, into
 //! whatever destination it is given. So the bytes are the same by

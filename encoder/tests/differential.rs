@@ -7,8 +7,8 @@
 use proptest::prelude::*;
 use unflat::flatten::flatten_then_write;
 use unflat::{
-    plan, size, storage_size, write, write_buf, write_planned, EncodeError, Encoder, Encoding,
-    Latin1, Mode, Path, Piece, Rope, Utf16,
+    plan, size, storage_size, write, write_buf, write_planned, EncodeError, EncodePath, Encoder,
+    Encoding, Latin1, Mode, Piece, Rope, Utf16,
 };
 
 /// One piece of a generated rope, owning its text.
@@ -412,16 +412,16 @@ fn with_rope<T>(pieces: &[Piece<'_>], f: impl FnOnce(&[&dyn Rope]) -> T) -> T {
 #[test]
 fn each_rope_takes_its_path() {
     let ascii = ropey::Rope::from_str("plain ascii text");
-    let cases: &[(&dyn Rope, Encoding, Path)] = &[
-        (&ascii, Encoding::Utf8, Path::OneByte),
-        (&ascii, Encoding::Latin1, Path::OneByte),
-        (&Latin1(b"caf\xe9"), Encoding::Latin1, Path::OneByte),
-        (&Latin1(b"cafe"), Encoding::Utf8, Path::OneByte),
-        (&Latin1(b"caf\xe9"), Encoding::Utf8, Path::Expand),
-        (&Utf16(&[0x63, 0xE9]), Encoding::Utf8, Path::TwoByte),
-        (&Utf16(&[0x63, 0xE9]), Encoding::Latin1, Path::TwoByte),
-        (&"\u{20AC}", Encoding::Latin1, Path::TwoByte),
-        (&Latin1(b"cafe"), Encoding::Utf16Le, Path::TwoByte),
+    let cases: &[(&dyn Rope, Encoding, EncodePath)] = &[
+        (&ascii, Encoding::Utf8, EncodePath::OneByte),
+        (&ascii, Encoding::Latin1, EncodePath::OneByte),
+        (&Latin1(b"caf\xe9"), Encoding::Latin1, EncodePath::OneByte),
+        (&Latin1(b"cafe"), Encoding::Utf8, EncodePath::OneByte),
+        (&Latin1(b"caf\xe9"), Encoding::Utf8, EncodePath::Expand),
+        (&Utf16(&[0x63, 0xE9]), Encoding::Utf8, EncodePath::TwoByte),
+        (&Utf16(&[0x63, 0xE9]), Encoding::Latin1, EncodePath::TwoByte),
+        (&"\u{20AC}", Encoding::Latin1, EncodePath::TwoByte),
+        (&Latin1(b"cafe"), Encoding::Utf16Le, EncodePath::TwoByte),
     ];
     for (rope, encoding, path) in cases {
         assert_eq!(
@@ -450,7 +450,7 @@ fn expansion_at_the_edges() {
         with_rope(&pieces, |rope| {
             assert_eq!(
                 plan(rope, Encoding::Utf8, Mode::Strict).unwrap().path(),
-                Path::Expand
+                EncodePath::Expand
             );
             let expected: String = case.concat().iter().map(|&b| char::from(b)).collect();
             let mut dst = vec![0; expected.len()];

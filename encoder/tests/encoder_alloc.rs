@@ -1,7 +1,7 @@
 //! Writing into a pre-sized destination allocates nothing, on every path,
 //! for ropes of 1, 10 and 1000 pieces — counted by a global allocator.
 
-use unflat::{plan, storage_size, write, Encoding, Mode, Path, Piece, Rope};
+use unflat::{plan, storage_size, write, EncodePath, Encoding, Mode, Piece, Rope};
 
 #[path = "common/alloc.rs"]
 mod alloc;
@@ -10,7 +10,7 @@ use alloc::allocations_during;
 
 /// Writes a rope of `count` copies of `piece` and returns the allocations the
 /// write made.
-fn count_for(piece: Piece<'_>, count: usize, encoding: Encoding, path: Path) -> usize {
+fn count_for(piece: Piece<'_>, count: usize, encoding: Encoding, path: EncodePath) -> usize {
     let parts: Vec<&dyn Rope> = vec![&piece as &dyn Rope; count];
     let rope: &[&dyn Rope] = &parts;
     let p = plan(rope, encoding, Mode::Lossy).unwrap();
@@ -41,17 +41,17 @@ fn writing_allocates_nothing_on_any_path() {
     let long_wide: Vec<u16> = (0..300).map(|i| [0x20AC, 0x61, 0xE9][i % 3]).collect();
     let long_wide = Piece::TwoByte(&long_wide);
     let cases = [
-        (long_latin1, Encoding::Utf8, Path::Expand),
-        (long_wide, Encoding::Utf8, Path::TwoByte),
-        (long_wide, Encoding::Utf16Le, Path::TwoByte),
-        (latin1, Encoding::Latin1, Path::OneByte),
-        (ascii, Encoding::Utf8, Path::OneByte),
-        (latin1, Encoding::Utf8, Path::Expand),
-        (wide, Encoding::Utf8, Path::TwoByte),
-        (wide, Encoding::Latin1, Path::TwoByte),
-        (ascii, Encoding::Utf16Le, Path::TwoByte),
-        (latin1, Encoding::Utf16Le, Path::TwoByte),
-        (wide, Encoding::Utf16Le, Path::TwoByte),
+        (long_latin1, Encoding::Utf8, EncodePath::Expand),
+        (long_wide, Encoding::Utf8, EncodePath::TwoByte),
+        (long_wide, Encoding::Utf16Le, EncodePath::TwoByte),
+        (latin1, Encoding::Latin1, EncodePath::OneByte),
+        (ascii, Encoding::Utf8, EncodePath::OneByte),
+        (latin1, Encoding::Utf8, EncodePath::Expand),
+        (wide, Encoding::Utf8, EncodePath::TwoByte),
+        (wide, Encoding::Latin1, EncodePath::TwoByte),
+        (ascii, Encoding::Utf16Le, EncodePath::TwoByte),
+        (latin1, Encoding::Utf16Le, EncodePath::TwoByte),
+        (wide, Encoding::Utf16Le, EncodePath::TwoByte),
     ];
     for (piece, encoding, path) in cases {
         for count in [1, 10, 1000] {

@@ -43,7 +43,7 @@ pub fn main() -> std::io::Result<()> {
         Err(e) => e.exit(),
     };
     tracing_subscriber::fmt()
-        .with_writer(log::Writer)
+        .with_writer(log::Events)
         .with_ansi(colour(
             std::io::stderr().is_terminal(),
             std::env::var_os("NO_COLOR"),

@@ -75,12 +75,12 @@ pub fn flush(within: Duration) -> bool {
     }
 }
 
-/// `tracing`'s writer (`fmt().with_writer(log::Writer)`): each event,
+/// `tracing`'s writer (`fmt().with_writer(log::Events)`): each event,
 /// which the formatter writes whole with one `write_all`, is one line.
 #[derive(Clone, Copy, Debug)]
-pub struct Writer;
+pub struct Events;
 
-impl std::io::Write for Writer {
+impl std::io::Write for Events {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         line(buf);
         Ok(buf.len())
@@ -91,11 +91,11 @@ impl std::io::Write for Writer {
     }
 }
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Writer {
-    type Writer = Writer;
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Events {
+    type Writer = Events;
 
-    fn make_writer(&'a self) -> Writer {
-        Writer
+    fn make_writer(&'a self) -> Events {
+        Events
     }
 }
 

@@ -293,13 +293,13 @@ pub enum Control {
 /// Loads the certificate and key of `source` again into `tls`, on the
 /// same `provider`; what cannot be loaded leaves the one in use, and says
 /// why.
-fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::Source>, provider: tls::Provider) {
+fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::CertSource>, provider: tls::Provider) {
     match source {
         None => info!("reload: not serving HTTPS, nothing to reload"),
-        Some(tls::Source::SelfSigned) => {
+        Some(tls::CertSource::SelfSigned) => {
             info!("reload: the certificate is self-signed for this run; kept")
         }
-        Some(source @ tls::Source::Files { cert, key }) => match tls::load(source, provider) {
+        Some(source @ tls::CertSource::Files { cert, key }) => match tls::load(source, provider) {
             Ok(loaded) => {
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");

@@ -10,7 +10,7 @@ use crate::resume::Encoder;
 use crate::rope::Walk;
 
 /// Where a framed segment's bytes come from.
-enum Source {
+enum FrameSource {
     /// Text encoded frame by frame (the encoder keeps its position).
     Encode { rope: SharedRope, encoder: Encoder },
     /// Bytes of a ropey rope, copied frame by frame; `range.start` is the
@@ -23,7 +23,7 @@ enum Source {
 
 /// A segment written a frame at a time.
 pub(super) struct Framed {
-    source: Source,
+    source: FrameSource,
     /// Bytes not yet written.
     remaining: usize,
     /// The frame buffer: lent by the queue while this segment is at the
@@ -39,8 +39,8 @@ pub(super) struct Framed {
 impl std::fmt::Debug for Framed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.source {
-            Source::Encode { encoder, .. } => format!("{:?}", encoder.encoding()),
-            Source::Copy { range, .. } => format!("rope {range:?}"),
+            FrameSource::Encode { encoder, .. } => format!("{:?}", encoder.encoding()),
+            FrameSource::Copy { range, .. } => format!("rope {range:?}"),
         };
         write!(f, "Framed({kind}, {} bytes left)", self.remaining)
     }
@@ -49,16 +49,16 @@ impl std::fmt::Debug for Framed {
 impl Framed {
     /// `len` bytes of `rope`, encoded by `encoder`.
     pub(super) fn encode(rope: SharedRope, encoder: Encoder, len: usize) -> Framed {
-        Framed::new(Source::Encode { rope, encoder }, len)
+        Framed::new(FrameSource::Encode { rope, encoder }, len)
     }
 
     /// The bytes `range` of `rope`, copied.
     pub(super) fn copy(rope: ropey::Rope, range: Range<usize>) -> Framed {
         let len = range.len();
-        Framed::new(Source::Copy { rope, range }, len)
+        Framed::new(FrameSource::Copy { rope, range }, len)
     }
 
-    fn new(source: Source, len: usize) -> Framed {
+    fn new(source: FrameSource, len: usize) -> Framed {
         Framed {
             source,
             remaining: len,
@@ -120,13 +120,13 @@ impl Framed {
     fn refill(&mut self) {
         let frame = &mut self.frame[..self.size];
         let written = match &mut self.source {
-            Source::Encode { rope, encoder } => {
+            FrameSource::Encode { rope, encoder } => {
                 encoder
                     .encode(&**rope, frame)
                     .expect("a planned stream encodes without error")
                     .written
             }
-            Source::Copy { rope, range } => {
+            FrameSource::Copy { rope, range } => {
                 let to = range.end.min(range.start + frame.len());
                 let mut n = 0;
                 let _ = chunk_bytes(rope, range.start..to, Walk::LookUp, |chunk| {

@@ -121,7 +121,7 @@ async fn serve(args: Args) -> std::io::Result<()> {
             let made = if args.tls_stock {
                 stock_acceptor(&cert, &key, provider).map(Https::Stock)
             } else {
-                tls::acceptor(&tls::Source::Files { cert, key }, provider).map(Https::Unflat)
+                tls::acceptor(&tls::CertSource::Files { cert, key }, provider).map(Https::Unflat)
             };
             match made {
                 Ok(https) => Some(https),

@@ -2,7 +2,7 @@
 //! (the doc comment), its flag (the field's name, `--max-body` for
 //! `max_body`), its environment variable (`UNFLAT_` and the name in upper
 //! case), its default (`#[arg(default_value = …)]`) and, for a number, a
-//! size or a duration, its [`Range`] (`#[range(…)]`). The `options!` macro
+//! size or a duration, its [`Bounds`] (`#[range(…)]`). The `options!` macro
 //! turns that one declaration into the clap argument — whose parser checks
 //! the range — and into an entry of [`RANGED`], through which
 //! [`Config::validate`] checks a `Config` built in code and `--help` states
@@ -12,7 +12,7 @@
 //! [`Config::validate`]: super::Config::validate
 //! [`RANGED`]: super::RANGED
 
-use super::range::Range;
+use super::range::Bounds;
 use super::Config;
 
 /// A ranged option: its field's name, its range, and its value in a
@@ -22,7 +22,7 @@ pub(super) struct Ranged {
     /// The field's name (`max_body`).
     pub id: &'static str,
     /// The values it accepts.
-    pub range: Range,
+    pub range: Bounds,
     /// Its value in a configuration.
     pub value: fn(&Config) -> Option<u64>,
 }

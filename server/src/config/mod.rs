@@ -23,7 +23,7 @@ use std::time::Duration;
 use clap::{Args as _, FromArgMatches as _, ValueEnum};
 use unflat::queue::Policy;
 
-pub use range::{parse_addr, parse_duration, parse_size, Field, Range, Unit, Value, DEFAULT_HOST};
+pub use range::{parse_addr, parse_duration, parse_size, Bounds, Field, Unit, Value, DEFAULT_HOST};
 
 use range::{GIB, MIB, TIB};
 
@@ -109,12 +109,12 @@ pub struct Config {
 
     /// Time a client has to complete the TLS handshake.
     #[arg(default_value = "10s", help_heading = "TLS")]
-    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub handshake_timeout: Duration,
 
     /// Worker threads (default: one per core).
     #[arg(help_heading = "Network")]
-    #[range(Range::count(1, 1024))]
+    #[range(Bounds::count(1, 1024))]
     pub workers: Option<u16>,
 
     /// How responses are written. `flatten` is the old copying path, kept
@@ -125,13 +125,13 @@ pub struct Config {
 
     /// Largest `len` accepted by /end-string/{len}, in characters.
     #[arg(default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
-    #[range(Range::count(0, GIB))]
+    #[range(Bounds::count(0, GIB))]
     pub max_len: usize,
 
     /// Largest size accepted by /large/{bytes} (default: a quarter of
     /// --memory-limit; at most all of it).
     #[arg(help_heading = "Limits")]
-    #[range(Range::bytes(0, 64 * GIB))]
+    #[range(Bounds::bytes(0, 64 * GIB))]
     pub max_large: Option<usize>,
 
     /// Memory a client can make the server hold, all together: bodies
@@ -140,7 +140,7 @@ pub struct Config {
     /// bodies kept for /echo, TLS records). A request that would pass it is
     /// answered 503 with Retry-After, and its connection closed.
     #[arg(default_value = "1GiB", help_heading = "Limits")]
-    #[range(Range::bytes(MIB, TIB))]
+    #[range(Bounds::bytes(MIB, TIB))]
     pub memory_limit: usize,
 
     /// Of --memory-limit, what all connections' own buffers may hold
@@ -149,56 +149,56 @@ pub struct Config {
     /// it, new connections are refused (503) and a connection whose queue
     /// is not empty waits for it to drain before it answers more.
     #[arg(alias = "max-queued-total", help_heading = "Limits")]
-    #[range(Range::bytes(MIB, TIB))]
+    #[range(Bounds::bytes(MIB, TIB))]
     pub connection_memory: Option<usize>,
 
     /// Bodies built at once, on the blocking pool (default: half the
     /// cores, at least 1). More wait their turn; a connection builds one at
     /// a time, and identical builds in flight are shared.
     #[arg(help_heading = "Limits")]
-    #[range(Range::count(1, 1024))]
+    #[range(Bounds::count(1, 1024))]
     pub max_builds: Option<u16>,
 
     /// Largest request body, in bytes, on any route (larger: 413). /echo
     /// keeps it; other routes read and drop it.
     #[arg(default_value = "1MiB", help_heading = "Limits")]
-    #[range(Range::bytes(0, GIB))]
+    #[range(Bounds::bytes(0, GIB))]
     pub max_body: usize,
 
     /// Largest request head (request line and fields), in bytes (larger:
     /// 431). A chunked body's trailer section counts against what the head
     /// left of it.
     #[arg(default_value = "16KiB", help_heading = "Limits")]
-    #[range(Range::bytes(64, MIB))]
+    #[range(Bounds::bytes(64, MIB))]
     pub max_head: usize,
 
     /// Largest request line, in bytes (longer: 414).
     #[arg(default_value = "8KiB", help_heading = "Limits")]
-    #[range(Range::bytes(16, MIB))]
+    #[range(Bounds::bytes(16, MIB))]
     pub max_request_line: usize,
 
     /// Most header fields in a request, trailer fields included (more:
     /// 431).
     #[arg(default_value_t = 100, help_heading = "Limits")]
-    #[range(Range::count(1, FIELDS_CAP as u64))]
+    #[range(Bounds::count(1, FIELDS_CAP as u64))]
     pub max_fields: usize,
 
     /// Time to receive a whole request head, from its first byte (then:
     /// 408 and close). Seconds, or with a unit: 10s, 500ms.
     #[arg(default_value = "10s", help_heading = "Timeouts")]
-    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub head_timeout: Duration,
 
     /// Time an idle keep-alive connection is kept open (advertised in
     /// `Keep-Alive: timeout=N`, in whole seconds).
     #[arg(default_value = "5s", help_heading = "Timeouts")]
-    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub idle_timeout: Duration,
 
     /// Time a response may wait with the client acknowledging none of it
     /// (it stopped reading) before the connection is reset.
     #[arg(default_value = "30s", help_heading = "Timeouts")]
-    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub send_timeout: Duration,
 
     /// Time to receive a whole request body, trailers included, from the
@@ -206,51 +206,51 @@ pub struct Config {
     /// received (then: 408 and close). A body trickled slower than that
     /// rate is cut off however often its bytes come.
     #[arg(default_value = "30s", help_heading = "Timeouts")]
-    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub body_timeout: Duration,
 
     /// Bytes per second a request body must average beyond --body-timeout
     /// to keep its connection (0: the body must arrive within
     /// --body-timeout).
     #[arg(default_value = "500", help_heading = "Timeouts")]
-    #[range(Range::bytes(0, GIB))]
+    #[range(Bounds::bytes(0, GIB))]
     pub body_min_rate: u64,
 
     /// The most a whole request body may take from the end of its head,
     /// whatever its payload earned at --body-min-rate (then: 408 and
     /// close). Raised to --body-timeout when set below it.
     #[arg(default_value = "60s", help_heading = "Timeouts")]
-    #[range(Range::duration(MIN_TIMEOUT, MAX_DURATION))]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub max_body_time: Duration,
 
     /// Most connections served at once; more wait in the accept backlog.
     #[arg(default_value_t = 10_000, help_heading = "Network")]
-    #[range(Range::count(1, 10_000_000))]
+    #[range(Bounds::count(1, 10_000_000))]
     pub max_connections: usize,
 
     /// Requests served on one connection before it is closed (default: no
     /// limit).
     #[arg(help_heading = "Limits")]
-    #[range(Range::count(1, u64::MAX))]
+    #[range(Bounds::count(1, u64::MAX))]
     pub max_requests: Option<u64>,
 
     /// Bytes of copied or encoded output (not shared) a connection may have
     /// queued before it stops reading pipelined requests until the queue
     /// drains.
     #[arg(default_value = "1MiB", help_heading = "Limits")]
-    #[range(Range::bytes(0, GIB))]
+    #[range(Bounds::bytes(0, GIB))]
     pub max_queued_bytes: usize,
 
     /// Responses a connection may have queued before it stops reading
     /// pipelined requests until the queue drains.
     #[arg(default_value_t = 64, help_heading = "Limits")]
-    #[range(Range::count(1, 65536))]
+    #[range(Bounds::count(1, 65536))]
     pub max_queued_responses: usize,
 
     /// Bodies, and chunks of rope bodies, shorter than this many bytes are
     /// copied behind the head rather than sent as iovecs at their own memory.
     #[arg(default_value = "8KiB", help_heading = "Bodies")]
-    #[range(Range::bytes(0, GIB))]
+    #[range(Bounds::bytes(0, GIB))]
     pub copy_below: usize,
 
     /// Transcoded bodies, and the copied runs of rope bodies, longer than
@@ -258,19 +258,19 @@ pub struct Config {
     /// socket drains, so that a connection holds one frame of them, not the
     /// whole body.
     #[arg(default_value = "64KiB", help_heading = "Bodies")]
-    #[range(Range::bytes(unflat::Encoder::MIN_DST as u64, 16 * MIB))]
+    #[range(Bounds::bytes(unflat::Encoder::MIN_DST as u64, 16 * MIB))]
     pub frame: usize,
 
     /// Time to let responses in progress finish after Ctrl-C / SIGTERM.
     #[arg(default_value = "30s", help_heading = "Timeouts")]
-    #[range(Range::duration(Duration::ZERO, MAX_DURATION))]
+    #[range(Bounds::duration(Duration::ZERO, MAX_DURATION))]
     pub grace: Duration,
 
     /// Bodies (/end-string and /large) kept in the cache for reuse, in
     /// bytes, within --memory-limit (default: a quarter of it); a larger
     /// body is served and not kept.
     #[arg(help_heading = "Bodies")]
-    #[range(Range::bytes(0, TIB))]
+    #[range(Bounds::bytes(0, TIB))]
     pub cache_bytes: Option<usize>,
 
     /// The least severe log messages written to stderr. RUST_LOG, when set,
@@ -432,13 +432,13 @@ impl Config {
     }
 
     /// Where the TLS certificate comes from; `None` for cleartext HTTP.
-    pub fn tls(&self) -> Option<tls::Source> {
+    pub fn tls(&self) -> Option<tls::CertSource> {
         match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Some(tls::Source::Files {
+            (Some(cert), Some(key)) => Some(tls::CertSource::Files {
                 cert: cert.clone(),
                 key: key.clone(),
             }),
-            _ if self.tls_self_signed => Some(tls::Source::SelfSigned),
+            _ if self.tls_self_signed => Some(tls::CertSource::SelfSigned),
             _ => None,
         }
     }

@@ -1,5 +1,5 @@
 //! The values an option takes: a count, a size in bytes (with or without a
-//! unit), or a duration — each within a [`Range`], which the command line's
+//! unit), or a duration — each within a [`Bounds`], which the command line's
 //! parser checks as it reads a value and [`Config::validate`] checks again
 //! for a `Config` built in code.
 //!
@@ -34,7 +34,7 @@ pub enum Unit {
 /// The values an option accepts, from `min` to `max` inclusive, in `unit`s
 /// (nanoseconds for a duration).
 #[derive(Clone, Copy, Debug)]
-pub struct Range {
+pub struct Bounds {
     /// What the values count.
     pub unit: Unit,
     /// The smallest value accepted.
@@ -43,7 +43,7 @@ pub struct Range {
     pub max: u64,
 }
 
-/// A value an option's field holds, as the `u64` its [`Range`] bounds.
+/// A value an option's field holds, as the `u64` its [`Bounds`] bounds.
 pub trait Value: Sized + Clone + Send + Sync + 'static {
     /// The value as a number of its range's units.
     fn to_u64(&self) -> u64;
@@ -98,10 +98,10 @@ impl<T: Value> Field for Option<T> {
     }
 }
 
-impl Range {
+impl Bounds {
     /// A count from `min` to `max`.
-    pub const fn count(min: u64, max: u64) -> Range {
-        Range {
+    pub const fn count(min: u64, max: u64) -> Bounds {
+        Bounds {
             unit: Unit::Count,
             min,
             max,
@@ -109,8 +109,8 @@ impl Range {
     }
 
     /// A size from `min` to `max` bytes.
-    pub const fn bytes(min: u64, max: u64) -> Range {
-        Range {
+    pub const fn bytes(min: u64, max: u64) -> Bounds {
+        Bounds {
             unit: Unit::Bytes,
             min,
             max,
@@ -118,8 +118,8 @@ impl Range {
     }
 
     /// A duration from `min` to `max`.
-    pub const fn duration(min: Duration, max: Duration) -> Range {
-        Range {
+    pub const fn duration(min: Duration, max: Duration) -> Bounds {
+        Bounds {
             unit: Unit::Duration,
             min: min.as_nanos() as u64,
             max: max.as_nanos() as u64,

@@ -121,18 +121,18 @@ fn every_ranged_option_states_its_range_and_its_variable() {
 
 #[test]
 fn ranges_are_stated_in_their_units() {
-    assert_eq!(Range::bytes(64, MIB).describe(), "64 bytes to 1 MiB");
-    assert_eq!(Range::bytes(0, 64 * GIB).describe(), "0 bytes to 64 GiB");
-    assert_eq!(Range::count(1, u64::MAX).describe(), "at least 1");
+    assert_eq!(Bounds::bytes(64, MIB).describe(), "64 bytes to 1 MiB");
+    assert_eq!(Bounds::bytes(0, 64 * GIB).describe(), "0 bytes to 64 GiB");
+    assert_eq!(Bounds::count(1, u64::MAX).describe(), "at least 1");
     assert_eq!(
-        Range::duration(MIN_TIMEOUT, MAX_DURATION).describe(),
+        Bounds::duration(MIN_TIMEOUT, MAX_DURATION).describe(),
         "1s to 24h"
     );
     assert_eq!(
-        Range::duration(Duration::ZERO, Duration::from_millis(1500)).describe(),
+        Bounds::duration(Duration::ZERO, Duration::from_millis(1500)).describe(),
         "0s to 1500ms"
     );
-    assert_eq!(Range::bytes(0, TIB).show(3 * 1024), "3 KiB");
+    assert_eq!(Bounds::bytes(0, TIB).show(3 * 1024), "3 KiB");
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn the_tls_provider_is_aws_lc_rs_or_ring_and_anything_else_is_refused_by_name() 
     ] {
         let config = parse(&["--tls-provider", value, "--tls-self-signed"]).unwrap();
         assert_eq!(config.tls_provider, provider, "{value}");
-        assert_eq!(config.tls(), Some(tls::Source::SelfSigned));
+        assert_eq!(config.tls(), Some(tls::CertSource::SelfSigned));
     }
     for bad in ["openssl", "Ring", "aws_lc_rs", "aws-lc", ""] {
         let err = parse(&["--tls-provider", bad]).expect_err(bad);

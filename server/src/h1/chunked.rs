@@ -23,7 +23,7 @@
 //! how a request hidden in a body gets served behind a front end that reads
 //! it strictly (request smuggling), so each is an error naming the fault.
 //!
-//! **Split invariance.** The decoder keeps its place in its [`State`] and
+//! **Split invariance.** The decoder keeps its place in its [`ChunkState`] and
 //! consumes every byte it is given, so no verdict and no limit depends on
 //! how the bytes arrive: the extension cap, the trailer limits and
 //! `--max-body` are counts of bytes decoded, never of bytes buffered.
@@ -45,7 +45,7 @@ pub const MAX_SIZE_DIGITS: usize = 64;
 
 /// Where the decoder stands in the grammar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
+pub enum ChunkState {
     /// At the start of a chunk-size line: a HEXDIG must come.
     SizeStart,
     /// In the chunk size.
@@ -93,7 +93,7 @@ pub enum State {
 /// A chunked body being decoded.
 #[derive(Clone, Debug)]
 pub struct Chunked {
-    state: State,
+    state: ChunkState,
     /// The chunk size being read, then the data bytes left in the chunk.
     size: u64,
     /// Digits of the chunk size read so far.
@@ -121,7 +121,7 @@ impl Chunked {
     /// A decoder at the start of a chunked body.
     pub fn new(limits: BodyLimits) -> Chunked {
         Chunked {
-            state: State::SizeStart,
+            state: ChunkState::SizeStart,
             size: 0,
             size_digits: 0,
             limits,
@@ -134,13 +134,13 @@ impl Chunked {
 
     /// Where the decoder stands.
     #[cfg(test)]
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> ChunkState {
         self.state
     }
 
     /// True once the final CRLF has been read.
     pub fn is_done(&self) -> bool {
-        self.state == State::Done
+        self.state == ChunkState::Done
     }
 
     /// Decodes `input`, passing chunk data to `sink`; returns the bytes
@@ -148,14 +148,14 @@ impl Chunked {
     /// the next request) or of `input`.
     pub fn decode(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8])) -> Result<usize, Reject> {
         let mut at = 0;
-        while at < input.len() && self.state != State::Done {
-            if self.state == State::Data {
+        while at < input.len() && self.state != ChunkState::Done {
+            if self.state == ChunkState::Data {
                 let n = self.size.min((input.len() - at) as u64) as usize;
                 sink(&input[at..at + n]);
                 at += n;
                 self.size -= n as u64;
                 if self.size == 0 {
-                    self.state = State::DataCr;
+                    self.state = ChunkState::DataCr;
                 }
                 continue;
             }
@@ -175,7 +175,7 @@ impl Chunked {
     /// Counts the byte about to be read against the extension cap or the
     /// trailer section's limit, by where the decoder stands.
     fn count_framing(&mut self) -> Result<(), Reject> {
-        use State as S;
+        use ChunkState as S;
         match self.state {
             S::BeforeSemicolon
             | S::BeforeName
@@ -206,7 +206,7 @@ impl Chunked {
     }
 
     /// One more hex digit of the chunk size.
-    fn size_digit(&mut self, b: u8) -> Result<State, Reject> {
+    fn size_digit(&mut self, b: u8) -> Result<ChunkState, Reject> {
         if self.size > u64::MAX >> 4 {
             return Err(bad("chunk size too large"));
         }
@@ -216,28 +216,28 @@ impl Chunked {
         }
         // `to_digit` cannot fail: b is a hex digit.
         self.size = self.size << 4 | u64::from((b as char).to_digit(16).unwrap_or(0));
-        Ok(State::Size)
+        Ok(ChunkState::Size)
     }
 
     /// The data of a chunk of `size` bytes begins: counted against
     /// `--max-body` before a byte of it is taken.
-    fn data_begins(&mut self) -> Result<State, Reject> {
+    fn data_begins(&mut self) -> Result<ChunkState, Reject> {
         if self.size > self.limits.data - self.data {
             return Err(BODY_TOO_LARGE);
         }
         self.data += self.size;
-        Ok(State::Data)
+        Ok(ChunkState::Data)
     }
 
     /// A new chunk-size line begins.
-    fn next_chunk(&mut self) -> State {
+    fn next_chunk(&mut self) -> ChunkState {
         self.size = 0;
         self.size_digits = 0;
-        State::SizeStart
+        ChunkState::SizeStart
     }
 
     /// A trailer field begins: counted against the fields left.
-    fn trailer_field_begins(&mut self) -> Result<State, Reject> {
+    fn trailer_field_begins(&mut self) -> Result<ChunkState, Reject> {
         self.trailer_fields += 1;
         if self.trailer_fields > self.limits.trailer_fields {
             return Err(reject(
@@ -245,13 +245,13 @@ impl Chunked {
                 "too many trailer fields",
             ));
         }
-        Ok(State::TrailerName)
+        Ok(ChunkState::TrailerName)
     }
 
     /// The state after the framing byte `b`, or the fault it is: the
     /// grammar, one arm per state.
-    fn next(&mut self, b: u8) -> Result<State, Reject> {
-        use State as S;
+    fn next(&mut self, b: u8) -> Result<ChunkState, Reject> {
+        use ChunkState as S;
         let ws = b == b' ' || b == b'\t';
         Ok(match self.state {
             S::SizeStart | S::Size => match b {

@@ -46,7 +46,7 @@ const UNARMED: u64 = u64::MAX;
 
 /// What the clock thread and one timer share.
 #[derive(Debug)]
-struct Entry {
+struct Armed {
     /// The deadline, in milliseconds, or `UNARMED`.
     at: AtomicU64,
     /// The task to wake when it comes.
@@ -63,7 +63,7 @@ struct Wheel {
 
 /// Every live timer's entry, and those dropped since they were last swept.
 struct Entries {
-    all: Vec<Arc<Entry>>,
+    all: Vec<Arc<Armed>>,
     /// The length at which a new timer sweeps the dropped ones out (a scan
     /// sweeps them too, but the thread may sleep while timers come and go).
     sweep_at: usize,
@@ -157,7 +157,7 @@ fn run(wheel: &'static Wheel) {
 /// wait; [`sleep`] and [`timeout`] make one each.
 #[derive(Debug)]
 pub struct Timer {
-    entry: Arc<Entry>,
+    entry: Arc<Armed>,
 }
 
 impl Default for Timer {
@@ -169,7 +169,7 @@ impl Default for Timer {
 impl Timer {
     /// A timer not yet armed.
     pub fn new() -> Timer {
-        let entry = Arc::new(Entry {
+        let entry = Arc::new(Armed {
             at: AtomicU64::new(UNARMED),
             waker: AtomicWaker::new(),
         });

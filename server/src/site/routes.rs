@@ -39,7 +39,7 @@ pub enum Route {
 
 /// A route's path and what the help text says of it. A path that ends in
 /// `/` takes an argument: it matches every path that begins with it.
-struct Entry {
+struct Listing {
     route: Route,
     path: &'static str,
     /// The methods, the argument and the query, as the help text shows.
@@ -47,38 +47,38 @@ struct Entry {
 }
 
 /// Every route that has a path, in the order the help text lists them.
-const TABLE: [Entry; 7] = [
-    Entry {
+const TABLE: [Listing; 7] = [
+    Listing {
         route: Route::EndString,
         path: "/end-string/",
         usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks)",
     },
-    Entry {
+    Listing {
         route: Route::Large,
         path: "/large/",
         usage: "GET|HEAD /large/{size}      size bytes (a number, or with a unit: 64KiB, 1MiB)",
     },
-    Entry {
+    Listing {
         route: Route::Echo,
         path: "/echo",
         usage: "*        /echo              the request as JSON, strings base64-encoded; ?format=raw: the body",
     },
-    Entry {
+    Listing {
         route: Route::Healthz,
         path: "/healthz",
         usage: "GET|HEAD /healthz           200 ok; 503 while shutting down",
     },
-    Entry {
+    Listing {
         route: Route::Metrics,
         path: "/metrics",
         usage: "GET|HEAD /metrics           Prometheus text 0.0.4, or OpenMetrics when Accept asks for it",
     },
-    Entry {
+    Listing {
         route: Route::Help,
         path: "/",
         usage: "GET|HEAD /                  this text",
     },
-    Entry {
+    Listing {
         route: Route::ServerWide,
         path: "*",
         usage: "OPTIONS  *                  and every path above: 204 with Allow",

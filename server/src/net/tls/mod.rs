@@ -70,7 +70,7 @@ const FIXED: usize = 64 * 1024 + 4096 + 16 * 1024 + RECORD + RECORD + 8 * 1024;
 
 /// Where the server's certificate comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub enum CertSource {
     /// A PEM certificate chain and its PEM private key (PKCS#8, PKCS#1 or
     /// SEC1).
     Files {
@@ -120,16 +120,16 @@ impl Tls {
 
 /// The server's TLS for `source`, on `provider`, or an error naming the
 /// file and what is wrong with it.
-pub fn load(source: &Source, provider: Provider) -> Result<Tls, String> {
+pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
     let (chain, key, self_signed) = match source {
-        Source::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None),
-        Source::SelfSigned => {
+        CertSource::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None),
+        CertSource::SelfSigned => {
             let (chain, key, written) = self_signed()?;
             (chain, key, Some(Arc::new(written)))
         }
     };
     let crypto = Arc::new(provider.crypto());
-    if let Source::Files { key: path, .. } = source {
+    if let CertSource::Files { key: path, .. } = source {
         if let Err(e) = crypto.key_provider.load_private_key(key.clone_key()) {
             return Err(format!(
                 "--tls-key {}: {}",
@@ -145,12 +145,12 @@ pub fn load(source: &Source, provider: Provider) -> Result<Tls, String> {
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| match source {
-            Source::Files { cert, key } => format!(
+            CertSource::Files { cert, key } => format!(
                 "--tls-cert {} and --tls-key {}: {e}",
                 cert.display(),
                 key.display()
             ),
-            Source::SelfSigned => format!("the self-signed certificate: {e}"),
+            CertSource::SelfSigned => format!("the self-signed certificate: {e}"),
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Tls {
@@ -163,7 +163,7 @@ pub fn load(source: &Source, provider: Provider) -> Result<Tls, String> {
 
 /// The acceptor for `source` on `provider` (a server that keeps nothing
 /// else of its TLS).
-pub fn acceptor(source: &Source, provider: Provider) -> Result<TlsAcceptor, String> {
+pub fn acceptor(source: &CertSource, provider: Provider) -> Result<TlsAcceptor, String> {
     load(source, provider).map(|tls| tls.acceptor)
 }
 
