@@ -111,7 +111,7 @@ fn sink() -> &'static Sink {
             .name("log".into())
             .spawn(|| SINK.wait().run());
         Sink {
-            state: Mutex::new(State {
+            state: Mutex::new(Filling {
                 filling: Vec::with_capacity(BUFFER),
                 unreported: 0,
                 asleep: false,
@@ -125,15 +125,17 @@ fn sink() -> &'static Sink {
 
 #[derive(Debug)]
 struct Sink {
-    state: Mutex<State>,
+    state: Mutex<Filling>,
     /// Wakes the writer when a line comes.
     wake: Condvar,
     /// Lines dropped since the start.
     dropped: AtomicU64,
 }
 
+/// What the lines share under the lock: the buffer being filled, and the
+/// writer's state.
 #[derive(Debug)]
-struct State {
+struct Filling {
     /// Lines taken and not yet handed to the writer.
     filling: Vec<u8>,
     /// Lines dropped since the last line that said how many.
@@ -145,7 +147,7 @@ struct State {
 }
 
 impl Sink {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Filling> {
         // A panic while holding the lock leaves the buffer whole: go on.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

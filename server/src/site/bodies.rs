@@ -82,20 +82,21 @@ impl Flight {
 /// The bodies: the cache, the builds in flight, the build slots.
 #[derive(Debug)]
 pub struct Bodies {
-    state: Mutex<State>,
+    state: Mutex<Shelves>,
     memory: Arc<Memory>,
     cache_bytes: usize,
     /// One permit per build allowed at once (`--max-builds`).
     builders: Arc<Semaphore>,
-    /// Bytes the cache holds (a copy of `State::bytes`, read by `/metrics`
+    /// Bytes the cache holds (a copy of `Shelves::bytes`, read by `/metrics`
     /// without the lock).
     cached: AtomicUsize,
     builds: AtomicU64,
     shared: AtomicU64,
 }
 
+/// The cache, its clock and the builds in flight, under one lock.
 #[derive(Debug, Default)]
-struct State {
+struct Shelves {
     cache: HashMap<BodyKey, Arc<Built>>,
     /// The clock: oldest first.
     order: VecDeque<BodyKey>,
@@ -116,7 +117,7 @@ impl Bodies {
     /// gives way to when it is full.
     pub fn new(memory: Arc<Memory>, cache_bytes: usize, builders: usize) -> Arc<Bodies> {
         let bodies = Arc::new(Bodies {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Shelves::default()),
             memory,
             cache_bytes,
             builders: Arc::new(Semaphore::new(builders)),
@@ -129,7 +130,7 @@ impl Bodies {
         bodies
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shelves> {
         // Every update under the lock is a single insert or remove of
         // entries that are whole before they go in: a poisoned lock is
         // consistent.
@@ -220,7 +221,7 @@ impl Bodies {
     }
 
     /// The body for `key` if it is cached, or the build of it in flight.
-    fn find_locked(&self, state: &mut State, key: BodyKey) -> Option<Found> {
+    fn find_locked(&self, state: &mut Shelves, key: BodyKey) -> Option<Found> {
         if let Some(hit) = state.cache.get(&key) {
             hit.touch();
             return Some(Found::Cached(hit.clone()));
@@ -259,7 +260,7 @@ impl Bodies {
 
     /// Caches `body`, evicting by the clock to stay within `--cache-bytes`;
     /// a body larger than that is not kept.
-    fn keep(&self, state: &mut State, key: BodyKey, body: &Arc<Built>) {
+    fn keep(&self, state: &mut Shelves, key: BodyKey, body: &Arc<Built>) {
         let size = body.charged();
         if size > self.cache_bytes {
             return;
