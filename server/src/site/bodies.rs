@@ -35,11 +35,16 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::{Notify, Semaphore};
 
 use super::body::{BodyKey, Built, Key};
+use crate::clock::Moment;
 use crate::memory::{Charge, Full, Memory, Part, Reclaim};
 
 /// Entries one call of [`Reclaim::reclaim`] looks at, at most: bounded so
 /// that a refusal costs little however many small bodies are cached.
 const RECLAIM_SCAN: usize = 16 * 1024;
+
+/// Milliseconds a full account is refused without a scan after one that
+/// freed nothing: at most a hundred scans a second, whatever the refusals.
+const RECLAIM_QUIET_MS: u64 = 10;
 
 /// Why a body cannot be had now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +97,9 @@ pub struct Bodies {
     cached: AtomicUsize,
     builds: AtomicU64,
     shared: AtomicU64,
+    /// Until when (ms on the one clock) a full account is not worth a
+    /// scan: the last one freed nothing.
+    barren_until: AtomicU64,
 }
 
 /// The cache, its clock and the builds in flight, under one lock.
@@ -124,6 +132,7 @@ impl Bodies {
             cached: AtomicUsize::new(0),
             builds: AtomicU64::new(0),
             shared: AtomicU64::new(0),
+            barren_until: AtomicU64::new(0),
         });
         let reclaim: Weak<dyn Reclaim> = Arc::downgrade(&bodies) as Weak<dyn Reclaim>;
         bodies.memory.give_way_with(reclaim);
@@ -301,14 +310,20 @@ impl Reclaim for Bodies {
     /// until `bytes` are freed or [`RECLAIM_SCAN`] entries were looked at.
     /// A referenced body stays: evicting it would free nothing.
     fn reclaim(&self, bytes: usize) -> usize {
+        // A scan that freed nothing is not repeated for a while: refusals
+        // on a full account must stay cheap, and a scan holds the lock.
+        let now = Moment::now().millis();
+        if now < self.barren_until.load(Ordering::Relaxed) {
+            return 0;
+        }
         let mut gone = Vec::new();
-        let mut freed = 0;
         {
             let mut state = self.lock();
+            let mut evicted = 0;
             // Twice round the clock at most: once to clear the marks.
             let looks = (2 * state.order.len()).min(RECLAIM_SCAN);
             for _ in 0..looks {
-                if freed >= bytes {
+                if evicted >= bytes {
                     break;
                 }
                 let Some(key) = state.order.pop_front() else {
@@ -326,14 +341,26 @@ impl Reclaim for Bodies {
                 }
                 if let Some(body) = state.cache.remove(&key) {
                     state.bytes -= body.charged();
-                    freed += body.charged();
+                    evicted += body.charged();
                     gone.push(body);
                 }
             }
             self.cached.store(state.bytes, Ordering::Relaxed);
         }
-        // Freed outside the lock; each charge is given back as it drops.
-        drop(gone);
+        // Freed outside the lock, each charge given back as it drops. A
+        // memo may have revived a body since it was looked at: only what
+        // is really freed counts.
+        let freed = gone
+            .into_iter()
+            .map(|body| {
+                let charged = body.charged();
+                Arc::into_inner(body).map_or(0, |_| charged)
+            })
+            .sum();
+        if freed == 0 {
+            self.barren_until
+                .store(now + RECLAIM_QUIET_MS, Ordering::Relaxed);
+        }
         freed
     }
 }
@@ -421,6 +448,26 @@ mod tests {
             Err(Unavailable::Memory(_))
         ));
         drop(held);
+    }
+
+    #[test]
+    fn a_scan_that_frees_nothing_is_not_repeated_at_once() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        let bodies = Bodies::new(memory.clone(), 1 << 20, 1);
+        let rt = runtime();
+        let held = rt.block_on(bodies.clone().get(text(1000, Kind::Ascii)));
+        let held = held.unwrap();
+        // Referenced by a response: nothing to free.
+        assert_eq!(bodies.reclaim(1), 0);
+        drop(held);
+        // Unreferenced now, but the scan waits out its quiet time.
+        let before = memory.used(Part::Bodies);
+        if Moment::now().millis() < bodies.barren_until.load(Ordering::Relaxed) {
+            assert_eq!(bodies.reclaim(1), 0, "no scan in the quiet time");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3 * RECLAIM_QUIET_MS));
+        assert_eq!(bodies.reclaim(1), before, "then the body is freed");
+        assert_eq!(memory.used(Part::Bodies), 0);
     }
 
     #[test]
