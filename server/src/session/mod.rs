@@ -396,7 +396,7 @@ impl<S: Service> Session<S> {
             }
             if queue.has_remaining()
                 && (queue.copied_len() > service.limits.max_queued_bytes
-                    || queue.pending_responses() >= service.limits.max_queued_responses
+                    || queue.ledger().pending_responses() >= service.limits.max_queued_responses
                     // A reply that waits for memory waits for the queue.
                     || matches!(self.state, State::Ready(_))
                     // One call copies or encodes a turn's worth at most.
@@ -683,7 +683,7 @@ impl<S: Service> Session<S> {
                 self.record(service, queue, p.label, written);
                 if written.references_body {
                     if let Answer::Reply(reply) = p.answer {
-                        let end = queue.written_total() + queue.remaining() as u64;
+                        let end = queue.ledger().written() + queue.remaining() as u64;
                         self.referenced.push_back((end, reply));
                     }
                 }
@@ -731,7 +731,7 @@ impl<S: Service> Session<S> {
     ) {
         let took = self.now.since(self.began);
         service.service.answered(label, written.status, took);
-        let end = queue.written_total() + queue.remaining() as u64;
+        let end = queue.ledger().written() + queue.remaining() as u64;
         self.log
             .queued(end, written.status.code(), written.body_bytes);
     }
