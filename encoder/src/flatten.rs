@@ -4,13 +4,24 @@
 //! `ConsString` — one-byte when every character is at most U+00FF, two-byte
 //! otherwise — and [`flatten_then_write`] then encodes that flat string.
 //! Every byte is copied twice and the flat copy is a heap allocation as large
-//! as the text. It is public so that tests and benchmarks can hold the direct
-//! encoder against it; the output is byte for byte the same.
+//! as the text; the output is byte for byte the same as the direct
+//! encoder's.
 //!
-//! Hidden from the documentation (`#[doc(hidden)]` in `lib.rs`): it is the
-//! baseline that the differential tests, the fuzzer, the benchmarks and
-//! the server's flatten strategy compare against, not something a user
-//! wants — it does what this crate exists to avoid.
+//! Public as a baseline, not a way to send text: to hold the direct path
+//! against the old one — the crate's differential tests, fuzzer and
+//! benchmarks do, and so does a server that can serve either way to
+//! measure the difference (`unflat-server --strategy flatten`).
+//!
+//! ```
+//! use unflat::flatten::flatten_then_write;
+//! use unflat::{write, Concat, Encoding, Latin1, Mode, Utf16};
+//!
+//! let rope = Concat::new([&Latin1(b"caf\xe9 "), &Utf16(&[0x20AC])]);
+//! let (mut direct, mut flattened) = ([0; 16], [0; 16]);
+//! let n = write(&rope, Encoding::Utf8, Mode::Strict, &mut direct).unwrap();
+//! let m = flatten_then_write(&rope, Encoding::Utf8, Mode::Strict, &mut flattened).unwrap();
+//! assert_eq!(direct[..n], flattened[..m], "the same bytes, by the copying route");
+//! ```
 
 use std::ops::ControlFlow;
 

@@ -31,6 +31,9 @@
 //!    `http_body::Body` for hyper and axum: a ropey rope's chunks as shared
 //!    frames, other ropes encoded in bounded frames.
 //!
+//! And one module to compare against, not to send with: [`flatten`], the
+//! copying route this crate replaces.
+//!
 //! The one module with `unsafe`, the calls into simdutf, states at each
 //! call the destination size it relies on.
 //!
@@ -57,11 +60,6 @@ pub mod body;
 mod encode;
 mod encoding;
 mod expand;
-// Hidden: the flatten-then-write baseline that the differential tests, the
-// fuzzer, the encoder benchmarks and the server's flatten strategy compare
-// against; it copies what the rest of the crate avoids copying, and is not
-// for users.
-#[doc(hidden)]
 pub mod flatten;
 pub mod head;
 mod kernel;

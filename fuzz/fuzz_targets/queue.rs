@@ -129,6 +129,6 @@ fuzz_target!(|data: &[u8]| {
     }
     q.write_to(&mut out).unwrap();
     assert_eq!(out, expected);
-    assert_eq!(q.pending_responses(), 0);
+    assert_eq!(q.ledger().pending_responses(), 0);
     assert_eq!(q.copied_len(), 0);
 });

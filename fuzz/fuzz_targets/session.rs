@@ -87,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
             let step = session.process(&mut input, &mut queue, app.protocol());
             // Bounded: past its limits the session asks for a flush before
             // it queues more than one more response.
-            assert!(queue.pending_responses() <= app.config().max_queued_responses + 1);
+            assert!(queue.ledger().pending_responses() <= app.config().max_queued_responses + 1);
             queue.write_to(&mut out).unwrap();
             match step {
                 Step::Flush => continue,

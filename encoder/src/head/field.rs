@@ -5,7 +5,18 @@
 use super::HeadError;
 
 /// RFC 9110 `tchar`: a byte of a token (a field name, a method, a
-/// chunk-extension name).
+/// chunk-extension name). The rule [`HeaderName::new`] holds a name to;
+/// public for what reads the same grammar from a peer — a request parser
+/// checking a method, chunk extensions or trailer names — so that what it
+/// accepts and what the head sends are one rule.
+///
+/// ```
+/// use unflat::head::is_tchar;
+/// // A chunk extension's name, as a request parser checks it.
+/// let is_token = |s: &[u8]| !s.is_empty() && s.iter().all(|&b| is_tchar(b));
+/// assert!(is_token(b"x-checksum"));
+/// assert!(!is_token(b"bad name") && !is_token(b"a:b") && !is_token(b""));
+/// ```
 pub const fn is_tchar(b: u8) -> bool {
     matches!(b,
         b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
@@ -13,7 +24,17 @@ pub const fn is_tchar(b: u8) -> bool {
 }
 
 /// RFC 9110 field-value byte: HTAB, SP, VCHAR or obs-text. RFC 9112's
-/// reason-phrase allows the same bytes.
+/// reason-phrase allows the same bytes. The rule [`HeaderValue::new`]
+/// holds a value to; public, as [`is_tchar`] is, for a parser of what a
+/// peer sends (a trailer field's value, a quoted chunk extension).
+///
+/// ```
+/// use unflat::head::is_field_value_byte;
+/// assert!(b"text/plain; q=0.5\t\xe9".iter().all(|&b| is_field_value_byte(b)));
+/// // No line ending and no NUL: a value cannot inject a field.
+/// assert!(!is_field_value_byte(b'\r') && !is_field_value_byte(b'\n'));
+/// assert!(!is_field_value_byte(0) && !is_field_value_byte(0x7f));
+/// ```
 pub const fn is_field_value_byte(b: u8) -> bool {
     b == b'\t' || (b >= 0x20 && b != 0x7F)
 }

@@ -11,7 +11,8 @@
 //! **Injection cannot be expressed.** Every name and value is validated where
 //! it is built — [`HeaderName`] against the RFC 9110 token rule, [`HeaderValue`]
 //! against field-value bytes (HTAB, SP, VCHAR, obs-text: no CR, LF or NUL) — and
-//! the head writes every line ending itself.
+//! the head writes every line ending itself. The two rules are public
+//! ([`is_tchar`], [`is_field_value_byte`]) for a parser of the same grammar.
 //!
 //! **The head owns framing.** [`Head::content_length`] and [`Head::chunked`]
 //! exclude each other, statuses that never carry a body (1xx, 204, 304) refuse
@@ -33,12 +34,7 @@ use crate::rope::{CharRange, Piece, Rope, Shape};
 pub use date::DateLine;
 pub use error::HeadError;
 use field::is_framing_name;
-// Hidden: the token and field-value rules, shared with the server's request
-// parser (chunk extensions, trailers). A user validates through
-// `HeaderName::new` and `HeaderValue::new`, which apply them.
-#[doc(hidden)]
-pub use field::{is_field_value_byte, is_tchar};
-pub use field::{HeaderName, HeaderValue, Line};
+pub use field::{is_field_value_byte, is_tchar, HeaderName, HeaderValue, Line};
 pub use prefix::Prefix;
 pub use status::Status;
 
@@ -61,11 +57,18 @@ pub use status::Status;
 /// ```
 pub const MAX_FIELDS: usize = 16;
 
-/// How a message body is delimited (RFC 9112 §6): the body that follows a
-/// response head, and, in a server, the request body it reads.
-// Hidden: no method of `Head` takes or returns it (a head is framed by
-// `content_length` and `chunked`); the server's request parser uses it.
-#[doc(hidden)]
+/// How a message body is delimited (RFC 9112 §6): what a head announces
+/// for the body after it ([`Head::framing`]), and what a server's request
+/// parser decides from a request's `Content-Length` and
+/// `Transfer-Encoding` for the body it reads.
+///
+/// ```
+/// use unflat::head::{Framing, Head, RequestMethod, Status};
+/// let mut head = Head::new(Status::OK, RequestMethod::Other);
+/// assert_eq!(head.framing(), Framing::None);
+/// head.content_length(5).unwrap();
+/// assert_eq!(head.framing(), Framing::Length(5));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
     /// No `Content-Length` nor `Transfer-Encoding` (bodiless statuses, or a
@@ -333,6 +336,26 @@ impl<'a, const N: usize> Head<'a, N> {
     /// bodiless statuses.
     pub fn body_allowed(&self) -> bool {
         self.method == RequestMethod::Other && !self.status.has_no_body()
+    }
+
+    /// How the body after this head is delimited, as the head announces
+    /// it: for the code that writes the body, which sends each piece of a
+    /// [`Framing::Chunked`] body after its size line, and ends an allowed
+    /// body ([`Head::body_allowed`]) of [`Framing::None`] by closing the
+    /// connection.
+    ///
+    /// ```
+    /// use unflat::head::{Framing, Head, RequestMethod, Status};
+    /// let mut head = Head::new(Status::OK, RequestMethod::Other);
+    /// head.chunked().unwrap();
+    /// let mut out = head.to_vec();
+    /// if head.framing() == Framing::Chunked {
+    ///     out.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+    /// }
+    /// assert!(out.ends_with(b"chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
+    /// ```
+    pub fn framing(&self) -> Framing {
+        self.framing
     }
 
     fn length_line(&self) -> &[u8] {

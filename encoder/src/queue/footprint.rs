@@ -113,7 +113,81 @@ impl Pushes {
     }
 }
 
+/// **Memory**, for a server that bounds what its connections hold: what a
+/// queue holds of its own for its pending bytes ([`WriteQueue::held`],
+/// [`WriteQueue::copied_len`]), what its buffers occupy now
+/// ([`WriteQueue::footprint`]) and will occupy once a response is pushed
+/// ([`WriteQueue::pushes`], [`WriteQueue::footprint_after`],
+/// [`WriteQueue::reserve`]), and what it keeps once drained
+/// ([`WriteQueue::set_retain`]). Asked before a response is pushed, they let
+/// a server refuse it rather than grow past its limit:
+///
+/// ```
+/// use bytes::Bytes;
+/// use unflat::queue::{Push, WriteQueue};
+///
+/// const LIMIT: usize = 64 * 1024; // what one connection's buffers may occupy
+/// let head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n";
+/// let body = Bytes::from(vec![b'x'; 100_000]);
+/// let mut q = WriteQueue::new();
+/// let pushes = q.pushes(Push::Copy(head.len())).then(q.pushes(Push::Share(body.len())));
+/// let after = q.footprint_after(pushes);
+/// assert!(after <= LIMIT, "within the limit: queued (else a 503)");
+/// q.reserve(pushes.copied);
+/// q.copy(head);
+/// q.share(&body);
+/// q.end_response();
+/// assert!(q.footprint() <= after);
+/// assert_eq!(q.held(), head.len(), "the body is its owner's memory, shared");
+/// ```
 impl WriteQueue {
+    /// Bytes the queue holds of its own for what is pending: copied and
+    /// encoded bytes not yet written, and the frame buffer while a framed
+    /// segment (a long stream, or a rope's copied chunks) is queued. What a
+    /// connection costs beyond the memory it shares, and what a server
+    /// bounds across its connections. The write buffer's allocation is at
+    /// most a quarter above the bytes it holds, or the retained size
+    /// ([`WriteQueue::set_retain`]) once drained.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bytes::{Buf, Bytes};
+    /// use unflat::queue::{Policy, SharedRope, WriteQueue};
+    /// use unflat::{Encoding, Mode, Utf16};
+    ///
+    /// let mut q = WriteQueue::new();
+    /// q.share(&Bytes::from(vec![0; 1 << 20])); // shared: its owner's memory
+    /// assert_eq!(q.held(), 0);
+    /// let euros: SharedRope = Arc::new(Utf16(vec![0x20AC; 1 << 20])); // 3 MiB as UTF-8
+    /// q.stream(&euros, Encoding::Utf8, Mode::Strict).unwrap();
+    /// assert_eq!(q.held(), Policy::DEFAULT.frame, "one frame, not the body");
+    /// assert_eq!(q.remaining(), (1 << 20) + 3 * (1 << 20));
+    /// ```
+    pub fn held(&self) -> usize {
+        let framing = if self.framed > 0 {
+            self.frame_size()
+        } else {
+            0
+        };
+        self.copied_pending + framing
+    }
+
+    /// Of the bytes waiting, those held in the queue's own write buffer
+    /// (the memory the queue costs beyond what it references).
+    ///
+    /// ```
+    /// use bytes::{Buf, Bytes};
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
+    /// q.share(&Bytes::from(vec![0; 100_000])); // long: not copied
+    /// assert_eq!(q.copied_len(), 19);
+    /// assert_eq!(q.remaining(), 19 + 100_000);
+    /// ```
+    pub fn copied_len(&self) -> usize {
+        self.copied_pending
+    }
+
     /// What `push` would add to the queue, for
     /// [`WriteQueue::footprint_after`]: the same decisions the push itself
     /// makes — a buffer shorter than [`Policy::copy_below`] is copied, a
@@ -193,7 +267,7 @@ impl WriteQueue {
             + self.spare_frame.capacity()
             + self.lent_frame()
             + self.segments.capacity() * size_of::<Segment>()
-            + self.response_ends.capacity() * size_of::<u64>()
+            + self.ledger.ends.capacity() * size_of::<u64>()
     }
 
     /// An upper bound of [`WriteQueue::footprint`] after
@@ -237,8 +311,7 @@ impl WriteQueue {
             + frame
             + list_after(self.segments.len(), self.segments.capacity(), segments)
                 * size_of::<Segment>()
-            + list_after(self.response_ends.len(), self.response_ends.capacity(), 1)
-                * size_of::<u64>()
+            + list_after(self.ledger.ends.len(), self.ledger.ends.capacity(), 1) * size_of::<u64>()
     }
 
     /// Makes room in the write buffer for `copied` more bytes at once
@@ -262,6 +335,22 @@ impl WriteQueue {
     /// ```
     pub fn reserve(&mut self, copied: usize) {
         self.room(copied);
+    }
+
+    /// Sets how many bytes of buffers (the write buffer and the frame) an
+    /// empty queue keeps for reuse; larger ones (grown by one large encoded
+    /// body) are freed once drained.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.set_retain(0); // an idle connection keeps no write buffer
+    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// q.write_to(&mut std::io::sink()).unwrap();
+    /// assert!(q.take_spare().is_some_and(|s| s.buffer_capacity() == 0), "freed once drained");
+    /// ```
+    pub fn set_retain(&mut self, bytes: usize) {
+        self.retain = bytes;
     }
 
     /// The write buffer's length after [`WriteQueue::reserve`]`(copied)`,

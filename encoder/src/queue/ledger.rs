@@ -1,63 +1,98 @@
-//! The response ledger: the ends of the responses not yet written in full,
-//! as positions in the stream of bytes ever pushed (`pushed_total`) and
-//! ever written (`written_total`).
+//! The response ledger: how far the writer has got through what was
+//! pushed, and where the responses not yet written in full end, as
+//! positions in the stream of bytes ever pushed.
 
+use std::collections::VecDeque;
+
+// Named by the documentation only.
+#[cfg(doc)]
 use super::WriteQueue;
 
-impl WriteQueue {
-    /// Marks the end of a response: everything pushed so far belongs to it
-    /// or to earlier ones. A response whose bytes are all written already
-    /// (or that has none) is not pending.
-    ///
-    /// ```
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
-    /// q.end_response();
-    /// q.copy(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-    /// q.end_response();
-    /// assert_eq!(q.pending_responses(), 2);
-    /// q.write_to(&mut std::io::sink()).unwrap();
-    /// assert_eq!(q.pending_responses(), 0);
-    /// assert_eq!(q.written_total(), 27 + 40);
-    /// ```
-    pub fn end_response(&mut self) {
-        if self.pushed_total > self.written_total {
-            self.response_ends.push_back(self.pushed_total);
+/// How far a queue's output has gone: the bytes written since the queue
+/// was made, and the responses (ended by [`WriteQueue::end_response`]) not
+/// yet written in full. Read it with [`WriteQueue::ledger`].
+///
+/// For a server that pipelines: it stops reading requests while too many
+/// responses wait for a slow reader ([`Ledger::pending_responses`]), and it
+/// knows when a response has gone out whole — to log it, or to let go of
+/// what it referenced — by noting where the response ends when it is
+/// queued ([`Ledger::written`] plus what is queued) and waiting for
+/// [`Ledger::written`] to pass that.
+///
+/// ```
+/// use bytes::Buf;
+/// use unflat::queue::WriteQueue;
+///
+/// let mut q = WriteQueue::new();
+/// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+/// q.end_response();
+/// q.copy(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+/// let second_ends = q.ledger().written() + q.remaining() as u64;
+/// q.end_response();
+/// assert_eq!(q.ledger().pending_responses(), 2);
+///
+/// q.advance(30); // a partial write: the first response and 3 bytes
+/// assert_eq!(q.ledger().pending_responses(), 1);
+/// assert!(q.ledger().written() < second_ends, "the second is not out yet");
+/// q.write_to(&mut std::io::sink()).unwrap();
+/// assert_eq!(q.ledger().pending_responses(), 0);
+/// assert_eq!(q.ledger().written(), second_ends);
+/// ```
+#[derive(Debug)]
+pub struct Ledger {
+    /// Bytes ever pushed, and ever written: the ends below are positions
+    /// in this stream.
+    pushed: u64,
+    written: u64,
+    pub(super) ends: VecDeque<u64>,
+}
+
+impl Ledger {
+    /// Nothing pushed, nothing written; made by the queue only.
+    pub(super) fn new() -> Ledger {
+        Ledger {
+            pushed: 0,
+            written: 0,
+            ends: VecDeque::new(),
         }
     }
 
-    /// Responses (as marked by [`WriteQueue::end_response`]) not yet written
-    /// in full. See [`WriteQueue::end_response`] for an example.
+    /// Responses (as ended by [`WriteQueue::end_response`]) not yet written
+    /// in full. A response whose bytes were all written when it was ended
+    /// (or that had none) was never pending.
+    #[inline]
     pub fn pending_responses(&self) -> usize {
-        self.response_ends.len()
+        self.ends.len()
     }
 
     /// Bytes written since the queue was made.
-    ///
-    /// ```
-    /// use bytes::Buf;
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"0123456789");
-    /// q.advance(4);
-    /// assert_eq!(q.written_total(), 4);
-    /// ```
-    pub fn written_total(&self) -> u64 {
-        self.written_total
+    #[inline]
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
-    /// Forgets the ends of the responses now written in full: the part of
-    /// `advance` that keeps the ledger, after `written_total` has counted
-    /// what was written.
+    /// Counts `n` bytes pushed.
     #[inline]
-    pub(super) fn pop_written_responses(&mut self) {
-        while self
-            .response_ends
-            .front()
-            .is_some_and(|&end| end <= self.written_total)
-        {
-            self.response_ends.pop_front();
+    pub(super) fn pushed(&mut self, n: usize) {
+        self.pushed += n as u64;
+    }
+
+    /// Marks the end of a response at what has been pushed so far, unless
+    /// all of it is written already.
+    #[inline]
+    pub(super) fn end_response(&mut self) {
+        if self.pushed > self.written {
+            self.ends.push_back(self.pushed);
+        }
+    }
+
+    /// Counts `n` bytes written, and forgets the ends of the responses now
+    /// written in full.
+    #[inline]
+    pub(super) fn wrote(&mut self, n: usize) {
+        self.written += n as u64;
+        while self.ends.front().is_some_and(|&end| end <= self.written) {
+            self.ends.pop_front();
         }
     }
 }

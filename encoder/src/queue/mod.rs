@@ -7,8 +7,8 @@
 //!   text encoded by [`WriteQueue::encode`], and whatever the copy-or-share
 //!   policy copies. Consecutive copied segments merge, so a head and a small
 //!   body, or many small pipelined responses, are one contiguous slice;
-//! - **shared** — a [`Bytes`] sent as an iovec at its own memory, never copied
-//!   (the fix of the Deno write-up);
+//! - **shared** — a [`Bytes`](bytes::Bytes) sent as an iovec at its own
+//!   memory, never copied (the fix of the Deno write-up);
 //! - **rope** — a byte range of a [`ropey::Rope`] sent as one iovec per chunk
 //!   of its own; the queue holds a clone of the rope (an `Arc` increment),
 //!   which keeps the chunks alive until they are written;
@@ -18,12 +18,22 @@
 //! - **rope frames** — the short chunks of a ropey range longer than a frame,
 //!   copied a frame at a time as the socket drains, for the same reason.
 //!
-//! The queue (this file) keeps the write buffer and the segment list; the
-//! response ledger is `ledger.rs`'s, the copy-or-share [`Policy`]
-//! `policy.rs`'s, and the queue's tests are `tests.rs`'s. Each segment kind
-//! keeps its own cursor (`segment.rs`), and a framed segment (`framed.rs`)
-//! the frame it is written from. What the queue's buffers occupy, and may
-//! grow to, is `footprint.rs`'s.
+//! **What a user meets**, in the order the documentation lists it: the
+//! write path — [`WriteQueue::new`], the pushes ([`WriteQueue::encode`],
+//! [`WriteQueue::stream`], [`WriteQueue::copy`], [`WriteQueue::share`],
+//! [`WriteQueue::share_rope`]), [`WriteQueue::end_response`] and
+//! [`WriteQueue::write_to`] — and the [`Buf`] the queue is; then three
+//! extras for servers, each documented where it begins: **memory** (what
+//! the queue holds and will hold, for a server that bounds it), the
+//! **[`Ledger`]** (how far the output has gone, response by response), and
+//! **buffers for a pool** ([`Spare`]: what an idle connection gives away).
+//!
+//! The write path is `write.rs`'s, the extras `footprint.rs`'s,
+//! `ledger.rs`'s and `spare.rs`'s; the queue's state, the buffer machinery
+//! and the `Buf` (this file) are behind them all. The copy-or-share
+//! [`Policy`] is `policy.rs`'s, and the queue's tests are `tests.rs`'s. Each
+//! segment kind keeps its own cursor (`segment.rs`), and a framed segment
+//! (`framed.rs`) the frame it is written from.
 //!
 //! **Memory.** What a queue holds of its own ([`WriteQueue::held`]) is its
 //! copied bytes not yet written and one frame: every body longer than a
@@ -34,8 +44,8 @@
 //! can refuse a response before it grows past a limit.
 //!
 //! **Copy or share** is decided here and nowhere else, by the queue's
-//! [`Policy`]: a contiguous piece — a [`Bytes`], or a chunk of a rope —
-//! shorter than [`Policy::copy_below`] is copied behind what is queued
+//! [`Policy`]: a contiguous piece — a [`Bytes`](bytes::Bytes), or a chunk of
+//! a rope — shorter than [`Policy::copy_below`] is copied behind what is queued
 //! (consecutive short chunks into one run), a longer one is shared. An iovec
 //! costs the kernel a segment to gather from memory the writer did not just
 //! touch; a copy costs a `memcpy`. Below the threshold the copy is cheaper
@@ -71,14 +81,19 @@
 //!     q.advance(written);
 //! }
 //! assert_eq!(socket.len(), head.len() + 4096);
-//! assert_eq!(q.pending_responses(), 0);
+//! assert_eq!(q.ledger().pending_responses(), 0);
 //! ```
 
-mod footprint;
 mod framed;
-mod ledger;
 mod policy;
 mod segment;
+
+// The write path first: the documentation lists `impl` blocks in the order
+// of their modules, and the extras after it.
+mod write;
+
+mod footprint;
+mod ledger;
 mod spare;
 
 use std::collections::VecDeque;
@@ -86,24 +101,16 @@ use std::io::IoSlice;
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes};
+use bytes::Buf;
 
-use crate::encoding::{EncodeError, Encoding, Mode};
-use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
 use crate::rope::{walk_ropey_chunks, Rope, Walk};
 pub use footprint::{Push, Pushes};
 use framed::Framed;
+pub use ledger::Ledger;
 pub use policy::Policy;
 use segment::Segment;
 pub use spare::Spare;
-
-/// Linux's `IOV_MAX`: the most slices one `writev` takes.
-// Hidden: the server sizes its iovec array with it. A user needs no such
-// constant: std's and tokio's `write_vectored` already cap one call at the
-// system's limit, and `WriteQueue::write_to` passes 64 slices at a time.
-#[doc(hidden)]
-pub const IOV_MAX: usize = 1024;
 
 /// How much write buffer an empty queue keeps for reuse by default
 /// ([`WriteQueue::set_retain`] changes it): a buffer grown past it by one
@@ -208,7 +215,7 @@ fn chunk_bytes<'r>(
 /// let mut socket = Vec::new(); // a TcpStream in a server
 /// q.write_to(&mut socket).unwrap();
 /// assert_eq!(socket, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\ncrème".as_bytes());
-/// assert_eq!(q.pending_responses(), 0);
+/// assert_eq!(q.ledger().pending_responses(), 0);
 /// ```
 #[derive(Debug)]
 pub struct WriteQueue {
@@ -222,11 +229,8 @@ pub struct WriteQueue {
     pending: usize,
     /// Of those, bytes in the write buffer.
     copied_pending: usize,
-    /// Bytes ever pushed and ever written: response ends are positions in
-    /// this stream (the response ledger).
-    pushed_total: u64,
-    written_total: u64,
-    response_ends: VecDeque<u64>,
+    /// Bytes ever pushed and written, and where responses end.
+    ledger: Ledger,
     retain: usize,
     policy: Policy,
     /// The frame buffer, reused: lent to the framed segment at the front
@@ -242,159 +246,9 @@ impl Default for WriteQueue {
     }
 }
 
+// The machinery of the write path (`write.rs`): the write buffer's room,
+// what a push adds, and the frame lent to the front segment.
 impl WriteQueue {
-    /// An empty queue with the [default policy](Policy::DEFAULT). Nothing is
-    /// allocated until something is pushed.
-    ///
-    /// ```
-    /// use bytes::Buf;
-    /// use unflat::queue::{Policy, WriteQueue};
-    /// let q = WriteQueue::new();
-    /// assert_eq!(q.remaining(), 0);
-    /// assert_eq!(q.footprint(), 0);
-    /// assert_eq!(q.policy(), Policy::DEFAULT);
-    /// ```
-    pub fn new() -> WriteQueue {
-        WriteQueue::with_policy(Policy::DEFAULT)
-    }
-
-    /// An empty queue that copies or shares by `policy`.
-    ///
-    /// ```
-    /// use bytes::Bytes;
-    /// use unflat::queue::{Policy, WriteQueue};
-    /// // Copy anything shorter than 1 KiB, share the rest.
-    /// let mut q = WriteQueue::with_policy(Policy { copy_below: 1024, ..Policy::DEFAULT });
-    /// q.share(&Bytes::from(vec![b'a'; 100]));  // copied
-    /// q.share(&Bytes::from(vec![b'b'; 2000])); // sent from its own memory
-    /// assert_eq!(q.copied_len(), 100);
-    /// ```
-    pub fn with_policy(policy: Policy) -> WriteQueue {
-        WriteQueue {
-            buf: Vec::new(),
-            filled: 0,
-            segments: VecDeque::new(),
-            pending: 0,
-            copied_pending: 0,
-            pushed_total: 0,
-            written_total: 0,
-            response_ends: VecDeque::new(),
-            retain: DEFAULT_RETAIN,
-            policy,
-            spare_frame: Vec::new(),
-            framed: 0,
-        }
-    }
-
-    /// The copy-or-share policy.
-    ///
-    /// ```
-    /// use unflat::queue::{Policy, WriteQueue};
-    /// assert_eq!(WriteQueue::new().policy().copy_below, 8 * 1024);
-    /// assert_eq!(WriteQueue::with_policy(Policy::COPY_ALL).policy(), Policy::COPY_ALL);
-    /// ```
-    pub fn policy(&self) -> Policy {
-        self.policy
-    }
-
-    /// Sets how many bytes of buffers (the write buffer and the frame) an
-    /// empty queue keeps for reuse; larger ones (grown by one large encoded
-    /// body) are freed once drained.
-    ///
-    /// ```
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.set_retain(0); // an idle connection keeps no write buffer
-    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
-    /// q.write_to(&mut std::io::sink()).unwrap();
-    /// assert!(q.take_spare().is_some_and(|s| s.buffer_capacity() == 0), "freed once drained");
-    /// ```
-    pub fn set_retain(&mut self, bytes: usize) {
-        self.retain = bytes;
-    }
-
-    /// Takes the frame buffer (what streamed segments are encoded into)
-    /// out of a queue with no streamed segment queued, as
-    /// [`WriteQueue::take_spare`] does the write buffer; `None` when a
-    /// streamed segment is queued or the queue keeps no frame buffer.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use unflat::queue::{SharedRope, WriteQueue};
-    /// use unflat::{Encoding, Mode, Utf16};
-    ///
-    /// let mut q = WriteQueue::new();
-    /// assert!(q.take_frame_buffer().is_none(), "no frame buffer yet");
-    /// let long: SharedRope = Arc::new(Utf16(vec![0x20AC; 100_000])); // framed
-    /// q.stream(&long, Encoding::Utf8, Mode::Strict).unwrap();
-    /// assert!(q.take_frame_buffer().is_none(), "lent to the queued stream");
-    /// q.write_to(&mut std::io::sink()).unwrap();
-    /// let frame = q.take_frame_buffer().expect("drained: the frame is free");
-    /// q.reuse_frame_buffer(frame);
-    /// ```
-    pub fn take_frame_buffer(&mut self) -> Option<Vec<u8>> {
-        if self.framed > 0 || self.spare_frame.capacity() == 0 {
-            return None;
-        }
-        Some(std::mem::take(&mut self.spare_frame))
-    }
-
-    /// Gives a queue without a frame buffer `buffer` to encode streamed
-    /// segments into; a queue that has one keeps its own. See
-    /// [`WriteQueue::take_frame_buffer`] for an example.
-    pub fn reuse_frame_buffer(&mut self, buffer: Vec<u8>) {
-        if self.framed == 0 && self.spare_frame.capacity() == 0 {
-            self.spare_frame = buffer;
-        }
-    }
-
-    /// Of the bytes waiting, those held in the queue's own write buffer
-    /// (the memory the queue costs beyond what it references).
-    ///
-    /// ```
-    /// use bytes::{Buf, Bytes};
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"HTTP/1.1 200 OK\r\n\r\n");
-    /// q.share(&Bytes::from(vec![0; 100_000])); // long: not copied
-    /// assert_eq!(q.copied_len(), 19);
-    /// assert_eq!(q.remaining(), 19 + 100_000);
-    /// ```
-    pub fn copied_len(&self) -> usize {
-        self.copied_pending
-    }
-
-    /// Bytes the queue holds of its own for what is pending: copied and
-    /// encoded bytes not yet written, and the frame buffer while a framed
-    /// segment (a long stream, or a rope's copied chunks) is queued. What a
-    /// connection costs beyond the memory it shares, and what a server
-    /// bounds across its connections. The write buffer's allocation is at
-    /// most a quarter above the bytes it holds, or the retained size
-    /// ([`WriteQueue::set_retain`]) once drained.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use bytes::{Buf, Bytes};
-    /// use unflat::queue::{Policy, SharedRope, WriteQueue};
-    /// use unflat::{Encoding, Mode, Utf16};
-    ///
-    /// let mut q = WriteQueue::new();
-    /// q.share(&Bytes::from(vec![0; 1 << 20])); // shared: its owner's memory
-    /// assert_eq!(q.held(), 0);
-    /// let euros: SharedRope = Arc::new(Utf16(vec![0x20AC; 1 << 20])); // 3 MiB as UTF-8
-    /// q.stream(&euros, Encoding::Utf8, Mode::Strict).unwrap();
-    /// assert_eq!(q.held(), Policy::DEFAULT.frame, "one frame, not the body");
-    /// assert_eq!(q.remaining(), (1 << 20) + 3 * (1 << 20));
-    /// ```
-    pub fn held(&self) -> usize {
-        let framing = if self.framed > 0 {
-            self.frame_size()
-        } else {
-            0
-        };
-        self.copied_pending + framing
-    }
-
     /// Room for `n` more bytes at the end of the write buffer: initialised
     /// memory, zeroed only when the buffer grows. The bytes already written
     /// at the front of the buffer are reclaimed first, so that a queue that
@@ -458,92 +312,7 @@ impl WriteQueue {
     fn grew(&mut self, n: usize, copied: usize) {
         self.pending += n;
         self.copied_pending += copied;
-        self.pushed_total += n as u64;
-    }
-
-    /// Encodes `rope` straight into the write buffer (no intermediate flat
-    /// string) and queues it. Returns the bytes queued; on error nothing is
-    /// queued.
-    ///
-    /// The whole encoded text is held in the write buffer until written;
-    /// for a body that may be long, [`WriteQueue::stream`] bounds that to a
-    /// frame.
-    ///
-    /// ```
-    /// use unflat::queue::WriteQueue;
-    /// use unflat::{Concat, EncodeError, Encoding, Latin1, Mode, Utf16};
-    ///
-    /// let mut q = WriteQueue::new();
-    /// let rope = Concat::new([&"price: ", &Latin1(b"12 "), &Utf16(&[0x20AC])]);
-    /// assert_eq!(q.encode(&rope, Encoding::Utf8, Mode::Strict), Ok(13));
-    /// // Strict latin1 cannot hold the euro sign: nothing is queued.
-    /// assert!(matches!(
-    ///     q.encode(&rope, Encoding::Latin1, Mode::Strict),
-    ///     Err(EncodeError::Unencodable { code_point: 0x20AC, .. })
-    /// ));
-    /// let mut out = Vec::new();
-    /// q.write_to(&mut out).unwrap();
-    /// assert_eq!(out, "price: 12 €".as_bytes());
-    /// ```
-    pub fn encode<R: Rope + ?Sized>(
-        &mut self,
-        rope: &R,
-        encoding: Encoding,
-        mode: Mode,
-    ) -> Result<usize, EncodeError> {
-        // Room for the worst case, as Node's 3 × length buffer: the write
-        // buffer is reused, so the slack costs nothing after warm-up, and it
-        // lets the two-byte path skip its measuring pass.
-        let shape = rope.shape();
-        let dst = self.room(bound(shape, encoding));
-        let n = crate::encode::write_shaped(rope, shape, encoding, mode, dst)?;
-        self.commit(n);
-        Ok(n)
-    }
-
-    /// Queues `rope` in `encoding`, bounding what it costs in memory: text
-    /// that fits in one frame ([`Policy::frame`]) is encoded into the write
-    /// buffer at once, as [`WriteQueue::encode`] does; longer text is
-    /// encoded a frame at a time, as the socket takes the previous frame,
-    /// from the rope the queue keeps (a clone of the `Arc`). Returns the
-    /// encoded size; on error (strict mode, checked before anything is
-    /// queued) nothing is queued.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use bytes::Buf;
-    /// use unflat::queue::{SharedRope, WriteQueue};
-    /// use unflat::{Encoding, Mode, Utf16};
-    ///
-    /// let text: SharedRope = Arc::new(Utf16(vec![0x20AC; 100_000])); // 100 000 euro signs
-    /// let mut q = WriteQueue::new();
-    /// assert_eq!(q.stream(&text, Encoding::Utf8, Mode::Strict), Ok(300_000));
-    /// assert!(q.chunk().len() <= 64 * 1024, "only the current frame is encoded");
-    /// let mut out = Vec::new();
-    /// q.write_to(&mut out).unwrap();
-    /// assert_eq!(out, "€".repeat(100_000).as_bytes());
-    /// ```
-    pub fn stream(
-        &mut self,
-        rope: &SharedRope,
-        encoding: Encoding,
-        mode: Mode,
-    ) -> Result<usize, EncodeError> {
-        let shape = rope.shape();
-        let frame = self.frame_size();
-        if bound(shape, encoding) <= frame {
-            return self.encode(&**rope, encoding, mode);
-        }
-        let plan = plan_shaped(&**rope, shape, encoding, mode)?;
-        let len = plan.size();
-        if len <= frame {
-            let dst = self.room(len);
-            let n = crate::encode::write_planned(&**rope, plan, dst)?;
-            self.commit(n);
-            return Ok(n);
-        }
-        self.push_framed(Framed::encode(rope.clone(), Encoder::from_plan(&plan), len));
-        Ok(len)
+        self.ledger.pushed(n);
     }
 
     /// Bytes per frame: the policy's, but never below what always makes
@@ -552,122 +321,11 @@ impl WriteQueue {
         self.policy.frame.max(Encoder::MIN_DST)
     }
 
-    /// Copies `bytes` into the write buffer and queues them. Consecutive
-    /// copies are one contiguous run, one iovec.
-    ///
-    /// ```
-    /// use bytes::Buf;
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"HTTP/1.1 204 No Content\r\n");
-    /// q.copy(b"\r\n");
-    /// assert_eq!(q.chunk(), b"HTTP/1.1 204 No Content\r\n\r\n");
-    /// ```
-    pub fn copy(&mut self, bytes: &[u8]) {
-        self.room(bytes.len()).copy_from_slice(bytes);
-        self.commit(bytes.len());
-    }
-
-    /// Queues `bytes` as an iovec at its own memory — keeping a clone, a
-    /// reference-count increment, until it is written — or copies them when
-    /// the policy says a copy is cheaper ([`Policy::copy_below`]); a copied
-    /// buffer's count is never touched, so a small body shared by every
-    /// worker costs no contended atomic.
-    ///
-    /// ```
-    /// use std::io::IoSlice;
-    /// use bytes::{Buf, Bytes};
-    /// use unflat::queue::WriteQueue;
-    ///
-    /// let body = Bytes::from(vec![b'x'; 64 * 1024]);
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n");
-    /// q.share(&body);
-    /// let mut iov = [IoSlice::new(&[]); 4];
-    /// assert_eq!(q.chunks_vectored(&mut iov), 2);
-    /// assert_eq!(iov[1].as_ptr(), body.as_ptr(), "the body's own memory");
-    /// ```
-    pub fn share(&mut self, bytes: &Bytes) {
-        if self.copies(bytes.len()) {
-            self.copy(bytes);
-            return;
-        }
-        self.grew(bytes.len(), 0);
-        self.segments.push_back(Segment::Shared(bytes.clone()));
-    }
-
     /// Whether a buffer of `len` bytes asked to be shared is copied: when
     /// the policy says a copy is cheaper, and always when it is empty (a
     /// segment of no bytes would never be advanced past).
     fn copies(&self, len: usize) -> bool {
         len < self.policy.copy_below || len == 0
-    }
-
-    /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough
-    /// to pay for an iovec ([`Policy::copy_below`]) are sent from the rope's
-    /// own memory (the queue keeps a clone of the rope until they are
-    /// written), runs of shorter ones are copied — a frame at a time as the
-    /// socket drains when the range is longer than a frame. The range may
-    /// cut a character: the queue moves bytes.
-    ///
-    /// ```
-    /// use unflat::queue::WriteQueue;
-    /// let text = ropey::Rope::from_str(&"unflat ".repeat(10_000));
-    /// let mut q = WriteQueue::new();
-    /// q.share_rope(&text, 7..13); // "unflat": a short range is copied
-    /// q.share_rope(&text, 0..text.len_bytes());
-    /// let mut out = Vec::new();
-    /// q.write_to(&mut out).unwrap();
-    /// assert_eq!(out.len(), 6 + 70_000);
-    /// assert!(out.starts_with(b"unflatunflat unflat "));
-    /// ```
-    ///
-    /// # Panics
-    /// If `range` is not within `0..=rope.len_bytes()` or runs backwards.
-    pub fn share_rope(&mut self, rope: &ropey::Rope, range: Range<usize>) {
-        assert!(
-            range.start <= range.end && range.end <= rope.len_bytes(),
-            "byte range {range:?} is outside the rope's {} bytes",
-            rope.len_bytes()
-        );
-        let min = self.policy.copy_below;
-        let walk = Walk::for_len(range.len());
-        // A range longer than a frame has its short chunks copied a frame at
-        // a time as the socket drains, so that the connection never holds
-        // more than a frame of it.
-        let framed = range.len() > self.frame_size();
-        // One walk: short chunks are copied as they come (or gathered into
-        // runs copied later, frame by frame); a run of long ones becomes one
-        // segment, which the writer walks again.
-        let mut at = range.start;
-        let mut shared: Option<Range<usize>> = None;
-        let mut copied: Option<Range<usize>> = None;
-        let _ = chunk_bytes(rope, range, walk, |chunk| {
-            let end = at + chunk.len();
-            if chunk.len() >= min {
-                if let Some(run) = copied.take() {
-                    self.push_framed(Framed::copy(rope.clone(), run));
-                }
-                shared.get_or_insert(at..at).end = end;
-            } else {
-                if let Some(run) = shared.take() {
-                    self.push_rope(rope, run);
-                }
-                if framed {
-                    copied.get_or_insert(at..at).end = end;
-                } else {
-                    self.copy(chunk);
-                }
-            }
-            at = end;
-            ControlFlow::Continue(())
-        });
-        if let Some(run) = shared {
-            self.push_rope(rope, run);
-        }
-        if let Some(run) = copied {
-            self.push_framed(Framed::copy(rope.clone(), run));
-        }
     }
 
     fn push_rope(&mut self, rope: &ropey::Rope, range: Range<usize>) {
@@ -696,39 +354,6 @@ impl WriteQueue {
         if let Some(Segment::Framed(framed)) = self.segments.front_mut() {
             framed.activate(std::mem::take(&mut self.spare_frame), size);
         }
-    }
-
-    /// Writes everything pending to a blocking writer, one `write_vectored`
-    /// call per batch of up to 64 iovecs, resuming at the cursor after each
-    /// partial write. Returns the bytes written. For blocking sockets, and
-    /// for tests and fuzzers that collect the output in a `Vec<u8>`.
-    ///
-    /// ```
-    /// use unflat::queue::WriteQueue;
-    /// let mut q = WriteQueue::new();
-    /// q.copy(b"hello, ");
-    /// q.copy(b"world");
-    /// let mut socket = Vec::new(); // any io::Write: a TcpStream, a file
-    /// assert_eq!(q.write_to(&mut socket).unwrap(), 12);
-    /// assert_eq!(socket, b"hello, world");
-    /// ```
-    ///
-    /// # Errors
-    /// What the writer returns; `WriteZero` if it takes nothing. The bytes
-    /// not written stay queued.
-    pub fn write_to<W: std::io::Write + ?Sized>(&mut self, w: &mut W) -> std::io::Result<usize> {
-        let mut total = 0;
-        while self.has_remaining() {
-            let mut iov = [IoSlice::new(&[]); 64];
-            let n = self.chunks_vectored(&mut iov);
-            let written = w.write_vectored(&iov[..n])?;
-            if written == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            self.advance(written);
-            total += written;
-        }
-        Ok(total)
     }
 }
 
@@ -788,10 +413,10 @@ impl Buf for WriteQueue {
     /// q.end_response();
     /// q.advance(9); // a partial write took 9 bytes
     /// assert_eq!(q.chunk(), b"200 OK\r\n");
-    /// assert_eq!(q.pending_responses(), 1);
+    /// assert_eq!(q.ledger().pending_responses(), 1);
     /// q.advance(8);
     /// assert_eq!(q.remaining(), 0);
-    /// assert_eq!(q.pending_responses(), 0);
+    /// assert_eq!(q.ledger().pending_responses(), 0);
     /// ```
     ///
     /// # Panics
@@ -803,7 +428,7 @@ impl Buf for WriteQueue {
             self.pending
         );
         self.pending -= n;
-        self.written_total += n as u64;
+        self.ledger.wrote(n);
         while n > 0 {
             let front = self
                 .segments
@@ -828,7 +453,6 @@ impl Buf for WriteQueue {
                 self.activate_front();
             }
         }
-        self.pop_written_responses();
         if self.segments.is_empty() {
             // Drained: the write buffer is reused from its start. The two
             // buffers are kept for reuse up to the retained size between

@@ -1,6 +1,6 @@
 //! What an empty queue gives away and takes back: its write buffer and its
-//! two lists, so that a connection waiting for its next request holds none
-//! of them.
+//! two lists ([`Spare`]), and its frame buffer, so that a connection
+//! waiting for its next request holds none of them.
 
 use std::collections::VecDeque;
 
@@ -54,6 +54,32 @@ impl Spare {
     }
 }
 
+/// **Buffers for a pool**, for a server whose idle connections should
+/// hold no buffers: an empty queue gives its allocations away
+/// ([`WriteQueue::take_spare`], [`WriteQueue::take_frame_buffer`]) to a pool
+/// its connections share, and takes them back when it has something to
+/// write ([`WriteQueue::reuse_spare`], [`WriteQueue::reuse_frame_buffer`]).
+/// The frame buffer (64 KiB by default) goes apart, as only a connection
+/// that streams long bodies needs one; a pool keeps fewer of them.
+///
+/// ```
+/// use unflat::queue::WriteQueue;
+///
+/// let mut pool = Vec::new();
+/// let mut q = WriteQueue::new();
+/// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+/// q.write_to(&mut std::io::sink()).unwrap();
+/// // Waiting for the next request: the buffers go to the pool.
+/// pool.extend(q.take_spare());
+/// assert_eq!(q.footprint(), 0);
+/// // The request came: they come back, and the response allocates nothing.
+/// if let Some(spare) = pool.pop() {
+///     q.reuse_spare(spare);
+/// }
+/// let before = q.footprint();
+/// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+/// assert!(before > 0 && q.footprint() == before);
+/// ```
 impl WriteQueue {
     /// Takes the write buffer and the two lists out of an empty queue
     /// ([`Spare`]); `None` while output is pending, or when the queue has
@@ -62,19 +88,19 @@ impl WriteQueue {
     /// ([`WriteQueue::reuse_spare`]).
     pub fn take_spare(&mut self) -> Option<Spare> {
         let allocated =
-            self.buf.capacity() + self.segments.capacity() + self.response_ends.capacity();
+            self.buf.capacity() + self.segments.capacity() + self.ledger.ends.capacity();
         if self.pending > 0 || allocated == 0 {
             return None;
         }
         // Empty: nothing pending means no segment and no response end.
-        debug_assert!(self.segments.is_empty() && self.response_ends.is_empty());
+        debug_assert!(self.segments.is_empty() && self.ledger.ends.is_empty());
         self.segments.clear();
-        self.response_ends.clear();
+        self.ledger.ends.clear();
         self.filled = 0;
         Some(Spare {
             buf: std::mem::take(&mut self.buf),
             segments: std::mem::take(&mut self.segments),
-            response_ends: std::mem::take(&mut self.response_ends),
+            response_ends: std::mem::take(&mut self.ledger.ends),
         })
     }
 
@@ -102,8 +128,43 @@ impl WriteQueue {
         if self.segments.capacity() == 0 {
             std::mem::forget(std::mem::replace(&mut self.segments, segments));
         }
-        if self.response_ends.capacity() == 0 {
-            std::mem::forget(std::mem::replace(&mut self.response_ends, response_ends));
+        if self.ledger.ends.capacity() == 0 {
+            std::mem::forget(std::mem::replace(&mut self.ledger.ends, response_ends));
+        }
+    }
+
+    /// Takes the frame buffer (what streamed segments are encoded into)
+    /// out of a queue with no streamed segment queued, as
+    /// [`WriteQueue::take_spare`] does the write buffer; `None` when a
+    /// streamed segment is queued or the queue keeps no frame buffer.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use unflat::queue::{SharedRope, WriteQueue};
+    /// use unflat::{Encoding, Mode, Utf16};
+    ///
+    /// let mut q = WriteQueue::new();
+    /// assert!(q.take_frame_buffer().is_none(), "no frame buffer yet");
+    /// let long: SharedRope = Arc::new(Utf16(vec![0x20AC; 100_000])); // framed
+    /// q.stream(&long, Encoding::Utf8, Mode::Strict).unwrap();
+    /// assert!(q.take_frame_buffer().is_none(), "lent to the queued stream");
+    /// q.write_to(&mut std::io::sink()).unwrap();
+    /// let frame = q.take_frame_buffer().expect("drained: the frame is free");
+    /// q.reuse_frame_buffer(frame);
+    /// ```
+    pub fn take_frame_buffer(&mut self) -> Option<Vec<u8>> {
+        if self.framed > 0 || self.spare_frame.capacity() == 0 {
+            return None;
+        }
+        Some(std::mem::take(&mut self.spare_frame))
+    }
+
+    /// Gives a queue without a frame buffer `buffer` to encode streamed
+    /// segments into; a queue that has one keeps its own. See
+    /// [`WriteQueue::take_frame_buffer`] for an example.
+    pub fn reuse_frame_buffer(&mut self, buffer: Vec<u8>) {
+        if self.framed == 0 && self.spare_frame.capacity() == 0 {
+            self.spare_frame = buffer;
         }
     }
 }

@@ -49,7 +49,7 @@ use bytes::{Buf, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tracing::debug;
-use unflat::queue::{WriteQueue, IOV_MAX};
+use unflat::queue::WriteQueue;
 
 use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
@@ -69,6 +69,10 @@ const YIELD_AFTER: usize = 256 << 10;
 
 /// iovecs tried first per `write_vectored`.
 const FEW_IOVECS: usize = 8;
+
+/// Linux's `UIO_MAXIOV` (and macOS's `IOV_MAX`): the most slices one
+/// `writev` takes; a longer array would be filled for nothing.
+const IOV_MAX: usize = 1024;
 
 /// The lease of a connection, its base covering what it needs before it
 /// reads a byte: its read buffer, the socket's `socket` bytes of own

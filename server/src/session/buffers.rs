@@ -79,7 +79,7 @@ impl<S: Service> Session<S> {
     /// writes their access log lines.
     #[inline]
     pub(super) fn release_written(&mut self, queue: &WriteQueue) {
-        let written = queue.written_total();
+        let written = queue.ledger().written();
         self.log.written(written);
         while self
             .referenced

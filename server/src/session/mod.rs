@@ -423,7 +423,7 @@ impl<S: Service> Session<S> {
             }
             if queue.has_remaining()
                 && (queue.copied_len() > service.limits.max_queued_bytes
-                    || queue.pending_responses() >= service.limits.max_queued_responses
+                    || queue.ledger().pending_responses() >= service.limits.max_queued_responses
                     // A reply that waits for memory waits for the queue.
                     || matches!(self.state, State::Ready(_))
                     // A stream is asked for more as the queue drains.
@@ -744,7 +744,7 @@ impl<S: Service> Session<S> {
         }
         self.record(service, queue, p.label, written);
         if written.references_body {
-            let end = queue.written_total() + queue.remaining() as u64;
+            let end = queue.ledger().written() + queue.remaining() as u64;
             self.referenced.push_back((end, reply));
         }
         if written.keep_alive {
@@ -802,7 +802,7 @@ impl<S: Service> Session<S> {
             stream: None,
         };
         self.record(service, queue, s.label, written);
-        let end = queue.written_total() + queue.remaining() as u64;
+        let end = queue.ledger().written() + queue.remaining() as u64;
         self.referenced.push_back((end, s.reply));
         if s.keep_alive {
             State::Head
@@ -843,7 +843,7 @@ impl<S: Service> Session<S> {
     ) {
         let took = self.now.since(self.began);
         service.service.answered(label, written.status, took);
-        let end = queue.written_total() + queue.remaining() as u64;
+        let end = queue.ledger().written() + queue.remaining() as u64;
         self.log
             .queued(end, written.status.code(), written.body_bytes);
     }
