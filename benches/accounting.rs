@@ -1,7 +1,7 @@
 //! What a request's accounting costs as threads are added: the counters a
-//! request adds to (`Metrics::request`, its latency histogram included, and
-//! `Metrics::written`, what the
-//! session calls once per response) on 1, 2 and 8 threads at once, beside
+//! request adds to (`Metrics::request`, its latency histogram included,
+//! what the site counts once per response, and the core's
+//! `Transport::written`, once per write) on 1, 2 and 8 threads at once, beside
 //! one atomic counter every thread adds to — what the counters were before
 //! they were kept per worker.
 //!
@@ -64,6 +64,7 @@ fn on_threads(threads: usize, iters: u64, account: &(impl Fn(u64) + Sync)) -> Du
 fn accounting(c: &mut Criterion) {
     let stack = Stack::new(Config::default(), "127.0.0.1:3000".parse().unwrap(), None);
     let metrics: &Metrics = stack.site().metrics();
+    let transport = &stack.connections().transport;
     let shared = AtomicU64::new(0);
     let mut group = c.benchmark_group("accounting");
     for threads in [1, 2, 8] {
@@ -75,7 +76,7 @@ fn accounting(c: &mut Criterion) {
                         Status::OK,
                         Duration::from_micros(40 + (i & 63)),
                     );
-                    metrics.written(64 + (i & 7) as usize);
+                    transport.written(64 + (i & 7) as usize);
                 })
             })
         });

@@ -126,7 +126,7 @@ async fn run(app: &Stack, input: Vec<u8>) -> FakeSocket {
     let mut socket = FakeSocket::new(input);
     let (_trigger, shutdown) = shutdown::channel();
     let lease = net::lease(app.connections(), 0);
-    net::serve(&mut socket, app.connections(), &shutdown, lease)
+    net::serve(&mut socket, None, app.connections(), &shutdown, lease)
         .await
         .unwrap();
     socket

@@ -1,10 +1,12 @@
 //! The core serves any [`Service`], not only the demo site: a second,
 //! small service on the same core gets the same grammar, framing,
-//! persistence, HEAD, pipelining, refusals and counting.
+//! persistence, HEAD, pipelining, refusals, its connections counted by the
+//! core, and one call per response to observe it by.
 
 mod common;
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Response};
-use unflat_server::session::{Reply, Service};
+use unflat_server::session::{Answered, Reply, Service};
 use unflat_server::{Config, Running};
 
 /// A service of three answers, which counts what the core tells it.
@@ -22,9 +24,18 @@ struct Greeter {
     text_plain: Line,
     answered: AtomicU64,
     refused: AtomicU64,
+    /// Body bytes of the responses answered.
+    body_bytes: AtomicU64,
+    /// Connections opened from a known peer on the loopback.
     opened: AtomicU64,
-    closed: AtomicU64,
+    /// Responses the core said were written whole.
+    written: AtomicU64,
 }
+
+/// What a connection keeps for the greeter: where its responses still
+/// being written end in its output.
+#[derive(Debug, Default)]
+struct Unwritten(Vec<u64>);
 
 #[derive(Debug)]
 enum Answer {
@@ -45,10 +56,17 @@ impl Reply for Answer {
 
 impl Service for Greeter {
     type Reply = Answer;
-    type Conn = ();
+    type Conn = Unwritten;
     type Label = &'static str;
 
-    fn call(&self, head: &RequestHead<'_>) -> (&'static str, Answer) {
+    fn open(&self, peer: Option<SocketAddr>) -> Unwritten {
+        if peer.is_some_and(|p| p.ip().is_loopback()) {
+            self.opened.fetch_add(1, Ordering::Relaxed);
+        }
+        Unwritten::default()
+    }
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut Unwritten) -> (&'static str, Answer) {
         match head.path {
             "/hello" => ("hello", Answer::Hello),
             "/length" => ("length", Answer::Length(String::new())),
@@ -74,19 +92,21 @@ impl Service for Greeter {
         })
     }
 
-    fn answered(&self, label: Option<&'static str>, _status: Status, _took: Duration) {
-        match label {
+    fn answered(&self, answered: Answered<&'static str>, conn: &mut Unwritten) {
+        match answered.label {
             Some(_) => self.answered.fetch_add(1, Ordering::Relaxed),
             None => self.refused.fetch_add(1, Ordering::Relaxed),
         };
+        let bytes = answered.body_bytes as u64;
+        self.body_bytes.fetch_add(bytes, Ordering::Relaxed);
+        conn.0.push(answered.ends);
     }
 
-    fn connection_opened(&self) {
-        self.opened.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn connection_closed(&self) {
-        self.closed.fetch_add(1, Ordering::Relaxed);
+    fn sent(&self, total: u64, conn: &mut Unwritten) {
+        let before = conn.0.len();
+        conn.0.retain(|&end| end > total);
+        let whole = (before - conn.0.len()) as u64;
+        self.written.fetch_add(whole, Ordering::Relaxed);
     }
 }
 
@@ -100,8 +120,9 @@ fn start() -> Running<Greeter> {
         text_plain: Line::parse("Content-Type", "text/plain").unwrap(),
         answered: AtomicU64::new(0),
         refused: AtomicU64::new(0),
+        body_bytes: AtomicU64::new(0),
         opened: AtomicU64::new(0),
-        closed: AtomicU64::new(0),
+        written: AtomicU64::new(0),
     })
     .unwrap()
 }
@@ -153,17 +174,26 @@ fn a_second_service_is_served_by_the_same_core() {
         "every response it answered"
     );
     assert_eq!(g.refused.load(Ordering::Relaxed), 1, "the core's refusal");
-    let opened = g.opened.load(Ordering::Relaxed);
-    assert_eq!(opened, 3);
+    // `hello`, nothing after HEAD, `5`, `hello`, `no`, and the refusal's
+    // reason.
+    let known = 6 + 2 + 6 + 3;
+    let bytes = g.body_bytes.load(Ordering::Relaxed);
+    assert!(bytes > known, "{bytes}: the refusal's reason is its body");
+    assert_eq!(g.opened.load(Ordering::Relaxed), 3, "each from its peer");
+    // The core counts its connections itself, and tells the service of
+    // each response its sockets took whole.
+    let transport = &server.stack().connections().transport;
     for _ in 0..100 {
-        if g.closed.load(Ordering::Relaxed) == opened {
+        if transport.open_connections() == 0 && g.written.load(Ordering::Relaxed) == 6 {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert_eq!(transport.open_connections(), 0, "every connection ended");
     assert_eq!(
-        g.closed.load(Ordering::Relaxed),
-        opened,
-        "every connection ended"
+        g.written.load(Ordering::Relaxed),
+        6,
+        "every response written whole, as the core said"
     );
+    assert!(transport.bytes_written() > 0);
 }

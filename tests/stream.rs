@@ -188,7 +188,7 @@ impl Service for Counting {
     type Conn = ();
     type Label = ();
 
-    fn call(&self, head: &RequestHead<'_>) -> ((), Chunks) {
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Chunks) {
         let count = head.path[1..].parse().unwrap_or(0);
         ((), Chunks { next: 0, count })
     }

@@ -10,7 +10,10 @@
 //! ```
 //!
 //! Every flag of `unflat-server --help` applies (`--tls-self-signed`,
-//! `--max-body`, `--workers`, …).
+//! `--max-body`, `--workers`, …) but the demo site's own: its routes'
+//! limits, its cache and builds, and its access log (`--access-log`), which
+//! the demo writes from what the core tells it of each response
+//! (`Service::answered`).
 
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
@@ -48,7 +51,7 @@ impl Service for Hello {
     type Conn = ();
     type Label = ();
 
-    fn call(&self, head: &RequestHead<'_>) -> ((), Answer) {
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Answer) {
         let answer = match (head.method, head.path) {
             ("GET" | "HEAD", "/") => Answer::Hello,
             ("POST", "/") => Answer::Count(String::new()),

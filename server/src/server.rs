@@ -23,7 +23,7 @@ use crate::log;
 use crate::memory::Memory;
 use crate::net::shutdown::{self, Shutdown};
 use crate::net::tls::{self, Tls};
-use crate::net::{self, Connections, IdleConnections};
+use crate::net::{self, Connections, IdleConnections, Transport};
 use crate::response::Writer;
 use crate::session::{Draining, Protocol, Service};
 use crate::site::Site;
@@ -40,7 +40,8 @@ pub struct Stack<S = Site> {
 
 /// What a service is made with ([`Server::bind_with`]): the server's
 /// configuration and address, its TLS, the memory account its bodies are
-/// charged to, and the flag that says the server is draining.
+/// charged to, the flag that says the server is draining, and the
+/// connections' counters.
 #[derive(Debug)]
 pub struct Making<'a> {
     /// The configuration.
@@ -53,6 +54,8 @@ pub struct Making<'a> {
     pub memory: &'a Arc<Memory>,
     /// Set once shutdown has begun.
     pub draining: &'a Draining,
+    /// Connections open, bytes written, send timeouts.
+    pub transport: &'a Arc<Transport>,
 }
 
 /// The demo site, as the server makes it.
@@ -60,7 +63,7 @@ fn demo(m: Making<'_>) -> Site {
     let trust = m.tls.and_then(Tls::self_signed_pem);
     let provider = m.tls.map(|t| t.provider);
     let settings = m.config.site(m.address, provider, trust);
-    Site::new(settings, m.memory, m.draining.clone())
+    Site::new(settings, m.memory, m.draining.clone(), m.transport.clone())
 }
 
 impl Stack<Site> {
@@ -87,12 +90,14 @@ impl<S: Service> Stack<S> {
     ) -> Stack<S> {
         let memory = Arc::new(Memory::new(config.memory_limit, config.connection_memory()));
         let draining = Draining::default();
+        let transport = Arc::new(Transport::default());
         let service = make(Making {
             config: &config,
             address,
             tls,
             memory: &memory,
             draining: &draining,
+            transport: &transport,
         });
         let writer = Writer::new(
             config.strategy,
@@ -112,6 +117,7 @@ impl<S: Service> Stack<S> {
                 timeouts: config.timeouts(),
                 policy: config.policy(),
                 idle: IdleConnections::default(),
+                transport,
             },
             config,
         }

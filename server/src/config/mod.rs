@@ -30,8 +30,8 @@ use range::{GIB, MIB, TIB};
 use crate::h1::{HeadLimits, FIELDS_CAP};
 use crate::net::{tls, Timeouts};
 use crate::response::Strategy;
-use crate::session::{self, LogFormat};
-use crate::site;
+use crate::session;
+use crate::site::{self, LogFormat};
 
 /// The least severe log messages written (`--log-level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -463,6 +463,8 @@ impl Config {
             address,
             tls: tls.map(tls::Provider::name),
             trust,
+            access_log: self.access_log.then_some(self.access_log_format),
+            request_line: self.max_request_line,
         }
     }
 
@@ -478,8 +480,6 @@ impl Config {
             max_queued_bytes: self.max_queued_bytes,
             max_queued_responses: self.max_queued_responses,
             max_requests: self.max_requests,
-            access_log: self.access_log,
-            access_log_format: self.access_log_format,
         }
     }
 

@@ -99,13 +99,12 @@ pub async fn handle<S: Service>(
     connections: &Connections<S>,
     shutdown: &Shutdown,
 ) {
-    let service = &connections.protocol.service;
-    let _open = Open::new(service);
+    let _open = connections.transport.open();
     let lease = lease(connections, tls.map_or(0, |t| t.fixed_memory));
     let ended = match tls {
         None => {
             let mut stream = stream;
-            let ended = serve(&mut stream, connections, shutdown, lease).await;
+            let ended = serve(&mut stream, Some(peer), connections, shutdown, lease).await;
             (ended, stream)
         }
         // Boxed: a TLS connection's state (the handshake, rustls's
@@ -122,7 +121,7 @@ pub async fn handle<S: Service>(
         (Ok(()), _) => {}
         (Err(Ended::SendTimeout), tcp) => {
             debug!(%peer, "send timeout: resetting the connection");
-            service.send_timed_out();
+            connections.transport.send_timed_out();
             let _ = tcp.set_zero_linger();
         }
         (Err(e), _) => debug!(%peer, "connection ended: {e}"),
@@ -146,20 +145,21 @@ async fn serve_tls<S: Service>(
         stream,
         fixed_memory: tls.fixed_memory,
     };
-    let ended = serve(&mut socket, connections, shutdown, lease).await;
+    let ended = serve(&mut socket, Some(peer), connections, shutdown, lease).await;
     Some((ended, socket.stream.into_inner().0))
 }
 
-/// Serves one connection until the peer closes it, a response closes it, a
-/// timeout expires, or the server shuts down; its memory on `lease`
-/// ([`lease`]).
+/// Serves one connection, from `peer` when known, until the peer closes
+/// it, a response closes it, a timeout expires, or the server shuts down;
+/// its memory on `lease` ([`lease`]).
 pub async fn serve<S: Service, IO: Socket>(
     io: &mut IO,
+    peer: Option<SocketAddr>,
     connections: &Connections<S>,
     shutdown: &Shutdown,
     lease: Lease,
 ) -> Result<(), Ended> {
-    let mut c = Connection::open(io, connections, lease);
+    let mut c = Connection::open(io, peer, connections, lease);
     let registration = connections.idle.register();
     let timer = Timer::new();
     let stopped = shutdown.stopped();
@@ -257,16 +257,17 @@ struct Connection<'a, S: Service, IO> {
 }
 
 impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
-    /// A connection on `io` before its first read, its memory on `lease`.
-    fn open(io: &'a mut IO, connections: &'a Connections<S>, lease: Lease) -> Self {
-        let service = &connections.protocol;
+    /// A connection on `io` from `peer` before its first read, its memory
+    /// on `lease`.
+    fn open(
+        io: &'a mut IO,
+        peer: Option<SocketAddr>,
+        connections: &'a Connections<S>,
+        lease: Lease,
+    ) -> Self {
         let (input, _) = idle::take_out();
-        let mut session = Session::open(service, lease, input.capacity(), io.fixed_memory());
-        if service.limits.access_log {
-            if let Some(peer) = io.peer_addr() {
-                session.set_peer(peer);
-            }
-        }
+        let (read_buffer, socket) = (input.capacity(), io.fixed_memory());
+        let session = Session::open(&connections.protocol, lease, read_buffer, socket, peer);
         Connection {
             io,
             connections,
@@ -425,7 +426,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
 
     /// Writes the queue whole ([`flush`]), the socket's memory for it
     /// covered first; counts the bytes the socket took, and settles the
-    /// session's lease after.
+    /// session after.
     async fn write(&mut self, timer: &Timer) -> Result<(), Ended> {
         let (io, queue, session) = (&mut *self.io, &mut self.queue, &mut self.session);
         let queued = queue.remaining();
@@ -440,10 +441,10 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             io.limit_send_memory(granted);
         }
         let flushed = flush(io, queue, self.connections.timeouts.send, timer).await;
-        let service = &self.connections.protocol.service;
-        service.written(queued - queue.remaining());
+        let connections = self.connections;
+        connections.transport.written(queued - queue.remaining());
         flushed?;
-        session.settle(queue);
+        session.settle(queue, &connections.protocol);
         Ok(())
     }
 }
@@ -495,21 +496,4 @@ fn poll_write<S: Socket>(
     let mut many = [IoSlice::new(&[]); IOV_MAX];
     let n = queue.chunks_vectored(&mut many);
     io.poll_send_vectored(cx, &many[..n])
-}
-
-/// An open connection, counted by its service from its start until it ends,
-/// however it ends.
-struct Open<'a, S: Service>(&'a S);
-
-impl<'a, S: Service> Open<'a, S> {
-    fn new(service: &'a S) -> Self {
-        service.connection_opened();
-        Open(service)
-    }
-}
-
-impl<S: Service> Drop for Open<'_, S> {
-    fn drop(&mut self) {
-        self.0.connection_closed();
-    }
 }

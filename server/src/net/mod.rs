@@ -12,7 +12,8 @@
 //! - `connection.rs`: serving one connection, read to write;
 //! - `idle.rs`: the buffers an idle connection puts away, pooled per worker;
 //! - `give_way.rs`: the idle connections that close at the connection limit;
-//! - `shutdown.rs`: the signal that stops the connections.
+//! - `shutdown.rs`: the signal that stops the connections;
+//! - `transport.rs`: the connections' counters, for whoever exposes them.
 
 mod acked;
 mod connection;
@@ -23,8 +24,10 @@ pub mod shutdown;
 mod socket;
 pub mod timers;
 pub mod tls;
+mod transport;
 
 use std::io;
+use std::sync::Arc;
 
 use unflat::queue::Policy;
 
@@ -33,6 +36,7 @@ pub use deadlines::Timeouts;
 pub use give_way::IdleConnections;
 pub use shutdown::Shutdown;
 pub use socket::{limit_unsent, Socket, UNSENT_MOST};
+pub use transport::{Open, PerWorker, Transport};
 
 use crate::session::Protocol;
 
@@ -42,7 +46,8 @@ pub const READ_CHUNK: usize = 16 * 1024;
 
 /// What every connection shares: the protocol its sessions keep (the
 /// service, the writer, the memory account, the limits), its timeouts, the
-/// write queue's copy-or-share policy, and the open connections' slots.
+/// write queue's copy-or-share policy, the open connections' slots, and
+/// their counters.
 #[derive(Debug)]
 pub struct Connections<S> {
     /// The sessions' service, writer, memory account and limits.
@@ -54,6 +59,9 @@ pub struct Connections<S> {
     pub policy: Policy,
     /// The open connections, those waiting for a request among them.
     pub idle: IdleConnections,
+    /// Connections open, bytes written, send timeouts: the service may
+    /// hold them too, to expose them.
+    pub transport: Arc<Transport>,
 }
 
 /// Why a connection ended, when it was not a clean close.

@@ -13,7 +13,6 @@
 //! besides the kernel").
 
 use std::io::{self, IoSlice};
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
@@ -66,11 +65,6 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
         None
     }
 
-    /// The peer's address, for the access log (`None`: unknown).
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        None
-    }
-
     /// Bytes the socket's own buffers may hold beyond what a write adds
     /// ([`Socket::send_memory`]): for TLS, records being read and one
     /// record being written. Counted against the connection's lease from
@@ -118,9 +112,5 @@ impl Socket for TcpStream {
 
     fn acknowledged(&self) -> Option<u64> {
         super::acked::acknowledged(self)
-    }
-
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        TcpStream::peer_addr(self).ok()
     }
 }

@@ -1,12 +1,12 @@
 //! What a connection's buffers occupy, as its session counts them against
 //! its lease on the memory account: the queue's own (which the queue
 //! reports), and those it does not show — the read buffer, the socket's
-//! own buffers, a request body or a document a reply holds, the access
-//! log's line — and the bodies queued responses keep alive.
+//! own buffers, a request body or a document a reply holds, what the
+//! service keeps for the connection (the demo's access-log lines) — and the
+//! bodies queued responses keep alive.
 
 use unflat::queue::WriteQueue;
 
-use super::access::AccessLog;
 use super::{Protocol, Service, Session, State, WRITE_BUFFER_FIRST};
 use crate::memory::Full;
 
@@ -20,19 +20,18 @@ pub(super) struct Outside {
     pub socket: usize,
     /// What the socket may hold of the write in progress (TLS records).
     pub sending: usize,
+    /// What the service's value for the connection holds at most
+    /// ([`Service::conn_memory`]).
+    pub conn: usize,
 }
 
 impl<S: Service> Session<S> {
     /// A connection's base ([`Lease`](crate::memory::Lease)): its read buffer of `read_buffer`
     /// bytes, its socket's buffers of `socket`, a write buffer for a small
-    /// response, and the access log's line when it is on.
+    /// response, and what the service keeps for it (the demo's access-log
+    /// lines, when the log is on).
     pub fn base_memory(service: &Protocol<S>, read_buffer: usize, socket: usize) -> usize {
-        let logged = if service.limits.access_log {
-            AccessLog::memory(service.limits.head.request_line)
-        } else {
-            0
-        };
-        read_buffer + socket + WRITE_BUFFER_FIRST + logged
+        read_buffer + socket + WRITE_BUFFER_FIRST + service.service.conn_memory()
     }
 
     /// Bytes the connection's buffers occupy outside `queue`.
@@ -44,7 +43,7 @@ impl<S: Service> Session<S> {
             }
             State::Head | State::Streaming(_) | State::Closed => 0,
         };
-        o.read_buffer + o.socket + o.sending + body + self.log.capacity()
+        o.read_buffer + o.socket + o.sending + body + o.conn
     }
 
     /// Makes the lease cover the read buffer grown to `bytes`, or fails (the
@@ -66,21 +65,23 @@ impl<S: Service> Session<S> {
         Ok(())
     }
 
-    /// After a write: lets go of the bodies responses no longer need, and
-    /// gives back what the buffers no longer occupy.
+    /// After a write: tells the service what was written, lets go of the
+    /// bodies responses no longer need, and gives back what the buffers no
+    /// longer occupy.
     #[inline]
-    pub fn settle(&mut self, queue: &WriteQueue) {
-        self.release_written(queue);
+    pub fn settle(&mut self, queue: &WriteQueue, service: &Protocol<S>) {
+        self.release_written(queue, service);
         self.outside.sending = 0;
         self.lease.trim(self.besides() + queue.footprint());
     }
 
-    /// Drops the bodies of the responses the queue has written whole, and
-    /// writes their access log lines.
+    /// Tells the service how much of the output the queue has written
+    /// ([`Service::sent`]), and drops the bodies of the responses written
+    /// whole.
     #[inline]
-    pub(super) fn release_written(&mut self, queue: &WriteQueue) {
+    pub(super) fn release_written(&mut self, queue: &WriteQueue, service: &Protocol<S>) {
         let written = queue.ledger().written();
-        self.log.written(written);
+        service.service.sent(written, &mut self.conn);
         while self
             .referenced
             .front()

@@ -31,7 +31,8 @@
 //! on in request order. The session knows nothing of what the job does.
 //!
 //! Every response queued passes one place, `record`: the service hears of
-//! it ([`Service::answered`]), and with `--access-log` it gets its line.
+//! it there, once ([`Service::answered`]), and of the connection's output
+//! as it is written ([`Service::sent`]); its counters and logs are its own.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -44,16 +45,13 @@ use bytes::{Buf, BytesMut};
 use unflat::head::{Framing, Status};
 use unflat::queue::WriteQueue;
 
-mod access;
 mod buffers;
 mod job;
 mod service;
 
-use access::AccessLog;
-pub use access::LogFormat;
 use buffers::Outside;
 pub use job::{Finished, Job};
-pub use service::{Reply, Service};
+pub use service::{Answered, Reply, Service};
 
 use crate::clock::Moment;
 use crate::h1::{
@@ -115,10 +113,6 @@ pub struct Limits {
     /// Requests answered on one connection before it closes
     /// (`--max-requests`).
     pub max_requests: Option<u64>,
-    /// Whether each response gets a line on stderr (`--access-log`).
-    pub access_log: bool,
-    /// The access log's format (`--access-log-format`).
-    pub access_log_format: LogFormat,
 }
 
 /// What the connection must do after [`Session::process`] (`R`: the
@@ -291,7 +285,7 @@ impl<S: Service> Pending<S> {
 
 /// One connection's state in the core: the request being read or
 /// answered, what its lease covers, the replies its queued responses
-/// still share memory with, and its access log.
+/// still share memory with, and what the service keeps for it.
 #[derive(Debug)]
 pub struct Session<S: Service> {
     state: State<S>,
@@ -306,8 +300,6 @@ pub struct Session<S: Service> {
     /// The replies whose memory queued responses share, each with the
     /// position in the queue's output where its response ends.
     referenced: VecDeque<(u64, S::Reply)>,
-    /// With `--access-log`: the peer, and the request being answered.
-    log: AccessLog,
     /// When the head of the request being answered was complete (or the
     /// request refused), on the latency histogram's coarse clock.
     began: Moment,
@@ -320,38 +312,35 @@ impl<S: Service> Session<S> {
     /// own that covers nothing yet (for a session driven in memory).
     pub fn new(service: &Protocol<S>) -> Session<S> {
         let lease = Lease::open(&service.memory, 0);
-        Session::open(service, lease, 0, 0)
+        Session::open(service, lease, 0, 0, None)
     }
 
-    /// A session of `service` before its first request, on `lease`, which
-    /// covers the connection's read buffer of `read_buffer` bytes and its
-    /// socket's own buffers of `socket` bytes (see
+    /// A session of `service` before the first request from `peer`, on
+    /// `lease`, which covers the connection's read buffer of `read_buffer`
+    /// bytes and its socket's own buffers of `socket` bytes (see
     /// [`Session::base_memory`]).
     pub fn open(
         service: &Protocol<S>,
         lease: Lease,
         read_buffer: usize,
         socket: usize,
+        peer: Option<SocketAddr>,
     ) -> Session<S> {
         Session {
             state: State::Head,
             served: 0,
-            conn: S::Conn::default(),
+            conn: service.service.open(peer),
             job: None,
             lease,
             outside: Outside {
                 read_buffer,
                 socket,
                 sending: 0,
+                conn: service.service.conn_memory(),
             },
             referenced: VecDeque::new(),
             began: Moment::default(),
             now: Moment::default(),
-            log: AccessLog::new(
-                service.limits.access_log,
-                service.limits.access_log_format,
-                service.limits.head.request_line,
-            ),
         }
     }
 
@@ -377,11 +366,6 @@ impl<S: Service> Session<S> {
             head_request,
             takes_chunked,
         }
-    }
-
-    /// Names the peer in the access log's lines.
-    pub fn set_peer(&mut self, peer: SocketAddr) {
-        self.log.set_peer(peer);
     }
 
     /// Requests answered so far.
@@ -415,7 +399,7 @@ impl<S: Service> Session<S> {
         // latency histogram's clock ticks in milliseconds, and what one
         // call answers takes microseconds.
         self.now = Moment::now();
-        self.release_written(queue);
+        self.release_written(queue, service);
         let copied_before = queue.copied_len();
         loop {
             if matches!(self.state, State::Closed) {
@@ -494,7 +478,7 @@ impl<S: Service> Session<S> {
                 head_request,
             } => {
                 // No body may follow even a refusal of a HEAD request.
-                self.noted("-", "-", "-", &[]);
+                self.noted();
                 return Some(self.reject(queue, service, reject, head_request, None));
             }
             Parsed::NewerMinor(at) => {
@@ -506,13 +490,8 @@ impl<S: Service> Session<S> {
             }
             Parsed::Complete(head) => head,
         };
-        let (label, reply) = service.service.call(&head);
-        let version = if head.version == 0 {
-            "HTTP/1.0"
-        } else {
-            "HTTP/1.1"
-        };
-        self.noted(head.method, head.target, version, head.fields);
+        let (label, reply) = service.service.call(&head, &mut self.conn);
+        self.noted();
         let exchange = self.exchange(
             service,
             head.wants_keep_alive,
@@ -818,22 +797,14 @@ impl<S: Service> Session<S> {
         State::Closed
     }
 
-    /// Notes the request about to be answered, from now: for the latency
-    /// histogram, and the access log's line.
+    /// Notes that the request about to be answered began now.
     #[inline]
-    fn noted(
-        &mut self,
-        method: &str,
-        target: &str,
-        version: &str,
-        fields: &[httparse::Header<'_>],
-    ) {
+    fn noted(&mut self) {
         self.began = self.now;
-        self.log.note(method, target, version, fields);
     }
 
-    /// Counts a response in the metrics, and logs it with `--access-log`:
-    /// the one place every response passes once it is queued.
+    /// Tells the service of a response queued: the one place every
+    /// response passes.
     fn record(
         &mut self,
         service: &Protocol<S>,
@@ -841,11 +812,15 @@ impl<S: Service> Session<S> {
         label: Option<S::Label>,
         written: Written,
     ) {
-        let took = self.now.since(self.began);
-        service.service.answered(label, written.status, took);
-        let end = queue.ledger().written() + queue.remaining() as u64;
-        self.log
-            .queued(end, written.status.code(), written.body_bytes);
+        let answered = Answered {
+            label,
+            status: written.status,
+            body_bytes: written.body_bytes,
+            began: self.began,
+            queued: self.now,
+            ends: queue.ledger().written() + queue.remaining() as u64,
+        };
+        service.service.answered(answered, &mut self.conn);
     }
 
     /// Queues the answer to a refused request; the connection then closes.
@@ -910,7 +885,7 @@ impl<S: Service> Session<S> {
         let (head_request, label) = match std::mem::replace(&mut self.state, State::Closed) {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.label),
             _ => {
-                self.noted("-", "-", "-", &[]);
+                self.noted();
                 (begins_head_request(input), None)
             }
         };
@@ -931,8 +906,8 @@ impl<S: Service> Session<S> {
                 pending.label,
             ),
             _ => {
-                // No head was read: the access log has no method or target.
-                self.noted("-", "-", "-", &[]);
+                // No head was read: the service is told of no label.
+                self.noted();
                 (
                     "request head not received in time",
                     begins_head_request(input),

@@ -4,12 +4,22 @@
 //! connection; the service chooses the reply to each request from its head
 //! and says what its response is — a status, field lines and a body form
 //! ([`Response`]) — or first gives a job to await.
+//!
+//! Observing is the service's too: it hears of each response once, as it is
+//! queued ([`Service::answered`]), and of each connection's output as the
+//! socket takes it ([`Service::sent`]). What it counts or logs, and in
+//! what format, the core does not know; a value it keeps per connection
+//! ([`Service::Conn`]) holds whatever must wait for a response's last byte
+//! (the demo's access-log lines), its size counted in the connection's
+//! base ([`Service::conn_memory`]).
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use unflat::head::Status;
 
 use super::job::Job;
+use crate::clock::Moment;
 use crate::h1::RequestHead;
 use crate::memory::Full;
 use crate::response::{Chunk, Exchange, Response};
@@ -20,14 +30,30 @@ use crate::response::{Chunk, Exchange, Response};
 pub trait Service: Send + Sync + 'static {
     /// The answer to one request, chosen from its head.
     type Reply: Reply;
-    /// What a connection keeps for the service between its requests.
+    /// What a connection keeps for the service, from its opening
+    /// ([`Service::open`]) until it ends.
     type Conn: Default + Send + std::fmt::Debug;
     /// What a response is counted under in [`Service::answered`] (the
     /// demo's route).
     type Label: Copy + Send + std::fmt::Debug;
 
-    /// The reply to the request whose head is `head`, and its label.
-    fn call(&self, head: &RequestHead<'_>) -> (Self::Label, Self::Reply);
+    /// What a new connection from `peer` (`None`: unknown, as for a
+    /// session driven in memory) keeps for the service.
+    fn open(&self, peer: Option<SocketAddr>) -> Self::Conn {
+        let _ = peer;
+        Self::Conn::default()
+    }
+
+    /// Bytes a connection's [`Service::Conn`] holds at most: counted in the
+    /// connection's base on the memory account.
+    fn conn_memory(&self) -> usize {
+        0
+    }
+
+    /// The reply to the request whose head is `head`, and its label; what
+    /// must outlive the head (the demo's access log notes its request
+    /// line) goes into `conn`.
+    fn call(&self, head: &RequestHead<'_>, conn: &mut Self::Conn) -> (Self::Label, Self::Reply);
 
     /// Readies `reply` for the response `exchange` describes, once its
     /// request body is read: `None` when it can be written now, or a job
@@ -65,26 +91,47 @@ pub trait Service: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Told once per response queued — `None` for the core's own refusals
-    /// of a head it could not read — with its status and the time since
-    /// its request's head was complete.
-    fn answered(&self, label: Option<Self::Label>, status: Status, took: Duration) {
-        let _ = (label, status, took);
+    /// Told once per response queued, the core's own refusals included:
+    /// the one place a service counts, times and logs its responses.
+    fn answered(&self, answered: Answered<Self::Label>, conn: &mut Self::Conn) {
+        let _ = (answered, conn);
     }
 
-    /// Told when a connection opens.
-    fn connection_opened(&self) {}
-
-    /// Told when a connection ends.
-    fn connection_closed(&self) {}
-
-    /// Told of bytes a connection's socket took.
-    fn written(&self, bytes: usize) {
-        let _ = bytes;
+    /// Told after a write that the connection's socket has taken `total`
+    /// bytes of its output so far: every response whose
+    /// [`Answered::ends`] is at most `total` is written whole.
+    fn sent(&self, total: u64, conn: &mut Self::Conn) {
+        let _ = (total, conn);
     }
+}
 
-    /// Told when a connection is reset after `--send-timeout`.
-    fn send_timed_out(&self) {}
+/// What the core tells its service of one response queued
+/// ([`Service::answered`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Answered<L> {
+    /// The label [`Service::call`] gave its request; `None` for the core's
+    /// refusal of a head it could not read (no method, no target).
+    pub label: Option<L>,
+    /// The status sent.
+    pub status: Status,
+    /// Bytes of body sent (none after a `HEAD`, or on 204 and 304).
+    pub body_bytes: usize,
+    /// When its request's head was complete (or the request refused), on
+    /// the server's one clock.
+    pub began: Moment,
+    /// When it was queued, on the same clock (read once per turn of the
+    /// session, not per response).
+    pub queued: Moment,
+    /// Where it ends in the connection's output: it is written whole once
+    /// [`Service::sent`] reports as many bytes.
+    pub ends: u64,
+}
+
+impl<L> Answered<L> {
+    /// From the request's complete head to the response queued.
+    pub fn took(&self) -> Duration {
+        self.queued.since(self.began)
+    }
 }
 
 /// What the core asks of a reply while its request's body is read.

@@ -1,16 +1,17 @@
-//! The server's counters, and `GET /metrics`: requests by route and
-//! status, response bytes written, open connections, the memory account by
-//! part and its limits, refusals for want of memory, body builds, send
-//! timeouts, log lines dropped.
+//! The site's counters, and `GET /metrics`: requests by route and status,
+//! the memory account by part and its limits, refusals for want of
+//! memory, body builds, log lines dropped; and the core's transport
+//! counters (`crate::net::Transport`: response bytes written, open
+//! connections, send timeouts), read from where the core keeps them.
 //!
 //! The request path only adds to atomics (relaxed: each counter is
 //! independent, and a scrape may see one a request ahead of another); no
 //! lock and no map is touched per request. **Nothing shared is written per
-//! request:** the counters a request adds to (its route and status, the
-//! bytes written) live in one [`Shard`] per worker thread, on cache lines
-//! of their own, and a scrape sums the shards. A cache line written by
-//! every core on every request is what stops a server scaling to many
-//! cores; a shard is written by its thread only (docs/results/history.md,
+//! request:** the counters a request adds to (its route and status, its
+//! latency) live in one [`Shard`] per worker thread ([`PerWorker`]), on
+//! cache lines of their own, and a scrape sums the shards. A cache line
+//! written by every core on every request is what stops a server scaling
+//! to many cores; a shard is written by its thread only (docs/results/history.md,
 //! "Scaling to many cores"). Statuses other than the common ones ([`COMMON`]) are
 //! counted in one shared table: a rare status costs a shared write. A scrape reads them and writes
 //! the OpenMetrics text format, which Prometheus reads, through
@@ -18,7 +19,7 @@
 //! so far are listed.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +36,7 @@ use super::latency;
 use super::process::Process;
 use super::routes::Route;
 use crate::memory::{Memory, Part};
+use crate::net::{PerWorker, Transport};
 use crate::response::Strategy;
 
 /// The status codes counted: 100 to 999, what a [`Status`] can be.
@@ -58,23 +60,11 @@ const SLOT_OF: [u8; STATUSES] = {
     t
 };
 
-/// The fewest shards: one each for the first 16 threads that count, even
-/// on a machine with fewer cores (`--workers` may exceed them; 16 shards
-/// take 22 KiB).
-const FEWEST_SHARDS: usize = 16;
-
-/// The most shards: more worker threads than this share them.
-const MOST_SHARDS: usize = 256;
-
-/// One worker thread's counters, on cache lines no other thread writes
-/// (128 bytes: two lines, as the adjacent-line prefetcher pairs them).
+/// One worker thread's counters.
 #[derive(Debug)]
-#[repr(align(128))]
 struct Shard {
     /// Responses by route and common status ([`COMMON`]).
     requests: [[AtomicU64; COMMON.len()]; Route::ALL.len()],
-    /// Bytes the sockets took (heads and bodies).
-    written: AtomicU64,
     /// The latency histograms.
     latency: latency::Shard,
 }
@@ -83,20 +73,9 @@ impl Shard {
     fn new() -> Shard {
         Shard {
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
-            written: AtomicU64::new(0),
             latency: latency::Shard::new(),
         }
     }
-}
-
-/// The index of this thread's shard: threads are numbered as they first
-/// count, and take the shards in turn.
-fn thread_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    INDEX.with(|i| *i)
 }
 
 /// The counters, shared by every connection.
@@ -109,14 +88,12 @@ pub struct Metrics {
 #[derive(Debug)]
 struct Counters {
     /// Per worker thread: what every request adds to.
-    shards: Box<[Shard]>,
+    shards: PerWorker<Shard>,
     /// Responses by route and status code (`code - 100`), of the statuses
     /// not in [`COMMON`].
     requests: Box<[[AtomicU64; STATUSES]]>,
-    /// Connections accepted and not yet closed.
-    open: AtomicU64,
-    /// Connections reset because the peer stopped reading.
-    send_timeouts: AtomicU64,
+    /// The core's: bytes written, connections open and reset.
+    transport: Arc<Transport>,
     strategy: Strategy,
     memory: Arc<Memory>,
     bodies: Arc<Bodies>,
@@ -124,19 +101,21 @@ struct Counters {
 
 impl Metrics {
     /// Counters at zero, for a server writing by `strategy`, whose memory
-    /// `memory` counts and whose bodies are `bodies`.
-    pub fn new(strategy: Strategy, memory: Arc<Memory>, bodies: Arc<Bodies>) -> Metrics {
-        let shards = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(FEWEST_SHARDS, MOST_SHARDS);
+    /// `memory` counts, whose bodies are `bodies`, and whose connections
+    /// `transport` counts.
+    pub fn new(
+        strategy: Strategy,
+        memory: Arc<Memory>,
+        bodies: Arc<Bodies>,
+        transport: Arc<Transport>,
+    ) -> Metrics {
         let counters = Arc::new(Counters {
-            shards: (0..shards).map(|_| Shard::new()).collect(),
+            shards: PerWorker::new(Shard::new),
             requests: Route::ALL
                 .iter()
                 .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
                 .collect(),
-            open: AtomicU64::new(0),
-            send_timeouts: AtomicU64::new(0),
+            transport,
             strategy,
             memory,
             bodies,
@@ -153,7 +132,7 @@ impl Metrics {
     /// `took` after the request's head was complete.
     #[inline]
     pub fn request(&self, route: Route, status: Status, took: Duration) {
-        let shard = self.counters.shard();
+        let shard = self.counters.shards.mine();
         shard.latency.observe(route, status, took);
         let code = usize::from(status.code()).saturating_sub(100);
         match SLOT_OF.get(code) {
@@ -161,27 +140,6 @@ impl Metrics {
             Some(_) => add(&self.counters.requests[route.index()][code], 1),
             None => {}
         }
-    }
-
-    /// Counts `n` bytes the socket took.
-    #[inline]
-    pub fn written(&self, n: usize) {
-        add(&self.counters.shard().written, n as u64);
-    }
-
-    /// Counts a connection opened.
-    pub fn connection_opened(&self) {
-        self.counters.open.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts a connection ended.
-    pub fn connection_closed(&self) {
-        self.counters.open.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// Counts a connection reset after `--send-timeout`.
-    pub fn send_timeout(&self) {
-        self.counters.send_timeouts.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The counters and the process's figures in the text format `format`.
@@ -208,7 +166,7 @@ impl Collector for Collect {
         c.encode_memory(&mut encoder)?;
         c.encode_builds(&mut encoder)?;
         encode_log(&mut encoder)?;
-        latency::encode(c.shards.iter().map(|s| &s.latency), &mut encoder)
+        latency::encode(c.shards.all().map(|s| &s.latency), &mut encoder)
     }
 }
 
@@ -242,12 +200,6 @@ fn gauge(v: usize) -> ConstGauge {
 }
 
 impl Counters {
-    /// This thread's shard.
-    #[inline]
-    fn shard(&self) -> &Shard {
-        &self.shards[thread_index() % self.shards.len()]
-    }
-
     /// Responses to `route` of the status code `code - 100`, summed.
     fn requests(&self, route: Route, code: usize) -> u64 {
         let shared = load(&self.requests[route.index()][code]);
@@ -257,19 +209,11 @@ impl Counters {
                 let slot = usize::from(slot) - 1;
                 let sharded = self
                     .shards
-                    .iter()
+                    .all()
                     .map(|s| load(&s.requests[route.index()][slot]));
                 sharded.fold(shared, u64::wrapping_add)
             }
         }
-    }
-
-    /// Bytes the sockets took, summed.
-    fn written(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| load(&s.written))
-            .fold(0, u64::wrapping_add)
     }
 
     /// Responses by route and status, for the pairs seen so far.
@@ -296,9 +240,11 @@ impl Counters {
         Ok(())
     }
 
-    /// Bytes written, connections open, connections reset.
+    /// The transport's: bytes written, connections open, connections
+    /// reset.
     fn encode_connections(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let written = ConstCounter::new(self.written());
+        let transport = &self.transport;
+        let written = ConstCounter::new(transport.bytes_written());
         let mut family = encoder.encode_descriptor(
             "response_bytes",
             "Bytes of responses (heads and bodies) the sockets took, by strategy.",
@@ -306,14 +252,14 @@ impl Counters {
             written.metric_type(),
         )?;
         written.encode(family.encode_family(&[("strategy", self.strategy.name())])?)?;
-        let open = gauge(load(&self.open) as usize);
+        let open = gauge(transport.open_connections() as usize);
         open.encode(encoder.encode_descriptor(
             "open_connections",
             "Connections accepted and not yet closed.",
             None,
             open.metric_type(),
         )?)?;
-        let resets = ConstCounter::new(load(&self.send_timeouts));
+        let resets = ConstCounter::new(transport.send_timeouts());
         resets.encode(encoder.encode_descriptor(
             "send_timeout_resets",
             "Connections reset because the peer took no bytes for --send-timeout.",

@@ -1,11 +1,15 @@
 //! The demo site: its routes (`routes.rs`, every path in one table), the
 //! replies they give (`reply.rs`), the queries they read (`query.rs`), the
 //! bodies they send (`bodies.rs` and `body.rs`: built off the async
-//! workers, cached, counted), the echo's JSON (`echo.rs`), and the counters of `GET /metrics`
-//! (`metrics.rs`), with the process's own figures (`process.rs`), in the
-//! format the scraper asks for (`exposition.rs`). It knows nothing of connections or of the command line:
-//! [`Site::new`] takes what it needs ([`Settings`]).
+//! workers, cached, counted), the echo's JSON (`echo.rs`), the counters of
+//! `GET /metrics` (`metrics.rs`, `latency.rs`; the core's transport
+//! counters beside them), with the process's own figures (`process.rs`),
+//! in the format the scraper asks for (`exposition.rs`), and the access log
+//! (`access.rs`). The counters, the histogram and the log are fed by the
+//! core's one call per response (`Service::answered`). It knows nothing of
+//! the command line: [`Site::new`] takes what it needs ([`Settings`]).
 
+mod access;
 mod bodies;
 mod body;
 mod chunks;
@@ -21,25 +25,26 @@ mod routes;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use unflat::head::{Line, Status};
 
-pub use bodies::Memo;
+pub use access::LogFormat;
 pub use body::Built;
 pub use exposition::Exposition;
 pub use metrics::Metrics;
 pub use reply::Reply;
 pub use routes::Route;
 
-use bodies::Bodies;
+use access::AccessLog;
+use bodies::{Bodies, Memo};
 use body::BodyKey;
 use reply::ErrorField;
 
 use crate::h1::RequestHead;
 use crate::memory::{Full, Memory};
+use crate::net::Transport;
 use crate::response::{Chunk, Exchange, Prepared, Response, Strategy};
-use crate::session::{Draining, Job, Service};
+use crate::session::{Answered, Draining, Job, Service};
 
 /// The limits of the routes' arguments.
 #[derive(Clone, Copy, Debug)]
@@ -69,10 +74,16 @@ pub struct Settings<'a> {
     pub tls: Option<&'static str>,
     /// The self-signed certificate's PEM, for the help text.
     pub trust: Option<&'a Path>,
+    /// The access log's format, when there is one (`--access-log`,
+    /// `--access-log-format`).
+    pub access_log: Option<LogFormat>,
+    /// The longest request line (`--max-request-line`), which sizes the
+    /// access log's buffers.
+    pub request_line: usize,
 }
 
-/// The site: its field lines, its bodies, its counters, its help text and
-/// whether the server is shutting down.
+/// The site: its field lines, its bodies, its counters, its help text,
+/// its access log's format and whether the server is shutting down.
 #[derive(Debug)]
 pub struct Site {
     fields: Fields,
@@ -84,21 +95,32 @@ pub struct Site {
     /// The core's: whether the server is shutting down (`/healthz`).
     draining: Draining,
     limits: Limits,
+    access_log: Option<LogFormat>,
+    request_line: usize,
 }
 
 impl Site {
     /// The site `settings` describe, charging its bodies to `memory`;
-    /// `/healthz` says when the core is `draining`.
-    pub fn new(settings: Settings<'_>, memory: &Arc<Memory>, draining: Draining) -> Site {
+    /// `/healthz` says when the core is `draining`, `/metrics` shows the
+    /// core's `transport` counters.
+    pub fn new(
+        settings: Settings<'_>,
+        memory: &Arc<Memory>,
+        draining: Draining,
+        transport: Arc<Transport>,
+    ) -> Site {
         let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
+        let metrics = Metrics::new(settings.strategy, memory.clone(), bodies.clone(), transport);
         Site {
             fields: Fields::new(),
-            metrics: Metrics::new(settings.strategy, memory.clone(), bodies.clone()),
+            metrics,
             bodies,
             memory: memory.clone(),
             help: help_text(&settings),
             draining,
             limits: settings.limits,
+            access_log: settings.access_log,
+            request_line: settings.request_line,
         }
     }
 
@@ -118,15 +140,39 @@ impl Site {
     }
 }
 
+/// What the site keeps for one connection: its last body, and its access
+/// log's lines waiting for their responses.
+#[derive(Debug, Default)]
+pub struct Conn {
+    memo: Memo,
+    log: AccessLog,
+}
+
 /// The demo served by the core: its routes choose the reply, its bodies
-/// are built off the workers (the job), its counters hear of every
-/// response and connection.
+/// are built off the workers (the job), its counters and its access log
+/// hear of every response.
 impl Service for Site {
     type Reply = Reply;
-    type Conn = Memo;
+    type Conn = Conn;
     type Label = Route;
 
-    fn call(&self, head: &RequestHead<'_>) -> (Route, Reply) {
+    fn open(&self, peer: Option<SocketAddr>) -> Conn {
+        let log = AccessLog::new(self.access_log, self.request_line, peer);
+        Conn {
+            memo: Memo::default(),
+            log,
+        }
+    }
+
+    fn conn_memory(&self) -> usize {
+        match self.access_log {
+            Some(_) => AccessLog::memory(self.request_line),
+            None => 0,
+        }
+    }
+
+    fn call(&self, head: &RequestHead<'_>, conn: &mut Conn) -> (Route, Reply) {
+        conn.log.note(head);
         routes::route(self.limits, head)
     }
 
@@ -134,9 +180,9 @@ impl Service for Site {
         &self,
         reply: &mut Reply,
         exchange: Exchange,
-        memo: &mut Memo,
+        conn: &mut Conn,
     ) -> Option<Job<Reply>> {
-        reply.prepare(self, exchange, memo)
+        reply.prepare(self, exchange, &mut conn.memo)
     }
 
     #[inline]
@@ -155,26 +201,16 @@ impl Service for Site {
         })
     }
 
-    fn answered(&self, route: Option<Route>, status: Status, took: Duration) {
+    fn answered(&self, answered: Answered<Route>, conn: &mut Conn) {
+        let route = answered.label.unwrap_or(Route::Unmatched);
         self.metrics
-            .request(route.unwrap_or(Route::Unmatched), status, took);
-    }
-
-    fn connection_opened(&self) {
-        self.metrics.connection_opened();
-    }
-
-    fn connection_closed(&self) {
-        self.metrics.connection_closed();
+            .request(route, answered.status, answered.took());
+        conn.log.queued(&answered);
     }
 
     #[inline]
-    fn written(&self, bytes: usize) {
-        self.metrics.written(bytes);
-    }
-
-    fn send_timed_out(&self) {
-        self.metrics.send_timeout();
+    fn sent(&self, total: u64, conn: &mut Conn) {
+        conn.log.sent(total);
     }
 }
 

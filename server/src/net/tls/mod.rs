@@ -267,10 +267,6 @@ impl Socket for TlsSocket {
         self.stream.get_ref().0.acknowledged()
     }
 
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        self.stream.get_ref().0.peer_addr().ok()
-    }
-
     fn fixed_memory(&self) -> usize {
         self.fixed_memory
     }

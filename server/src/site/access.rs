@@ -25,10 +25,19 @@
 //! never interleave, and a stderr nobody reads drops lines (counted)
 //! rather than stopping the server.
 //!
+//! Fed by the core's one call per response: the site notes a request's
+//! line and fields as it is routed (`Service::call`), renders its line
+//! when the core tells of its response (`Service::answered`), and writes it
+//! once the core says the connection's output has passed its end
+//! (`Service::sent`). The log lives in the site's value for each
+//! connection (`site::Conn`): the core keeps it, and knows nothing of its
+//! format.
+//!
 //! Memory: a connection's lines wait for their responses' last bytes in one
 //! buffer of a fixed size, [`AccessLog::memory`], counted in its lease's
-//! base; a line that does not fit makes the oldest waiting ones written
-//! early (their duration then runs to when they were queued).
+//! base (`Service::conn_memory`); a line that does not fit makes the oldest
+//! waiting ones written early (their duration then runs to when they were
+//! queued).
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -36,6 +45,8 @@ use std::net::SocketAddr;
 use std::time::SystemTime;
 
 use crate::clock::Moment;
+use crate::h1::RequestHead;
+use crate::session::Answered;
 
 /// The format of the access log's lines (`--access-log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -60,7 +71,8 @@ thread_local! {
 const LINES_WAITING: usize = 4;
 
 /// One connection's access log: nothing at all without `--access-log`
-/// (one pointer in the session, which every idle connection keeps).
+/// (one pointer in the connection's value, which every idle connection
+/// keeps).
 #[derive(Debug, Default)]
 pub(super) struct AccessLog {
     on: Option<Box<Log>>,
@@ -86,8 +98,6 @@ struct Noted {
     /// other; `ends` marks where each ends.
     text: String,
     ends: [usize; 6],
-    /// When its head was complete.
-    began: Moment,
 }
 
 /// A line waiting for its response's last byte.
@@ -109,19 +119,26 @@ impl AccessLog {
         line + LINES_WAITING * line + 64
     }
 
-    /// A log of requests whose lines are at most `request_line` bytes
-    /// long, in `format`, when `on`.
-    pub(super) fn new(on: bool, format: LogFormat, request_line: usize) -> AccessLog {
+    /// A log of the requests from `peer` (`-` when unknown), whose lines
+    /// are at most `request_line` bytes long, in `format`; off without one.
+    pub(super) fn new(
+        format: Option<LogFormat>,
+        request_line: usize,
+        peer: Option<SocketAddr>,
+    ) -> AccessLog {
         let line = noted_most(request_line);
         AccessLog {
-            on: on.then(|| {
+            on: format.map(|format| {
                 Box::new(Log {
                     format,
-                    peer: "-".to_string(),
+                    peer: match (peer, format) {
+                        (None, _) => "-".to_string(),
+                        (Some(peer), LogFormat::Unflat) => peer.to_string(),
+                        (Some(peer), LogFormat::Combined) => peer.ip().to_string(),
+                    },
                     request: Noted {
                         text: String::with_capacity(line),
                         ends: [0; 6],
-                        began: Moment::now(),
                     },
                     text: String::with_capacity(LINES_WAITING * line),
                     waiting: VecDeque::with_capacity(LINES_WAITING),
@@ -130,21 +147,23 @@ impl AccessLog {
         }
     }
 
-    /// Names the peer in the lines.
-    pub(super) fn set_peer(&mut self, peer: SocketAddr) {
-        if let Some(log) = &mut self.on {
-            log.peer = match log.format {
-                LogFormat::Unflat => peer.to_string(),
-                LogFormat::Combined => peer.ip().to_string(),
+    /// Notes the request whose head is `head`, about to be answered.
+    #[inline]
+    pub(super) fn note(&mut self, head: &RequestHead<'_>) {
+        if self.on.is_some() {
+            let version = if head.version == 0 {
+                "HTTP/1.0"
+            } else {
+                "HTTP/1.1"
             };
+            self.note_parts(head.method, head.target, version, head.fields);
         }
     }
 
-    /// Notes the request about to be answered, from now: its method,
-    /// target and version (`-` for a request refused before its head was
-    /// read), and the fields the lines name.
-    #[inline]
-    pub(super) fn note(
+    /// Notes the request about to be answered: its method, target and
+    /// version (`-` for a request refused before its head was read), and
+    /// the fields the lines name.
+    fn note_parts(
         &mut self,
         method: &str,
         target: &str,
@@ -172,16 +191,19 @@ impl AccessLog {
         push(3, &mut n.text, field("host"));
         push(4, &mut n.text, field("referer"));
         push(5, &mut n.text, field("user-agent"));
-        n.began = Moment::now();
     }
 
-    /// Renders the line of the response to the noted request, which ends
-    /// at `end` in the queue's output; it is written once the queue has
-    /// written past it ([`AccessLog::written`]).
-    pub(super) fn queued(&mut self, end: u64, status: u16, bytes: usize) {
+    /// Renders the line of the response `a` tells of, to the noted request
+    /// (to a head never read when it has no label); it is written once the
+    /// connection's output has passed its end ([`AccessLog::sent`]).
+    pub(super) fn queued<L>(&mut self, a: &Answered<L>) {
+        if a.label.is_none() && self.on.is_some() {
+            self.note_parts("-", "-", "-", &[]);
+        }
         let Some(log) = &mut self.on else {
             return;
         };
+        let (status, bytes) = (a.status.code(), a.body_bytes);
         let line_most = log.request.text.capacity() + 256;
         while !log.waiting.is_empty() && log.text.len() + line_most > log.text.capacity() {
             // No room: the oldest is written now.
@@ -220,45 +242,51 @@ impl AccessLog {
             let _ = write!(t, " referer=\"{}\" user_agent=\"{}\"", part(4), part(5));
         }
         log.waiting.push_back(Waiting {
-            end,
+            end: a.ends,
             at: t.len(),
-            began: n.began,
+            began: a.began,
         });
     }
 
-    /// Writes the lines of the responses the queue has written whole
-    /// (`written` bytes of its output so far).
-    pub(super) fn written(&mut self, written: u64) {
+    /// Writes the lines of the responses written whole, `total` bytes of
+    /// the connection's output being written.
+    #[inline]
+    pub(super) fn sent(&mut self, total: u64) {
         if let Some(log) = &mut self.on {
-            while log.waiting.front().is_some_and(|w| w.end <= written) {
+            while log.waiting.front().is_some_and(|w| w.end <= total) {
                 log.write_first();
             }
         }
     }
-
-    /// Bytes its buffers take.
-    pub(super) fn capacity(&self) -> usize {
-        self.on
-            .as_ref()
-            .map_or(0, |l| l.request.text.capacity() + l.text.capacity())
-    }
 }
 
 impl Log {
-    /// Writes the oldest waiting line, stamped with the time now.
+    /// Writes the oldest waiting line, stamped with the time now, to
+    /// stderr.
     fn write_first(&mut self) {
+        LINE.with_borrow_mut(|out| {
+            if self.take_first(out) {
+                crate::log::line(out.as_bytes());
+            }
+        });
+    }
+
+    /// Renders the oldest waiting line, stamped, into `out`, and lets it
+    /// go; false when none waits.
+    fn take_first(&mut self, out: &mut String) -> bool {
         let Some(w) = self.waiting.pop_front() else {
-            return;
+            return false;
         };
         let line = &self.text[..w.at];
-        LINE.with_borrow_mut(|out| self.stamp(out, line, &w));
+        self.stamp(out, line, &w);
         self.text.drain(..w.at);
         for later in &mut self.waiting {
             later.at -= w.at;
         }
+        true
     }
 
-    /// Writes `line`, stamped, to stderr through `out`.
+    /// `line`, stamped, into `out`.
     fn stamp(&self, out: &mut String, line: &str, w: &Waiting) {
         out.clear();
         match self.format {
@@ -274,7 +302,6 @@ impl Log {
             LogFormat::Combined => out.push_str(line),
         }
         out.push('\n');
-        crate::log::line(out.as_bytes());
     }
 }
 
@@ -355,22 +382,100 @@ mod tests {
         assert_eq!(out, "02/Dec/2026:10:00:39 +0000");
     }
 
+    /// A log of `format` from 127.0.0.1:53844, with requests of lines of
+    /// at most 64 bytes.
+    fn log(format: LogFormat) -> AccessLog {
+        AccessLog::new(Some(format), 64, "127.0.0.1:53844".parse().ok())
+    }
+
+    /// What the core tells of a 200 with `bytes` of body that ends at `ends`.
+    fn answered(label: Option<()>, bytes: usize, ends: u64) -> Answered<()> {
+        Answered {
+            label,
+            status: unflat::head::Status::OK,
+            body_bytes: bytes,
+            began: Moment::now(),
+            queued: Moment::now(),
+            ends,
+        }
+    }
+
+    /// The oldest waiting line of `log`, as it would be written.
+    fn first(log: &mut AccessLog) -> String {
+        let mut out = String::new();
+        assert!(
+            log.on.as_mut().unwrap().take_first(&mut out),
+            "a line waits"
+        );
+        out
+    }
+
+    /// The bytes of its buffers.
+    fn capacity(log: &AccessLog) -> usize {
+        let l = log.on.as_ref().unwrap();
+        l.request.text.capacity() + l.text.capacity()
+    }
+
+    #[test]
+    fn lines_are_written_in_either_format() {
+        let fields = [
+            httparse::Header {
+                name: "Host",
+                value: b"localhost:3000",
+            },
+            httparse::Header {
+                name: "user-agent",
+                value: b"curl/8.5.0",
+            },
+        ];
+        let target = "/end-string/3?kind=%74wobyte";
+        let mut unflat = log(LogFormat::Unflat);
+        unflat.note_parts("GET", target, "HTTP/1.1", &fields);
+        unflat.queued(&answered(Some(()), 9, 100));
+        let line = first(&mut unflat);
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(time.len() == 27 && time.ends_with('Z'), "{line}");
+        // The duration, on the coarse clock, is 0 unless it ticked.
+        let (rest, duration) = rest.split_once(" duration_us=").unwrap();
+        let (duration, after) = duration.split_once(' ').unwrap();
+        assert!(duration.parse::<u64>().is_ok(), "{line}");
+        assert_eq!(
+            rest,
+            format!("access peer=127.0.0.1:53844 method=GET target={target} version=HTTP/1.1 host=\"localhost:3000\" status=200 bytes=9")
+        );
+        assert_eq!(after, "referer=\"-\" user_agent=\"curl/8.5.0\"\n");
+        let mut combined = log(LogFormat::Combined);
+        combined.note_parts("GET", target, "HTTP/1.1", &fields);
+        combined.queued(&answered(Some(()), 0, 100));
+        let line = first(&mut combined);
+        let (before, after) = line.split_once(" [").unwrap();
+        assert_eq!(before, "127.0.0.1 - -");
+        assert_eq!(
+            &after[26..],
+            format!("] \"GET {target} HTTP/1.1\" 200 - \"-\" \"curl/8.5.0\"\n")
+        );
+        // A head never read: no method, target or fields.
+        combined.queued(&answered(None, 3, 200));
+        let line = first(&mut combined);
+        assert!(line.ends_with("] \"- - -\" 200 3 \"-\" \"-\"\n"), "{line}");
+    }
+
     #[test]
     fn lines_wait_for_their_responses_and_never_pass_their_buffer() {
-        let mut log = AccessLog::new(true, LogFormat::Combined, 64);
-        let before = log.capacity();
+        let mut log = log(LogFormat::Combined);
+        let before = capacity(&log);
         let fields = [httparse::Header {
             name: "User-Agent",
             value: b"t",
         }];
         for i in 0..50u64 {
-            log.note("GET", "/x", "HTTP/1.1", &fields);
-            log.queued(i * 10 + 10, 200, 3);
+            log.note_parts("GET", "/x", "HTTP/1.1", &fields);
+            log.queued(&answered(Some(()), 3, i * 10 + 10));
         }
         let waiting = log.on.as_ref().unwrap().waiting.len();
         assert!((1..=50).contains(&waiting), "{waiting}");
-        assert_eq!(log.capacity(), before, "the buffers never grow");
-        log.written(u64::MAX);
+        assert_eq!(capacity(&log), before, "the buffers never grow");
+        log.sent(u64::MAX);
         assert!(log.on.as_ref().unwrap().waiting.is_empty());
         assert!(before <= AccessLog::memory(64));
     }
