@@ -454,7 +454,7 @@ impl Config {
     ) -> site::Settings<'a> {
         site::Settings {
             strategy: self.strategy,
-            limits: site::Limits {
+            limits: site::RouteLimits {
                 max_len: self.max_len,
                 max_large: self.max_large(),
             },

@@ -206,9 +206,9 @@ pub async fn serve<S: Service, IO: Socket>(
             registration.busy();
         }
         match read? {
-            Read::More => {}
-            Read::End => break,
-            Read::Answered => {
+            Got::More => {}
+            Got::End => break,
+            Got::Answered => {
                 // Written here rather than inside `read`, so that the
                 // connection's future holds one write's state, not two.
                 c.write(&timer).await?;
@@ -229,8 +229,8 @@ pub async fn serve<S: Service, IO: Socket>(
     }
 }
 
-/// What a read ended with.
-enum Read {
+/// What a read got.
+enum Got {
     /// Bytes arrived.
     More,
     /// The connection ends without a word: the peer closed its side, it
@@ -291,7 +291,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         timer: &Timer,
         registration: &Registration<'_>,
         mut stopped: Pin<&mut Stopped<'_>>,
-    ) -> Result<Read, Ended> {
+    ) -> Result<Got, Ended> {
         let service = &self.connections.protocol;
         if IO::READY_WITHOUT_BUFFER
             && waiting == Waiting::Idle
@@ -317,36 +317,36 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             self.take_buffers_out();
             match ready {
                 Some(ready) => ready?,
-                None => return Ok(Read::End),
+                None => return Ok(Got::End),
             }
         }
         if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
             if let Err(full) = self.room_to_read() {
                 let (input, queue) = (&self.input, &mut self.queue);
                 self.session.no_room_to_read(input, queue, service, full);
-                return Ok(Read::Answered);
+                return Ok(Got::Answered);
             }
         }
         let read = tokio::select! {
             biased;
             read = self.io.read_buf(&mut self.input) => Some(read),
             () = timer.passed(deadline) => None,
-            () = stopped, if waiting == Waiting::Idle => return Ok(Read::End),
-            () = registration.asked(), if waiting == Waiting::Idle => return Ok(Read::End),
+            () = stopped, if waiting == Waiting::Idle => return Ok(Got::End),
+            () = registration.asked(), if waiting == Waiting::Idle => return Ok(Got::End),
         };
         match read {
-            Some(Ok(0)) => Ok(Read::End), // the peer closed its side
-            Some(Ok(_)) => Ok(Read::More),
+            Some(Ok(0)) => Ok(Got::End), // the peer closed its side
+            Some(Ok(_)) => Ok(Got::More),
             Some(Err(e)) => Err(e.into()),
             None => {
                 // A head or a body that did not arrive in time is answered
                 // 408; an idle connection is closed without a word.
                 if waiting == Waiting::Idle {
-                    return Ok(Read::End);
+                    return Ok(Got::End);
                 }
                 let (input, queue) = (&self.input, &mut self.queue);
                 self.session.timed_out(input, queue, service);
-                Ok(Read::Answered)
+                Ok(Got::Answered)
             }
         }
     }

@@ -204,7 +204,7 @@ struct HeadFacts {
 /// What a request is answered with: the service's reply, or the core's own
 /// refusal.
 #[derive(Debug)]
-enum Answer<R> {
+enum Outcome<R> {
     Reply(R),
     Refusal(Refusal),
 }
@@ -245,7 +245,7 @@ impl From<Reject> for Refusal {
 /// A reply waiting for its request body (or its job, or memory).
 #[derive(Debug)]
 struct Pending<S: Service> {
-    answer: Answer<S::Reply>,
+    answer: Outcome<S::Reply>,
     /// What the request asked of its response.
     exchange: Exchange,
     /// What the service counts its response under; `None` for a head the
@@ -259,7 +259,7 @@ struct Pending<S: Service> {
 }
 
 impl<S: Service> Pending<S> {
-    fn new(answer: Answer<S::Reply>, exchange: Exchange, label: Option<S::Label>) -> Pending<S> {
+    fn new(answer: Outcome<S::Reply>, exchange: Exchange, label: Option<S::Label>) -> Pending<S> {
         Pending {
             answer,
             exchange,
@@ -277,8 +277,8 @@ impl<S: Service> Pending<S> {
     /// Bytes the reply holds (the echo's JSON so far).
     fn reply_held(&self) -> usize {
         match &self.answer {
-            Answer::Reply(reply) => reply.held(),
-            Answer::Refusal(_) => 0,
+            Outcome::Reply(reply) => reply.held(),
+            Outcome::Refusal(_) => 0,
         }
     }
 }
@@ -377,7 +377,7 @@ impl<S: Service> Session<S> {
     pub fn resume(&mut self, finished: Finished<S::Reply>) {
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Deferred(mut pending) => {
-                pending.answer = Answer::Reply(finished.0);
+                pending.answer = Outcome::Reply(finished.0);
                 self.state = State::Ready(pending);
             }
             other => {
@@ -508,7 +508,7 @@ impl<S: Service> Session<S> {
             input,
             queue,
             service,
-            Pending::new(Answer::Reply(reply), exchange, Some(label)),
+            Pending::new(Outcome::Reply(reply), exchange, Some(label)),
             framed,
         ))
     }
@@ -557,7 +557,7 @@ impl<S: Service> Session<S> {
             // A head already refused is answered now, without 100 Continue,
             // so the client sends no body (RFC 9110 §10.1.1); unread, that
             // body leaves the connection unusable, so it closes.
-            if matches!(&pending.answer, Answer::Reply(reply) if reply.refuses()) {
+            if matches!(&pending.answer, Outcome::Reply(reply) if reply.refuses()) {
                 let (head_request, label) = (pending.exchange.head_request, pending.label);
                 return self.refuse(queue, service, pending.answer, head_request, label);
             }
@@ -570,7 +570,7 @@ impl<S: Service> Session<S> {
                 return self.out_of_memory(queue, service, pending, full);
             }
         }
-        if matches!(&pending.answer, Answer::Reply(reply) if reply.wants_body()) {
+        if matches!(&pending.answer, Outcome::Reply(reply) if reply.wants_body()) {
             pending.body = Some(Vec::new());
         }
         State::Body {
@@ -652,7 +652,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         mut p: Pending<S>,
     ) -> State<S> {
-        if let Answer::Reply(reply) = &mut p.answer {
+        if let Outcome::Reply(reply) = &mut p.answer {
             if let Some(job) = service.service.prepare(reply, p.exchange, &mut self.conn) {
                 self.job = Some(job);
                 return State::Deferred(p);
@@ -674,11 +674,11 @@ impl<S: Service> Session<S> {
         let (writer, lease) = (&service.writer, &mut self.lease);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
-            Answer::Reply(reply) => service
+            Outcome::Reply(reply) => service
                 .service
                 .respond(reply, request_body)
                 .and_then(|r| writer.write(queue, &r, p.exchange, lease, besides)),
-            Answer::Refusal(r) => {
+            Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
                 writer.refuse(
                     queue,
@@ -705,7 +705,7 @@ impl<S: Service> Session<S> {
             drop(body);
             self.lease.trim(self.besides() + queue.footprint());
         }
-        let Answer::Reply(reply) = p.answer else {
+        let Outcome::Reply(reply) = p.answer else {
             self.record(service, queue, p.label, written);
             return State::Closed;
         };
@@ -832,7 +832,7 @@ impl<S: Service> Session<S> {
         head_request: bool,
         label: Option<S::Label>,
     ) -> State<S> {
-        let refusal = Answer::Refusal(reject.into());
+        let refusal = Outcome::Refusal(reject.into());
         self.refuse(queue, service, refusal, head_request, label)
     }
 
@@ -849,7 +849,7 @@ impl<S: Service> Session<S> {
         let (head_request, label) = (p.exchange.head_request, p.label);
         // The request body it kept is given back before the refusal.
         drop(p);
-        let refusal = Answer::Refusal(Refusal::out_of_memory(full));
+        let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
         self.refuse(queue, service, refusal, head_request, label)
     }
 
@@ -860,7 +860,7 @@ impl<S: Service> Session<S> {
         &mut self,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
-        answer: Answer<S::Reply>,
+        answer: Outcome<S::Reply>,
         head_request: bool,
         label: Option<S::Label>,
     ) -> State<S> {
@@ -890,7 +890,7 @@ impl<S: Service> Session<S> {
             }
         };
         service.memory.refused();
-        let refusal = Answer::Refusal(Refusal::out_of_memory(full));
+        let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
         self.state = self.refuse(queue, service, refusal, head_request, label);
     }
 

@@ -32,7 +32,7 @@ pub use access::LogFormat;
 pub use body::Built;
 pub use exposition::Exposition;
 pub use metrics::Metrics;
-pub use reply::Reply;
+pub use reply::Answer;
 pub use routes::Route;
 
 use access::AccessLog;
@@ -48,7 +48,7 @@ use crate::session::{Answered, Draining, Job, Service};
 
 /// The limits of the routes' arguments.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub struct RouteLimits {
     /// The longest `/end-string` body, in characters (`--max-len`).
     pub max_len: usize,
     /// The largest `/large` payload, in bytes (`--max-large`).
@@ -62,7 +62,7 @@ pub struct Settings<'a> {
     /// metrics' label.
     pub strategy: Strategy,
     /// The limits of the routes' arguments.
-    pub limits: Limits,
+    pub limits: RouteLimits,
     /// Bytes of bodies the cache keeps (`--cache-bytes`).
     pub cache_bytes: usize,
     /// Bodies built at once (`--max-builds`).
@@ -94,7 +94,7 @@ pub struct Site {
     help: String,
     /// The core's: whether the server is shutting down (`/healthz`).
     draining: Draining,
-    limits: Limits,
+    limits: RouteLimits,
     access_log: Option<LogFormat>,
     request_line: usize,
 }
@@ -152,7 +152,7 @@ pub struct Conn {
 /// are built off the workers (the job), its counters and its access log
 /// hear of every response.
 impl Service for Site {
-    type Reply = Reply;
+    type Reply = Answer;
     type Conn = Conn;
     type Label = Route;
 
@@ -171,32 +171,32 @@ impl Service for Site {
         }
     }
 
-    fn call(&self, head: &RequestHead<'_>, conn: &mut Conn) -> (Route, Reply) {
+    fn call(&self, head: &RequestHead<'_>, conn: &mut Conn) -> (Route, Answer) {
         conn.log.note(head);
         routes::route(self.limits, head)
     }
 
     fn prepare(
         &self,
-        reply: &mut Reply,
+        reply: &mut Answer,
         exchange: Exchange,
         conn: &mut Conn,
-    ) -> Option<Job<Reply>> {
+    ) -> Option<Job<Answer>> {
         reply.prepare(self, exchange, &mut conn.memo)
     }
 
     #[inline]
     fn respond<'a>(
         &'a self,
-        reply: &'a mut Reply,
+        reply: &'a mut Answer,
         request_body: &'a [u8],
     ) -> Result<Response<'a>, Full> {
         reply.respond(self, request_body)
     }
 
-    fn next_chunk(&self, reply: &mut Reply) -> Result<Option<Chunk>, Full> {
+    fn next_chunk(&self, reply: &mut Answer) -> Result<Option<Chunk>, Full> {
         Ok(match reply {
-            Reply::Stream(chunks) => chunks.next_chunk(),
+            Answer::Stream(chunks) => chunks.next_chunk(),
             _ => None,
         })
     }

@@ -11,18 +11,18 @@ use std::borrow::Cow;
 
 use unflat::head::Status;
 
-use super::reply::{Echoed, Reply};
+use super::reply::{Answer, Echoed};
 use crate::h1::begins_escape;
 
 /// 400 for `reason`.
-pub(super) fn bad_request(reason: String) -> Reply {
-    Reply::error(Status::BAD_REQUEST, reason)
+pub(super) fn bad_request(reason: String) -> Answer {
+    Answer::error(Status::BAD_REQUEST, reason)
 }
 
 /// `s` as a decimal count: digits only (refused naming `what` otherwise),
 /// and within `usize` (refused as out of range). One pass: digits are
 /// checked and summed together (the count is in every end-string request).
-pub(super) fn parse_count(what: &str, s: &str) -> Result<usize, Reply> {
+pub(super) fn parse_count(what: &str, s: &str) -> Result<usize, Answer> {
     let mut n: Option<usize> = Some(0);
     for b in s.bytes() {
         let digit = b.wrapping_sub(b'0');
@@ -41,7 +41,7 @@ pub(super) fn parse_count(what: &str, s: &str) -> Result<usize, Reply> {
 }
 
 #[cold]
-fn not_a_count(what: &str, s: &str) -> Reply {
+fn not_a_count(what: &str, s: &str) -> Answer {
     bad_request(format!("{what} must be a decimal number, got {s:?}"))
 }
 
@@ -50,8 +50,8 @@ fn not_a_count(what: &str, s: &str) -> Reply {
 /// holds an escape or a `+`: a plain query allocates nothing.
 pub(super) fn query_pairs(
     query: Option<&str>,
-    mut set: impl FnMut(&str, &str) -> Result<(), Reply>,
-) -> Result<(), Reply> {
+    mut set: impl FnMut(&str, &str) -> Result<(), Answer>,
+) -> Result<(), Answer> {
     for pair in query_parts(query).filter(|p| !p.is_empty()) {
         let Some((name, value)) = decode_pair(pair)? else {
             return Err(bad_request(format!(
@@ -87,14 +87,14 @@ fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
 }
 
 /// Sets a parameter read once at most: the refusal of a repeated one.
-pub(super) fn once<T>(slot: &mut Option<T>, name: &str, value: T) -> Result<(), Reply> {
+pub(super) fn once<T>(slot: &mut Option<T>, name: &str, value: T) -> Result<(), Answer> {
     match slot.replace(value) {
         None => Ok(()),
         Some(_) => Err(repeated(name)),
     }
 }
 
-fn repeated(name: &str) -> Reply {
+fn repeated(name: &str) -> Answer {
     bad_request(format!(
         "query parameter {name:?} is given more than once; give it once"
     ))
@@ -107,7 +107,7 @@ type Pair<'q> = (Cow<'q, str>, Cow<'q, str>);
 /// when it has no `=`. A name or value that is not UTF-8 once decoded is
 /// refused, naming the parameter.
 #[inline]
-fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Reply> {
+fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Answer> {
     let Some((name, value)) = split_once_byte(pair, b'=') else {
         return Ok(None);
     };
@@ -122,7 +122,7 @@ fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Reply> {
 /// [`decode_pair`] for a pair with an escape or a `+`: `raw_name` and
 /// `raw_value` are its two sides.
 #[cold]
-fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<Pair<'q>, Reply> {
+fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<Pair<'q>, Answer> {
     // form_urlencoded keeps a `%` that begins no escape as it is; here it
     // is an error, in the name or the value.
     if bad_escape(raw_name) {
@@ -176,7 +176,7 @@ fn utf8_once_decoded(raw: &str, decoded: &str) -> bool {
 
 /// The reply `format` asks for: `None` for JSON (the default), or the raw
 /// echo, or an error.
-pub(super) fn echo_format(query: Option<&str>) -> Result<Option<Reply>, Reply> {
+pub(super) fn echo_format(query: Option<&str>) -> Result<Option<Answer>, Answer> {
     let mut format = None;
     for pair in query_parts(query) {
         // Only pairs whose name decodes to `format` are the server's.
@@ -191,7 +191,7 @@ pub(super) fn echo_format(query: Option<&str>) -> Result<Option<Reply>, Reply> {
     }
     match format.as_deref() {
         None | Some("json") => Ok(None),
-        Some("raw") => Ok(Some(Reply::Echo(Echoed::Raw))),
+        Some("raw") => Ok(Some(Answer::Echo(Echoed::Raw))),
         Some(other) => Err(bad_request(format!(
             "unknown format {other:?}: expected json or raw"
         ))),
@@ -229,7 +229,7 @@ mod tests {
     fn counts_parse_as_the_standard_library_parses_them() {
         let reason = |s: &str| match parse_count("len", s) {
             Ok(n) => Ok(n),
-            Err(Reply::Error { reason, .. }) => Err(reason.into_owned()),
+            Err(Answer::Error { reason, .. }) => Err(reason.into_owned()),
             Err(other) => panic!("{s:?}: not an error reply: {other:?}"),
         };
         for s in ["0", "4", "007", "102400", &usize::MAX.to_string()] {

@@ -1,8 +1,8 @@
 //! What a request is answered with, and how each answer writes itself.
 //!
-//! The routes (`routes.rs`) choose a [`Reply`] from the request head; once
+//! The routes (`routes.rs`) choose a [`Answer`] from the request head; once
 //! the request body has been read, the core asks the site for its
-//! [`Response`] ([`Reply::respond`]) and writes it: the help text, an `/end-string` body or a `/large` payload
+//! [`Response`] ([`Answer::respond`]) and writes it: the help text, an `/end-string` body or a `/large` payload
 //! (from the cache, or built first by a [`Job`]), the echo (JSON or raw),
 //! the health check, the metrics, or an error with its reason. Nothing else
 //! in the server knows what a reply's response looks like.
@@ -26,7 +26,7 @@ use crate::session::Job;
 
 /// What a request is answered with.
 #[derive(Debug)]
-pub enum Reply {
+pub enum Answer {
     /// `GET /`: the help text.
     Help,
     /// `/end-string/{len}?kind=…&body=…` or `/large/{size}`: answered from
@@ -35,7 +35,7 @@ pub enum Reply {
     Body(BodyKey),
     /// A body at hand, cached or built.
     Ready(Arc<Built>),
-    /// `/end-string/{len}?chunks=K`: as [`Reply::Body`], sent as a stream
+    /// `/end-string/{len}?chunks=K`: as [`Answer::Body`], sent as a stream
     /// of `K` chunks.
     Streamed(BodyKey, usize),
     /// A body at hand, being sent a chunk at a time.
@@ -88,10 +88,10 @@ pub enum Echoed {
     Raw,
 }
 
-impl Reply {
+impl Answer {
     /// An error reply.
-    pub fn error(status: Status, reason: impl Into<Cow<'static, str>>) -> Reply {
-        Reply::Error {
+    pub fn error(status: Status, reason: impl Into<Cow<'static, str>>) -> Answer {
+        Answer::Error {
             status,
             reason: reason.into(),
             field: None,
@@ -99,8 +99,8 @@ impl Reply {
     }
 
     /// 503 with `Retry-After`: the server cannot take this request now.
-    pub fn unavailable(reason: impl Into<Cow<'static, str>>) -> Reply {
-        Reply::Error {
+    pub fn unavailable(reason: impl Into<Cow<'static, str>>) -> Answer {
+        Answer::Error {
             status: Status::SERVICE_UNAVAILABLE,
             reason: reason.into(),
             field: Some(ErrorField::RetryAfter),
@@ -108,16 +108,16 @@ impl Reply {
     }
 
     /// 503 for want of memory, naming the limit.
-    pub fn out_of_memory(full: Full) -> Reply {
-        Reply::unavailable(format!(
+    pub fn out_of_memory(full: Full) -> Answer {
+        Answer::unavailable(format!(
             "the server's memory is at its limit ({}); try again later",
             full.limit
         ))
     }
 
     /// 405 for a path that takes GET, HEAD and OPTIONS, with `Allow`.
-    pub fn method_not_allowed(method: &str, path: &str) -> Reply {
-        Reply::Error {
+    pub fn method_not_allowed(method: &str, path: &str) -> Answer {
+        Answer::Error {
             status: Status::METHOD_NOT_ALLOWED,
             reason: Cow::Owned(format!(
                 "{method} is not allowed on {path}; use GET, HEAD or OPTIONS"
@@ -127,19 +127,19 @@ impl Reply {
     }
 
     /// The JSON echo of `head`, waiting for its body.
-    pub fn echo_json(head: &RequestHead<'_>) -> Reply {
-        Reply::Echo(Echoed::Json(EchoJson::new(head)))
+    pub fn echo_json(head: &RequestHead<'_>) -> Answer {
+        Answer::Echo(Echoed::Json(EchoJson::new(head)))
     }
 
     /// True for an error decided from the head (a 4xx or 5xx), which needs
     /// none of the request body.
     pub fn refuses(&self) -> bool {
-        matches!(self, Reply::Error { status, .. } if status.code() >= 400)
+        matches!(self, Answer::Error { status, .. } if status.code() >= 400)
     }
 
     /// True for `/echo`, whose request body is kept.
     pub fn wants_body(&self) -> bool {
-        matches!(self, Reply::Echo(_))
+        matches!(self, Answer::Echo(_))
     }
 
     /// Bytes the reply holds while it waits for its request body: the echo's
@@ -147,8 +147,8 @@ impl Reply {
     /// reason made for this request.
     pub fn held(&self) -> usize {
         match self {
-            Reply::Echo(Echoed::Json(echo)) => echo.prefix.capacity(),
-            Reply::Error {
+            Answer::Echo(Echoed::Json(echo)) => echo.prefix.capacity(),
+            Answer::Error {
                 reason: Cow::Owned(reason),
                 ..
             } => reason.capacity(),
@@ -165,10 +165,10 @@ impl Reply {
         site: &Site,
         exchange: Exchange,
         memo: &mut Memo,
-    ) -> Option<Job<Reply>> {
+    ) -> Option<Job<Answer>> {
         let (key, chunks) = match *self {
-            Reply::Body(key) => (key, None),
-            Reply::Streamed(key, count) => (key, Some(count)),
+            Answer::Body(key) => (key, None),
+            Answer::Streamed(key, count) => (key, Some(count)),
             _ => return None,
         };
         if !exchange.sends_content() {
@@ -179,8 +179,8 @@ impl Reply {
             BodyKey::Large(_) => site.bodies.cached(key),
         };
         let ready = move |body| match chunks {
-            None => Reply::Ready(body),
-            Some(count) => Reply::Stream(Chunks::new(body, count)),
+            None => Answer::Ready(body),
+            Some(count) => Answer::Stream(Chunks::new(body, count)),
         };
         if let Some(body) = at_hand {
             *self = ready(body);
@@ -190,8 +190,8 @@ impl Reply {
         Some(Job::new(async move {
             match bodies.get(key).await {
                 Ok(body) => ready(body),
-                Err(Unavailable::Memory(full)) => Reply::out_of_memory(full),
-                Err(Unavailable::Failed) => Reply::unavailable("the body could not be built"),
+                Err(Unavailable::Memory(full)) => Answer::out_of_memory(full),
+                Err(Unavailable::Failed) => Answer::unavailable("the body could not be built"),
             }
         }))
     }
@@ -207,23 +207,23 @@ impl Reply {
         site: &'a Site,
         request_body: &'a [u8],
     ) -> Result<Response<'a>, Full> {
-        if let Reply::Ready(body) = self {
+        if let Answer::Ready(body) = self {
             // What nearly every request is: a built body, nothing made.
             return Ok(built(body, &site.fields));
         }
         match self {
-            Reply::Metrics(format) => {
+            Answer::Metrics(format) => {
                 let format = *format;
-                *self = Reply::Rendered(format, site.metrics.render(format));
+                *self = Answer::Rendered(format, site.metrics.render(format));
             }
-            Reply::Echo(Echoed::Json(echo)) => {
+            Answer::Echo(Echoed::Json(echo)) => {
                 let json = echo_body(echo, site, request_body)?;
-                *self = Reply::Json(json);
+                *self = Answer::Json(json);
             }
-            Reply::Error { reason, .. } if !reason.ends_with('\n') => reason.to_mut().push('\n'),
+            Answer::Error { reason, .. } if !reason.ends_with('\n') => reason.to_mut().push('\n'),
             _ => {}
         }
-        let this: &'a Reply = self;
+        let this: &'a Answer = self;
         Ok(this.response(site, request_body))
     }
 
@@ -233,25 +233,25 @@ impl Reply {
         let text_plain =
             |status, body| Response::new(status, [Some(&fields.text_plain), None], body);
         match self {
-            Reply::Help => text_plain(Status::OK, Body::Bytes(site.help.as_bytes())),
+            Answer::Help => text_plain(Status::OK, Body::Bytes(site.help.as_bytes())),
             // A GET is prepared into a body first: only a HEAD gets here,
             // answered from the key alone.
-            Reply::Body(key) => Response::new(
+            Answer::Body(key) => Response::new(
                 Status::OK,
                 [Some(fields.content_type(*key)), None],
                 Body::Unsent(key.len()),
             ),
-            Reply::Ready(body) => built(body, fields),
-            Reply::Streamed(key, _) => Response::new(
+            Answer::Ready(body) => built(body, fields),
+            Answer::Streamed(key, _) => Response::new(
                 Status::OK,
                 [Some(fields.content_type(*key)), None],
                 Body::Stream,
             ),
-            Reply::Stream(chunks) => Response {
+            Answer::Stream(chunks) => Response {
                 body: Body::Stream,
                 ..built(chunks.body(), fields)
             },
-            Reply::Health => {
+            Answer::Health => {
                 let (status, text): (_, &[u8]) = if site.is_draining() {
                     (Status::SERVICE_UNAVAILABLE, b"shutting down\n")
                 } else {
@@ -260,7 +260,7 @@ impl Reply {
                 let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
                 Response::new(status, fields, Body::Bytes(text))
             }
-            Reply::Rendered(format, text) => {
+            Answer::Rendered(format, text) => {
                 let content_type = match format {
                     Exposition::OpenMetrics => &fields.openmetrics,
                     Exposition::Prometheus => &fields.prometheus_text,
@@ -271,7 +271,7 @@ impl Reply {
                     Body::Bytes(text.as_bytes()),
                 )
             }
-            Reply::Json(json) => {
+            Answer::Json(json) => {
                 let Text::Payload(bytes) = &json.text else {
                     unreachable!("made as a payload")
                 };
@@ -281,10 +281,10 @@ impl Reply {
                     Body::SharedBytes(bytes),
                 )
             }
-            Reply::Metrics(_) | Reply::Echo(Echoed::Json(_)) => {
+            Answer::Metrics(_) | Answer::Echo(Echoed::Json(_)) => {
                 unreachable!("made into the reply by respond")
             }
-            Reply::Options { server_wide } => {
+            Answer::Options { server_wide } => {
                 let allow = if *server_wide {
                     &fields.allow_any
                 } else {
@@ -292,12 +292,12 @@ impl Reply {
                 };
                 Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
-            Reply::Echo(Echoed::Raw) => Response::new(
+            Answer::Echo(Echoed::Raw) => Response::new(
                 Status::OK,
                 [Some(&fields.octet_stream), Some(&fields.no_store)],
                 Body::Bytes(request_body),
             ),
-            Reply::Error {
+            Answer::Error {
                 status,
                 reason,
                 field,
@@ -341,16 +341,16 @@ fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
 }
 
 /// What the core asks of a reply while its request's body is read.
-impl crate::session::Reply for Reply {
+impl crate::session::Reply for Answer {
     fn wants_body(&self) -> bool {
-        Reply::wants_body(self)
+        Answer::wants_body(self)
     }
 
     fn held(&self) -> usize {
-        Reply::held(self)
+        Answer::held(self)
     }
 
     fn refuses(&self) -> bool {
-        Reply::refuses(self)
+        Answer::refuses(self)
     }
 }

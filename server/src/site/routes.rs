@@ -11,8 +11,8 @@ use super::body::{BodyKey, Form, Key, Kind};
 use super::chunks::MAX_CHUNKS;
 use super::exposition::Exposition;
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
-use super::reply::Reply;
-use super::Limits;
+use super::reply::Answer;
+use super::RouteLimits;
 use crate::h1::RequestHead;
 
 /// The routes, as the metrics count requests by them.
@@ -138,7 +138,7 @@ pub fn usage() -> String {
 
 /// Chooses the reply for a request head within `limits`, and says which
 /// route gave it.
-pub fn route(limits: Limits, head: &RequestHead<'_>) -> (Route, Reply) {
+pub fn route(limits: RouteLimits, head: &RequestHead<'_>) -> (Route, Answer) {
     let path = head.path;
     let Some((route, argument)) = Route::of(path) else {
         return (Route::Unmatched, not_found(path));
@@ -147,33 +147,33 @@ pub fn route(limits: Limits, head: &RequestHead<'_>) -> (Route, Reply) {
 }
 
 #[inline]
-fn reply(limits: Limits, route: Route, argument: &str, head: &RequestHead<'_>) -> Reply {
+fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'_>) -> Answer {
     let path = head.path;
     match route {
         // Only OPTIONS gets this far with `*` (the request's checks).
-        Route::ServerWide => return Reply::Options { server_wide: true },
+        Route::ServerWide => return Answer::Options { server_wide: true },
         Route::Echo => return echo(head),
         _ => {}
     }
     if head.method == "OPTIONS" {
-        return Reply::Options { server_wide: false };
+        return Answer::Options { server_wide: false };
     }
     if head.method != "GET" && head.method != "HEAD" {
-        return Reply::method_not_allowed(head.method, path);
+        return Answer::method_not_allowed(head.method, path);
     }
-    let no_query = |reply: Reply| match head.query {
+    let no_query = |reply: Answer| match head.query {
         None => reply,
         Some(_) => bad_request(format!("{path} takes no query")),
     };
     match route {
-        Route::Help => no_query(Reply::Help),
-        Route::Healthz => no_query(Reply::Health),
+        Route::Help => no_query(Answer::Help),
+        Route::Healthz => no_query(Answer::Health),
         Route::Metrics => {
             let accept = head
                 .fields
                 .iter()
                 .find(|f| f.name.eq_ignore_ascii_case("accept"));
-            no_query(Reply::Metrics(Exposition::from_accept(
+            no_query(Answer::Metrics(Exposition::from_accept(
                 accept.map(|f| f.value),
             )))
         }
@@ -185,7 +185,7 @@ fn reply(limits: Limits, route: Route, argument: &str, head: &RequestHead<'_>) -
     }
 }
 
-fn end_string(limits: Limits, len: &str, query: Option<&str>) -> Result<Reply, Reply> {
+fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Answer, Answer> {
     let len = parse_count("len", len)?;
     if len > limits.max_len {
         return Err(bad_request(format!(
@@ -230,12 +230,12 @@ fn end_string(limits: Limits, len: &str, query: Option<&str>) -> Result<Reply, R
         form: form.unwrap_or(Form::Flat),
     });
     Ok(match chunks {
-        None => Reply::Body(key),
-        Some(count) => Reply::Streamed(key, count),
+        None => Answer::Body(key),
+        Some(count) => Answer::Streamed(key, count),
     })
 }
 
-fn large(limits: Limits, size: &str, query: Option<&str>) -> Result<Reply, Reply> {
+fn large(limits: RouteLimits, size: &str, query: Option<&str>) -> Result<Answer, Answer> {
     if query.is_some() {
         return Err(bad_request("/large/{size} takes no query".into()));
     }
@@ -258,22 +258,22 @@ fn large(limits: Limits, size: &str, query: Option<&str>) -> Result<Reply, Reply
             limits.max_large
         )));
     }
-    Ok(Reply::Body(BodyKey::Large(n)))
+    Ok(Answer::Body(BodyKey::Large(n)))
 }
 
 /// `/echo` reads only `format` (decoded, once at most); any other part of
 /// the query is the client's, echoed back in the JSON target unread.
-fn echo(head: &RequestHead<'_>) -> Reply {
+fn echo(head: &RequestHead<'_>) -> Answer {
     match echo_format(head.query) {
-        Ok(None) => Reply::echo_json(head),
+        Ok(None) => Answer::echo_json(head),
         Ok(Some(raw)) => raw,
         Err(e) => e,
     }
 }
 
 /// 404, with the routes there are.
-fn not_found(path: &str) -> Reply {
-    Reply::error(
+fn not_found(path: &str) -> Answer {
+    Answer::error(
         Status::NOT_FOUND,
         format!("no route for {path}; routes:\n{}", usage()),
     )
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn a_large_size_takes_the_flags_units() {
-        let limits = Limits {
+        let limits = RouteLimits {
             max_len: 0,
             max_large: 64 << 20,
         };
@@ -296,13 +296,13 @@ mod tests {
             ("1kB", 1000),
         ] {
             match large(limits, size, None) {
-                Ok(Reply::Body(BodyKey::Large(n))) => assert_eq!(n, bytes, "{size}"),
+                Ok(Answer::Body(BodyKey::Large(n))) => assert_eq!(n, bytes, "{size}"),
                 other => panic!("{size}: {other:?}"),
             }
         }
         for bad in ["", "x", "-1", "1e3", "65MiB", "64 MiB and more"] {
             assert!(
-                matches!(large(limits, bad, None), Err(Reply::Error { .. })),
+                matches!(large(limits, bad, None), Err(Answer::Error { .. })),
                 "{bad:?} accepted"
             );
         }
