@@ -354,6 +354,113 @@ impl Drop for Lease {
     }
 }
 
+/// One connection's budget on the account, and its one owner: the lease,
+/// and every buffer it covers besides the write queue (which reports its
+/// own): the read buffer, the socket's, the write in progress, what the
+/// service keeps for the connection, and what the request being answered
+/// holds. Every cover and trim of a connection's memory passes here, with
+/// the queue's bytes given by the caller.
+#[derive(Debug)]
+pub struct Budget {
+    lease: Lease,
+    /// The read buffer's allocation.
+    read_buffer: usize,
+    /// The socket's own buffers, always (TLS records being read).
+    socket: usize,
+    /// What the socket may hold of the write in progress (TLS records).
+    sending: usize,
+    /// What the service keeps for the connection, at most.
+    conn: usize,
+    /// What the request being answered holds: its body so far, and what
+    /// its reply made. Zero between requests.
+    held: usize,
+}
+
+impl Budget {
+    /// A budget on `lease` for a read buffer of `read_buffer` bytes, the
+    /// socket's own `socket` and the service's `conn`.
+    pub fn new(lease: Lease, read_buffer: usize, socket: usize, conn: usize) -> Budget {
+        Budget {
+            lease,
+            read_buffer,
+            socket,
+            sending: 0,
+            conn,
+            held: 0,
+        }
+    }
+
+    /// Bytes it counts outside the queue.
+    #[inline]
+    fn outside(&self) -> usize {
+        self.read_buffer + self.socket + self.sending + self.conn + self.held
+    }
+
+    /// Makes the lease cover `beyond` bytes (the queue as it will be, and
+    /// any transient copy) besides everything outside the queue, or fails
+    /// leaving it as it was.
+    #[inline]
+    pub fn cover(&mut self, beyond: usize) -> Result<(), Full> {
+        self.lease.cover(self.outside() + beyond)
+    }
+
+    /// Makes the lease cover the request being answered holding `held`
+    /// bytes, beside a queue of `queue`; on failure nothing changes.
+    pub fn hold(&mut self, held: usize, queue: usize) -> Result<(), Full> {
+        self.lease
+            .cover(self.outside() - self.held + held + queue)?;
+        self.held = held;
+        Ok(())
+    }
+
+    /// Notes what the request being answered holds now, without covering
+    /// it: for a request whose cover follows at once, or that let go.
+    #[inline]
+    pub fn note_held(&mut self, held: usize) {
+        self.held = held;
+    }
+
+    /// Makes the lease cover the read buffer grown to `bytes`, beside a
+    /// queue of `queue`, or fails (the buffer must then not grow).
+    pub fn grow_read_buffer(&mut self, bytes: usize, queue: usize) -> Result<(), Full> {
+        self.lease
+            .cover(self.outside() - self.read_buffer + bytes + queue)?;
+        self.read_buffer = bytes;
+        Ok(())
+    }
+
+    /// Makes the lease cover `bytes` the socket may hold of the write about
+    /// to begin, beside a queue of `queue`, or fails (the socket must then
+    /// hold no more than its own buffers allow); [`Budget::settle`] gives
+    /// it back.
+    pub fn cover_sending(&mut self, bytes: usize, queue: usize) -> Result<(), Full> {
+        self.lease
+            .cover(self.outside() - self.sending + bytes + queue)?;
+        self.sending = bytes;
+        Ok(())
+    }
+
+    /// After a write: the write in progress is over; gives back what the
+    /// buffers no longer occupy beside a queue of `queue`.
+    #[inline]
+    pub fn settle(&mut self, queue: usize) {
+        self.sending = 0;
+        self.trim(queue);
+    }
+
+    /// Gives back what the buffers no longer occupy beside a queue of
+    /// `queue`.
+    #[inline]
+    pub fn trim(&mut self, queue: usize) {
+        self.lease.trim(self.outside() + queue);
+    }
+
+    /// Bytes the lease covers.
+    pub fn leased(&self) -> usize {
+        self.lease.held()
+    }
+}
+
 /// `n` rounded up to a whole number of granules.
 fn round_up(n: usize) -> usize {
     n.div_ceil(GRANULE).saturating_mul(GRANULE)

@@ -21,7 +21,7 @@
 //! Both write the same bytes (Date aside).
 //!
 //! **Counted before written.** Each response is checked against the
-//! connection's [`Lease`] before a byte of it is queued: the writer bounds
+//! connection's [`Budget`] before a byte of it is queued: the writer bounds
 //! what the queue's buffers will occupy once it is written
 //! ([`WriteQueue::footprint_after`]) and any transient copy (the flat
 //! string of the flatten strategy), and refuses with [`Full`] when the
@@ -43,7 +43,7 @@ use unflat::head::{Head, Line, Persistence, Prefix, RequestMethod, Status};
 use unflat::queue::{Push, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
-use crate::memory::{Full, Lease, Memory};
+use crate::memory::{Budget, Full, Memory};
 pub use stream::{Chunk, Stream};
 
 /// How responses are written.
@@ -301,8 +301,7 @@ impl Writer {
         reason: &str,
         retry_after: bool,
         exchange: Exchange,
-        lease: &mut Lease,
-        besides: usize,
+        budget: &mut Budget,
     ) -> Result<Written, Full> {
         static TEXT_PLAIN: LazyLock<Line> = LazyLock::new(|| {
             Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid Content-Type")
@@ -322,39 +321,36 @@ impl Writer {
             [Some(&*TEXT_PLAIN), retry],
             Body::Bytes(text.as_bytes()),
         );
-        self.write(queue, &r, exchange, lease, besides)
+        self.write(queue, &r, exchange, budget)
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
-    /// no response of the queue's count; checked against `lease` as
+    /// no response of the queue's count; checked against `budget` as
     /// [`Writer::write`] is.
     pub fn interim(
         &self,
         queue: &mut WriteQueue,
         status: Status,
-        lease: &mut Lease,
-        besides: usize,
+        budget: &mut Budget,
     ) -> Result<(), Full> {
         debug_assert!(status.code() < 200, "an interim status");
         let head = Head::new(status, RequestMethod::Other);
         let len = storage_size(&head, Encoding::Latin1);
-        lease.cover(besides + queue.footprint_after(queue.pushes(Push::Copy(len))))?;
+        budget.cover(queue.footprint_after(queue.pushes(Push::Copy(len))))?;
         encode(queue, &head, Encoding::Latin1);
         Ok(())
     }
 
     /// Queues `r`, the answer to a request that asked `exchange`, marking
-    /// the end of a response; says what was written. First makes `lease`
-    /// cover what the connection's buffers will occupy — `besides` bytes
-    /// outside the queue, and the queue once `r` is in it — or fails with
+    /// the end of a response; says what was written. First makes `budget`
+    /// cover the queue once `r` is in it — or fails with
     /// [`Full`], queueing nothing.
     pub fn write(
         &self,
         queue: &mut WriteQueue,
         r: &Response<'_>,
         exchange: Exchange,
-        lease: &mut Lease,
-        besides: usize,
+        budget: &mut Budget,
     ) -> Result<Written, Full> {
         let date = date::date_line();
         let status = r.status();
@@ -400,7 +396,7 @@ impl Writer {
         } else {
             &Body::Empty
         };
-        let shares = self.put(queue, &head, body, b"", lease, besides)?;
+        let shares = self.put(queue, &head, body, b"", budget)?;
         let stream = (streamed && body_allowed).then_some(Stream {
             chunked: exchange.takes_chunked,
             sent: 0,
@@ -418,7 +414,7 @@ impl Writer {
     }
 
     /// Queues `head`, `body` and `tail` by the writer's strategy, once
-    /// `lease` covers what the queue will then occupy and `besides` (else
+    /// `budget` covers what the queue will then occupy (else
     /// fails, queueing nothing); says whether the queue shares memory of
     /// the body.
     fn put<H: Rope>(
@@ -427,8 +423,7 @@ impl Writer {
         head: &Measured<H>,
         body: &Body<'_>,
         tail: &[u8],
-        lease: &mut Lease,
-        besides: usize,
+        budget: &mut Budget,
     ) -> Result<bool, Full> {
         let head_len = storage_size(head, Encoding::Latin1);
         let (pushes, transient) = match self.strategy {
@@ -440,7 +435,7 @@ impl Writer {
             n => pushes.then(queue.pushes(Push::Copy(n))),
         };
         let after = queue.footprint_after(pushes);
-        lease.cover(besides + transient + after)?;
+        budget.cover(transient + after)?;
         queue.reserve(pushes.copied);
         match self.strategy {
             Strategy::Direct => direct::write(queue, head, body),
@@ -470,9 +465,9 @@ mod tests {
     fn written(strategy: Strategy, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
         let mut queue = WriteQueue::new();
         let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
-        let mut lease = Lease::open(&memory, 0);
+        let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
         Writer::new(strategy, 5, memory)
-            .write(&mut queue, r, exchange, &mut lease, 0)
+            .write(&mut queue, r, exchange, &mut budget)
             .unwrap();
         let mut out = Vec::new();
         queue.write_to(&mut out).unwrap();

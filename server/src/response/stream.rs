@@ -12,12 +12,12 @@ use unflat::queue::{SharedRope, WriteQueue};
 use unflat::{Encoding, Latin1, Measured};
 
 use super::{Body, Writer};
-use crate::memory::{Full, Lease};
+use crate::memory::{Budget, Full};
 
 /// One chunk of a streamed body ([`Body::Stream`]), in the form its
 /// producer keeps it. Memory it shares (bytes, a rope) is its owner's to
 /// charge, as any body's is; what the queue copies or encodes of it is
-/// covered by the connection's lease.
+/// covered by the connection's budget.
 #[derive(Clone)]
 pub enum Chunk {
     /// Bytes sent as they are: shared, or copied when short.
@@ -80,8 +80,8 @@ const SIZE_LINE_MAX: usize = 18;
 
 impl Writer {
     /// Queues `chunk` of `stream` — its size line, its text in its own form
-    /// and the line end that closes it — once `lease` covers what the queue
-    /// will then occupy and `besides` (else fails, queueing nothing). An
+    /// and the line end that closes it — once `budget` covers what the
+    /// queue will then occupy (else fails, queueing nothing). An
     /// empty chunk queues nothing. Says whether the queue shares memory of
     /// the chunk.
     pub fn chunk(
@@ -89,8 +89,7 @@ impl Writer {
         queue: &mut WriteQueue,
         stream: &mut Stream,
         chunk: &Chunk,
-        lease: &mut Lease,
-        besides: usize,
+        budget: &mut Budget,
     ) -> Result<bool, Full> {
         let len = chunk.len();
         if len == 0 {
@@ -111,24 +110,23 @@ impl Writer {
         };
         let tail: &[u8] = if stream.chunked { b"\r\n" } else { b"" };
         let head = Measured::new(Latin1(&line[..line_len]));
-        let shares = self.put(queue, &head, &body, tail, lease, besides)?;
+        let shares = self.put(queue, &head, &body, tail, budget)?;
         stream.sent += len;
         Ok(shares)
     }
 
     /// Ends `stream`: its last chunk (size 0, no trailer fields) when it is
-    /// chunked, and the response, once `lease` covers it (else fails,
+    /// chunked, and the response, once `budget` covers it (else fails,
     /// queueing nothing).
     pub fn end_stream(
         &self,
         queue: &mut WriteQueue,
         stream: &Stream,
-        lease: &mut Lease,
-        besides: usize,
+        budget: &mut Budget,
     ) -> Result<(), Full> {
         if stream.chunked {
             let last = Measured::new(Latin1(&b"0\r\n\r\n"[..]));
-            self.put(queue, &last, &Body::Empty, b"", lease, besides)?;
+            self.put(queue, &last, &Body::Empty, b"", budget)?;
         }
         queue.end_response();
         Ok(())

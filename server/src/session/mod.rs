@@ -12,9 +12,9 @@
 //! asks for a flush before it parses further pipelined requests; and one
 //! call copies or encodes [`TURN`] bytes at most.
 //!
-//! **Memory.** The session holds the connection's [`Lease`] on the server's
-//! memory account, and every buffer the connection grows is covered by it
-//! first: the read buffer (the connection asks,
+//! **Memory.** The session owns the connection's [`Budget`] on the server's
+//! memory account — its lease and every buffer the lease covers — and
+//! every buffer the connection grows is covered by it first: the read buffer (the connection asks,
 //! [`Session::grow_read_buffer`]), each response before it is queued (the
 //! writer checks), a request body kept for a reply that wants it before it
 //! grows, TLS records being written ([`Session::cover_sending`]). When the
@@ -49,7 +49,6 @@ mod buffers;
 mod job;
 mod service;
 
-use buffers::Outside;
 pub use job::{Finished, Job};
 pub use service::{Answered, Reply, Service};
 
@@ -58,7 +57,7 @@ use crate::h1::{
     begins_head_request, parse_head, BodyDecoder, BodyLimits, HeadLimits, Parsed, Reject,
     FIELDS_CAP,
 };
-use crate::memory::{Full, Lease, Memory};
+use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, Stream, Writer, Written};
 
 /// What every session shares: the service it answers with, the writer of
@@ -294,9 +293,8 @@ pub struct Session<S: Service> {
     conn: S::Conn,
     /// The job the pending reply needs, to hand to the connection.
     job: Option<Job<S::Reply>>,
-    /// The connection's reservation on the server's memory account.
-    lease: Lease,
-    outside: Outside,
+    /// The connection's memory: its lease, and what it covers.
+    budget: Budget,
     /// The replies whose memory queued responses share, each with the
     /// position in the queue's output where its response ends.
     referenced: VecDeque<(u64, S::Reply)>,
@@ -331,13 +329,7 @@ impl<S: Service> Session<S> {
             served: 0,
             conn: service.service.open(peer),
             job: None,
-            lease,
-            outside: Outside {
-                read_buffer,
-                socket,
-                sending: 0,
-                conn: service.service.conn_memory(),
-            },
+            budget: Budget::new(lease, read_buffer, socket, service.service.conn_memory()),
             referenced: VecDeque::new(),
             began: Moment::default(),
             now: Moment::default(),
@@ -531,8 +523,7 @@ impl<S: Service> Session<S> {
         // error's reason) is held while the body is read: counted now.
         let held = pending.held();
         if held > 0 {
-            let need = self.besides() + held + queue.footprint();
-            if let Err(full) = self.lease.cover(need) {
+            if let Err(full) = self.budget.hold(held, queue.footprint()) {
                 return self.out_of_memory(queue, service, pending, full);
             }
         }
@@ -561,11 +552,9 @@ impl<S: Service> Session<S> {
                 let (head_request, label) = (pending.exchange.head_request, pending.label);
                 return self.refuse(queue, service, pending.answer, head_request, label);
             }
-            let besides = self.besides();
-            if let Err(full) =
-                service
-                    .writer
-                    .interim(queue, Status::CONTINUE, &mut self.lease, besides)
+            if let Err(full) = service
+                .writer
+                .interim(queue, Status::CONTINUE, &mut self.budget)
             {
                 return self.out_of_memory(queue, service, pending, full);
             }
@@ -602,10 +591,9 @@ impl<S: Service> Session<S> {
             let want = body.len() + input.len().min(most.saturating_sub(body.len()));
             if want > body.capacity() {
                 let grown = want.max(body.capacity() * 2).min(most.max(want));
-                // The state is out of `self` while it is worked on: the
-                // body is counted here, at its grown size.
-                let need = self.besides() + grown + pending.reply_held() + queue.footprint();
-                if let Err(full) = self.lease.cover(need) {
+                // Counted at its grown size before it grows.
+                let held = grown + pending.reply_held();
+                if let Err(full) = self.budget.hold(held, queue.footprint()) {
                     return Ok(self.out_of_memory(queue, service, pending, full));
                 }
                 if let Some(body) = &mut pending.body {
@@ -670,25 +658,18 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         mut p: Pending<S>,
     ) -> State<S> {
-        let besides = self.besides() + p.held();
-        let (writer, lease) = (&service.writer, &mut self.lease);
+        // What the request holds now (its reply may be a job's, made since).
+        self.budget.note_held(p.held());
+        let (writer, budget) = (&service.writer, &mut self.budget);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
             Outcome::Reply(reply) => service
                 .service
                 .respond(reply, request_body)
-                .and_then(|r| writer.write(queue, &r, p.exchange, lease, besides)),
+                .and_then(|r| writer.write(queue, &r, p.exchange, budget)),
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
-                writer.refuse(
-                    queue,
-                    status,
-                    reason,
-                    r.retry_after,
-                    p.exchange,
-                    lease,
-                    besides,
-                )
+                writer.refuse(queue, status, reason, r.retry_after, p.exchange, budget)
             }
         };
         let written = match written {
@@ -699,11 +680,13 @@ impl<S: Service> Session<S> {
             Err(full) => return self.out_of_memory(queue, service, p, full),
         };
         self.served += 1;
+        // What the request held is in the queue now, or let go.
+        self.budget.note_held(0);
         if let Some(body) = p.body.take() {
             // A kept request body is freed now, not once the response is
             // written: so is its part of the lease.
             drop(body);
-            self.lease.trim(self.besides() + queue.footprint());
+            self.budget.trim(queue.footprint());
         }
         let Outcome::Reply(reply) = p.answer else {
             self.record(service, queue, p.label, written);
@@ -743,8 +726,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         mut s: Box<Streaming<S>>,
     ) -> State<S> {
-        let besides = self.besides();
-        let (writer, lease) = (&service.writer, &mut self.lease);
+        let (writer, budget) = (&service.writer, &mut self.budget);
         if !s.ended {
             let chunk = match s.next.take() {
                 Some(chunk) => Some(chunk),
@@ -755,7 +737,7 @@ impl<S: Service> Session<S> {
             };
             match chunk {
                 Some(chunk) => {
-                    return match writer.chunk(queue, &mut s.stream, &chunk, lease, besides) {
+                    return match writer.chunk(queue, &mut s.stream, &chunk, budget) {
                         Ok(_) => State::Streaming(s),
                         Err(_) if queue.has_remaining() => {
                             s.next = Some(chunk);
@@ -767,7 +749,7 @@ impl<S: Service> Session<S> {
                 None => s.ended = true,
             }
         }
-        match writer.end_stream(queue, &s.stream, lease, besides) {
+        match writer.end_stream(queue, &s.stream, budget) {
             Ok(()) => {}
             Err(_) if queue.has_remaining() => return State::Streaming(s),
             Err(_) => return self.cut_short(service),
