@@ -74,7 +74,7 @@ fn accounting(c: &mut Criterion) {
                     metrics.request(
                         Route::EndString,
                         Status::OK,
-                        Duration::from_micros(40 + (i & 63)),
+                        40 + (i & 63),
                     );
                     transport.written(64 + (i & 7) as usize);
                 })

@@ -255,9 +255,10 @@ pub struct Written {
     /// Whether the connection stays open after the response: as asked,
     /// unless a stream to an HTTP/1.0 client is ended by closing it.
     pub keep_alive: bool,
-    /// How the body goes on: `Some` when its chunks are still to be
-    /// queued ([`Writer::chunk`]), the response not yet ended.
-    pub stream: Option<Stream>,
+    /// Whether the body goes on as a stream: its chunks are still to be
+    /// queued ([`Writer::chunk`], [`Stream::new`]), the response not yet
+    /// ended.
+    pub streams: bool,
 }
 
 /// A response head: the route's two field lines at most and
@@ -397,11 +398,8 @@ impl Writer {
             &Body::Empty
         };
         let shares = self.put(queue, &head, body, b"", budget)?;
-        let stream = (streamed && body_allowed).then_some(Stream {
-            chunked: exchange.takes_chunked,
-            sent: 0,
-        });
-        if stream.is_none() {
+        let streams = streamed && body_allowed;
+        if !streams {
             queue.end_response();
         }
         Ok(Written {
@@ -409,7 +407,7 @@ impl Writer {
             body_bytes: body.content_length(),
             references_body: shares,
             keep_alive,
-            stream,
+            streams,
         })
     }
 
@@ -441,7 +439,9 @@ impl Writer {
             Strategy::Direct => direct::write(queue, head, body),
             Strategy::Flatten => flatten::write(queue, head, body, &self.memory)?,
         }
-        queue.copy(tail);
+        if !tail.is_empty() {
+            queue.copy(tail);
+        }
         debug_assert!(queue.footprint() <= after, "the queue within its bound");
         Ok(self.strategy == Strategy::Direct && pushes.shares)
     }

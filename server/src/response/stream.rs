@@ -69,6 +69,15 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// A stream whose head is queued, to a client that takes chunks
+    /// (`exchange.takes_chunked`) or not.
+    pub fn new(exchange: super::Exchange) -> Stream {
+        Stream {
+            chunked: exchange.takes_chunked,
+            sent: 0,
+        }
+    }
+
     /// Body bytes queued so far, framing not counted.
     pub fn sent(&self) -> usize {
         self.sent

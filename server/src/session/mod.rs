@@ -418,10 +418,8 @@ impl<S: Service> Session<S> {
                 if input.is_empty() {
                     return Step::Read(Waiting::Idle);
                 }
-                match self.head(input, queue, service) {
-                    Some(State::Head) => {}
-                    Some(next) => self.state = next,
-                    None => return Step::Read(Waiting::Head),
+                if !self.head(input, queue, service) {
+                    return Step::Read(Waiting::Head);
                 }
                 if let Some(job) = self.job.take() {
                     return Step::Defer(job);
@@ -452,33 +450,36 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// Parses one head from `input`; `None` when it is not complete yet.
+    /// Parses one head from `input` and answers or begins its request;
+    /// false when the head is not complete yet.
     fn head(
         &mut self,
         input: &mut BytesMut,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
-    ) -> Option<State<S>> {
+    ) -> bool {
         let limits = service.limits.head;
         // Uninitialised: httparse writes the fields it finds, and an array
         // of 256 empty headers would cost an 8 KiB memset per request.
         let mut fields = [MaybeUninit::uninit(); FIELDS_CAP];
         let head = match parse_head(input, &mut fields, limits) {
-            Parsed::Partial => return None,
+            Parsed::Partial => return false,
             Parsed::Rejected {
                 reject,
                 head_request,
             } => {
                 // No body may follow even a refusal of a HEAD request.
                 self.noted();
-                return Some(self.reject(queue, service, reject, head_request, None));
+                let next = self.reject(queue, service, reject, head_request, None);
+                self.go(next);
+                return true;
             }
             Parsed::NewerMinor(at) => {
                 // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3),
                 // parsed again on the next turn of `process` (a loop, not a
                 // recursion, so that this function stays inlined).
                 input[at] = b'1';
-                return Some(State::Head);
+                return true;
             }
             Parsed::Complete(head) => head,
         };
@@ -496,13 +497,28 @@ impl<S: Service> Session<S> {
             fields: head.fields.len(),
             expect_continue: head.expect_continue,
         };
-        Some(self.begin(
+        let next = self.begin(
             input,
             queue,
             service,
             Pending::new(Outcome::Reply(reply), exchange, Some(label)),
             framed,
-        ))
+        );
+        self.go(next);
+        true
+    }
+
+    /// Moves on to `next` from [`State::Head`], where the session is while
+    /// a head is parsed. Staying there is the common case: the head is
+    /// forgotten, not dropped (it holds nothing), so that no drop glue and
+    /// no copy of the large state run for every request answered.
+    #[inline]
+    fn go(&mut self, next: State<S>) {
+        debug_assert!(matches!(self.state, State::Head));
+        match next {
+            head @ State::Head => std::mem::forget(head),
+            next => self.state = next,
+        }
     }
 
     /// Starts on the request `pending` answers, whose head `framed`
@@ -634,6 +650,7 @@ impl<S: Service> Session<S> {
     /// Queues the response to a request whose body has been read, unless its
     /// reply needs a job done first, or the memory to queue it (then it
     /// waits for the queue to drain, or is refused when nothing is queued).
+    #[inline(always)]
     fn answer(
         &mut self,
         queue: &mut WriteQueue,
@@ -692,13 +709,13 @@ impl<S: Service> Session<S> {
             self.record(service, queue, p.label, written);
             return State::Closed;
         };
-        if let Some(stream) = written.stream {
+        if written.streams {
             // Counted once it has ended.
             return State::Streaming(Box::new(Streaming {
                 reply,
                 label: p.label,
                 status: written.status,
-                stream,
+                stream: Stream::new(p.exchange),
                 keep_alive: written.keep_alive,
                 next: None,
                 ended: false,
@@ -760,7 +777,7 @@ impl<S: Service> Session<S> {
             body_bytes: s.stream.sent(),
             references_body: true,
             keep_alive: s.keep_alive,
-            stream: None,
+            streams: false,
         };
         self.record(service, queue, s.label, written);
         let end = queue.ledger().written() + queue.remaining() as u64;

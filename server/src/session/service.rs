@@ -132,6 +132,12 @@ impl<L> Answered<L> {
     pub fn took(&self) -> Duration {
         self.queued.since(self.began)
     }
+
+    /// [`Answered::took`] in whole milliseconds, the clock's own unit.
+    #[inline]
+    pub fn took_ms(&self) -> u64 {
+        self.queued.millis().saturating_sub(self.began.millis())
+    }
 }
 
 /// What the core asks of a reply while its request's body is read.

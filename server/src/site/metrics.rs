@@ -21,7 +21,6 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -128,12 +127,12 @@ impl Metrics {
         Metrics { counters, registry }
     }
 
-    /// Counts a response of `status` to a request of `route`, queued
-    /// `took` after the request's head was complete.
+    /// Counts a response of `status` to a request of `route`, queued `us`
+    /// microseconds after the request's head was complete.
     #[inline]
-    pub fn request(&self, route: Route, status: Status, took: Duration) {
+    pub fn request(&self, route: Route, status: Status, us: u64) {
         let shard = self.counters.shards.mine();
-        shard.latency.observe(route, status, took);
+        shard.latency.observe(route, status, us);
         let code = usize::from(status.code()).saturating_sub(100);
         match SLOT_OF.get(code) {
             Some(&slot @ 1..) => add(&shard.requests[route.index()][usize::from(slot) - 1], 1),

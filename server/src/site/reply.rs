@@ -160,15 +160,15 @@ impl Answer {
     /// body of a `GET` that is not at hand (`memo` remembers an
     /// `/end-string` one), to wait for while it is built off the async
     /// workers. A `HEAD` needs no body: it is answered from the key.
+    #[inline(always)]
     pub fn prepare(
         &mut self,
         site: &Site,
         exchange: Exchange,
         memo: &mut Memo,
     ) -> Option<Job<Answer>> {
-        let (key, chunks) = match *self {
-            Answer::Body(key) => (key, None),
-            Answer::Streamed(key, count) => (key, Some(count)),
+        let key = match self {
+            Answer::Body(key) | Answer::Streamed(key, _) => *key,
             _ => return None,
         };
         if !exchange.sends_content() {
@@ -178,12 +178,18 @@ impl Answer {
             BodyKey::Text(text) => site.bodies.text(text, memo),
             BodyKey::Large(_) => site.bodies.cached(key),
         };
+        let chunks = match *self {
+            Answer::Streamed(_, count) => Some(count),
+            _ => None,
+        };
         let ready = move |body| match chunks {
             None => Answer::Ready(body),
             Some(count) => Answer::Stream(Chunks::new(body, count)),
         };
         if let Some(body) = at_hand {
-            *self = ready(body);
+            // What it replaces is a key, which holds nothing: forgotten,
+            // not dropped, so that no drop glue runs on every request.
+            std::mem::forget(std::mem::replace(self, ready(body)));
             return None;
         }
         let bodies = site.bodies.clone();
