@@ -168,7 +168,6 @@ fn encode_log(encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     )?)
 }
 
-/// A counter's value.
 fn load(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
 }
@@ -180,7 +179,6 @@ fn add(a: &AtomicU64, n: u64) {
     a.fetch_add(n, Ordering::Relaxed);
 }
 
-/// A gauge of `v`.
 fn gauge(v: usize) -> ConstGauge {
     ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX))
 }
