@@ -1,7 +1,6 @@
-//! The command line: options, logging, the banner, signals.
-//!
-//! The banner goes to stdout (harnesses wait for its `http://` address);
-//! logs go to stderr, through the log's sink (`crate::log`).
+//! The command line: options, logging, the banner, signals. The banner
+//! goes to stdout (harnesses wait for its `http://` address); logs go to
+//! stderr through [`crate::log`].
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Write as _};
@@ -15,11 +14,8 @@ use crate::config::Config;
 use crate::log;
 use crate::server::{Control, Server};
 
-/// clap's error as the one line a user needs: its first paragraph,
-/// `error: invalid value '…' for '--flag …': why`, with what clap indents on
-/// the lines below it (possible values, missing arguments) joined to it, and
-/// without the usage hint that follows. The benchmark harnesses print their
-/// errors the same way.
+/// clap's error as the one line a user needs: its first paragraph joined,
+/// without the usage hint (the benchmark harnesses print theirs the same way).
 pub fn error_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let line: Vec<&str> = text
@@ -63,9 +59,7 @@ pub fn main() -> std::io::Result<()> {
     let server = match Server::bind(config) {
         Ok(server) => server,
         Err(e) => {
-            // A value that cannot work, a certificate that cannot be used,
-            // `cannot listen on ADDR: …`: the one line a user needs, after
-            // any logged before it.
+            // The one line a user needs, after any logged before it.
             log::flush(FLUSH);
             eprintln!("error: {e}");
             std::process::exit(2);
@@ -93,8 +87,8 @@ pub fn main() -> std::io::Result<()> {
     ran
 }
 
-/// How long the process waits at exit for its last log lines to be
-/// written: a stderr that takes nothing must not keep it from exiting.
+/// How long the process waits at exit for its last log lines: a stderr
+/// that takes nothing must not keep it from exiting.
 const FLUSH: Duration = Duration::from_secs(2);
 
 /// Whether logs are coloured: only on a terminal, and never when `NO_COLOR`
@@ -103,10 +97,8 @@ fn colour(terminal: bool, no_color: Option<OsString>) -> bool {
     terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-/// What is logged: `rust_log` (RUST_LOG's directives) when set, in place
-/// of `--log-level`. Directives RUST_LOG gets wrong are skipped
-/// (`parse_lossy`). The access log is not a log of `tracing`: neither
-/// filters it.
+/// What is logged: RUST_LOG's directives when set (wrong ones skipped), in
+/// place of `--log-level`. Neither filters the access log.
 fn filter(config: &Config, rust_log: Option<String>) -> EnvFilter {
     let directives = match rust_log {
         Some(directives) => directives,
@@ -115,10 +107,8 @@ fn filter(config: &Config, rust_log: Option<String>) -> EnvFilter {
     EnvFilter::builder().parse_lossy(directives)
 }
 
-/// The signals the server listens for: SIGINT (Ctrl-C) and SIGTERM stop
-/// it (a second one while it drains closes the connections left at once),
-/// SIGHUP reloads the TLS certificate and key from their files, as nginx
-/// and haproxy do on a reload. Each is logged.
+/// SIGINT and SIGTERM stop the server (a second one while it drains closes
+/// what is left); SIGHUP reloads the TLS certificate and key, as nginx does.
 struct Signals {
     #[cfg(unix)]
     streams: [(Option<tokio::signal::unix::Signal>, &'static str, Control); 3],

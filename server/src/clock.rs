@@ -1,9 +1,7 @@
-//! The server's one clock: the kernel's coarse monotonic clock, in
-//! milliseconds (`CLOCK_MONOTONIC_COARSE` on Linux: read without a system
-//! call and without the time-stamp counter; its resolution is the kernel's
-//! tick, 1 to 4 ms). Deadlines (`net/timers.rs`), the latency histogram and
-//! the access log's durations all read it: a request pays for no precise
-//! clock.
+//! The server's one clock, for deadlines and latency alike: the kernel's
+//! coarse monotonic clock in milliseconds (`CLOCK_MONOTONIC_COARSE` on
+//! Linux, read without a system call; resolution 1 to 4 ms), so that a
+//! request pays for no precise clock.
 
 use std::time::Duration;
 
@@ -16,7 +14,7 @@ pub struct Moment(u64);
 const NEVER: u64 = u64::MAX - 1;
 
 impl Moment {
-    /// Now.
+    /// The clock's reading now.
     pub fn now() -> Moment {
         Moment(millis())
     }
@@ -43,7 +41,6 @@ impl Moment {
     }
 }
 
-/// The coarse monotonic clock in milliseconds.
 #[cfg(target_os = "linux")]
 fn millis() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
@@ -52,7 +49,6 @@ fn millis() -> u64 {
     ms.saturating_sub(epoch())
 }
 
-/// The monotonic clock in milliseconds.
 #[cfg(not(target_os = "linux"))]
 fn millis() -> u64 {
     use std::sync::OnceLock;
@@ -61,8 +57,7 @@ fn millis() -> u64 {
     u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The clock's reading when the process first read it, so that moments
-/// start near zero.
+/// The first reading, so that moments start near zero.
 #[cfg(target_os = "linux")]
 fn epoch() -> u64 {
     use std::sync::OnceLock;

@@ -1,37 +1,14 @@
-//! # unflat-server
+//! An HTTP/1.1 server on the `unflat` crate: each response head is a rope
+//! encoded into the connection's write queue, and large bodies go to the
+//! socket as iovecs at their own memory (`--strategy flatten` is the old
+//! copying path, for measurement).
 //!
-//! A minimal HTTP/1.1 server that shows the technique of the `unflat`
-//! crate end to end: each response head is a rope encoded straight into the
-//! connection's write buffer, and large bodies go to the socket as iovecs at
-//! their own memory. `--strategy flatten` reproduces the old copying path so
-//! that both can be measured from one binary.
-//!
-//! The layers, from the bottom up; each uses only those below it. The
-//! core (`h1` to `net`) names nothing of the demo; `server` makes the demo
-//! the default service, and serves any other as well (docs/design.md has
-//! the map of every file):
-//!
-//! - [`clock`]: the one clock, coarse and monotonic, for deadlines and
-//!   latency alike;
-//! - [`units`]: sizes as users write them, in flags and URLs;
-//! - [`log`]: stderr's lines through a bounded buffer, so that logging
-//!   never blocks serving;
-//! - [`memory`]: the one account of everything a client can make the
-//!   server hold;
-//! - [`h1`]: the request's grammar, its body's framing, its limits and
-//!   rejections, without IO;
-//! - [`response`]: the one writer of responses, by [`Strategy`];
-//! - [`session`]: one connection's requests, bytes in and responses
-//!   queued, without IO; the [`Service`](session::Service) trait an
-//!   application implements to be served;
-//! - [`net`]: a connection's IO over TCP or TLS, its deadlines, shutdown;
-//! - [`site`]: the demo — its routes, replies, bodies and metrics — a
-//!   service of the core, beside it rather than inside it;
-//! - [`config`]: the command line's options, each declared once;
-//! - [`server`]: the listener, the runtime, graceful shutdown;
-//! - [`cli`]: the binary's `main`.
-// One module reads a kernel counter with `unsafe` (`net/acked.rs`); every
-// other is without.
+//! Layers, bottom up, each using only those below it: [`clock`], [`units`],
+//! [`log`], [`memory`], [`h1`], [`response`], [`session`], [`net`] — the
+//! core, which names nothing of the demo — then [`site`] (the demo, a
+//! [`Service`](session::Service) of the core), [`config`], [`server`],
+//! [`cli`]. docs/design.md has the map of every file.
+// Only `net/acked.rs` needs `unsafe` (a kernel counter).
 #![deny(unsafe_code)]
 
 pub mod cli;

@@ -1,10 +1,8 @@
-//! The log's sink: every line bound for stderr (the access log's and
-//! `tracing`'s) is copied into a buffer of a fixed size, which one thread
-//! of its own writes out, so a stderr nobody reads never holds a worker.
-//! A line that finds the buffer full is dropped and counted
-//! ([`dropped`], `unflat_log_lines_dropped_total`); once stderr takes bytes
-//! again, one line says how many. [`Repeated`] logs a failure that repeats
-//! many times a second about once a second, with a count of the others.
+//! The log's sink: every line bound for stderr is copied into a fixed
+//! buffer that a thread of its own writes out, so a stderr nobody reads
+//! never holds a worker. A line that finds the buffer full is dropped and
+//! counted ([`dropped`]). [`Repeated`] rate-limits a failure to a line a
+//! second.
 
 use std::fmt;
 use std::io::Write as _;
@@ -12,24 +10,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Bytes of lines waiting for stderr, at most: lines fill one buffer of
-/// this size while the thread writes the other out.
+/// Bytes of lines waiting for stderr, at most; lines fill one buffer of
+/// this size while the thread writes the other.
 pub const BUFFER: usize = 128 * 1024;
 
 /// Bytes the sink holds, fixed: its two buffers.
 pub const MEMORY: usize = 2 * BUFFER;
 
-/// How long the writer lets lines gather after a write that left the
-/// buffer less than half full: lines wait this long at most, and a busy
-/// server's lines cost one write and no wake per this interval.
+/// How long lines gather after a small write: a busy server's lines cost
+/// one write and no wake per interval.
 const GATHER: Duration = Duration::from_millis(2);
 
 /// How often a [`Repeated`] failure is logged, at most.
 pub const EVERY: Duration = Duration::from_secs(1);
 
-/// Writes `line` (one whole line, its newline included) to stderr, in the
-/// order lines come; drops and counts it when the buffer is full. Never
-/// blocks on stderr, and allocates nothing once the sink is made.
+/// Writes `line` (whole, with its newline) to stderr, or drops and counts
+/// it when the buffer is full. Never blocks; allocates nothing.
 pub fn line(line: &[u8]) {
     let sink = sink();
     let mut state = sink.lock();
@@ -39,8 +35,7 @@ pub fn line(line: &[u8]) {
     } else {
         state.filling.extend_from_slice(line);
     }
-    // Only a writer asleep is woken (a wake is a system call); one is
-    // when a line longer than the buffer was dropped, to say so.
+    // Only a writer asleep is woken: a wake is a system call.
     let wake = std::mem::take(&mut state.asleep);
     drop(state);
     if wake {
@@ -54,9 +49,8 @@ pub fn dropped() -> u64 {
         .map_or(0, |sink| sink.dropped.load(Ordering::Relaxed))
 }
 
-/// Waits until every line taken has been written, for at most `within`:
-/// before the process exits, so that its last lines are not lost, yet
-/// without hanging on a stderr that takes nothing. Whether they were.
+/// Waits at most `within` for every line taken to be written (before the
+/// process exits); whether they were.
 pub fn flush(within: Duration) -> bool {
     let Some(sink) = SINK.get() else {
         return true;
@@ -75,8 +69,7 @@ pub fn flush(within: Duration) -> bool {
     }
 }
 
-/// `tracing`'s writer (`fmt().with_writer(log::Events)`): each event,
-/// which the formatter writes whole with one `write_all`, is one line.
+/// `tracing`'s writer: the formatter writes each event whole, as one line.
 #[derive(Clone, Copy, Debug)]
 pub struct Events;
 
@@ -101,12 +94,10 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Events {
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
-/// The one sink (stderr is the process's), made and its thread started on
-/// first use.
+/// The one sink, made and its thread started on first use.
 fn sink() -> &'static Sink {
     SINK.get_or_init(|| {
-        // Without the thread, lines fill the buffer and are then dropped
-        // and counted: the server serves on.
+        // Without the thread, lines are dropped and counted; serving goes on.
         let _ = std::thread::Builder::new()
             .name("log".into())
             .spawn(|| SINK.wait().run());
@@ -126,23 +117,17 @@ fn sink() -> &'static Sink {
 #[derive(Debug)]
 struct Sink {
     state: Mutex<Filling>,
-    /// Wakes the writer when a line comes.
     wake: Condvar,
-    /// Lines dropped since the start.
     dropped: AtomicU64,
 }
 
-/// What the lines share under the lock: the buffer being filled, and the
-/// writer's state.
+/// The buffer being filled, and the writer's state.
 #[derive(Debug)]
 struct Filling {
-    /// Lines taken and not yet handed to the writer.
     filling: Vec<u8>,
-    /// Lines dropped since the last line that said how many.
+    /// Dropped since the last line that said how many.
     unreported: u64,
-    /// The writer waits for a line.
     asleep: bool,
-    /// The writer is writing lines out.
     writing: bool,
 }
 
@@ -152,8 +137,8 @@ impl Sink {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The writer: takes the lines waiting, leaving its own empty buffer
-    /// in their place, and writes them out while new ones fill that one.
+    /// The writer: swaps its empty buffer for the lines waiting, and writes
+    /// them out while new ones fill it.
     fn run(&self) {
         let mut out = Vec::with_capacity(BUFFER);
         loop {
@@ -168,8 +153,7 @@ impl Sink {
             std::mem::swap(&mut state.filling, &mut out);
             let unreported = std::mem::take(&mut state.unreported);
             drop(state);
-            // A failed write (stderr closed) loses the lines; the server
-            // goes on.
+            // A failed write (stderr closed) loses the lines.
             let _ = std::io::stderr().write_all(&out);
             let wrote = out.len();
             out.clear();
@@ -187,9 +171,7 @@ impl Sink {
                 let _ = std::io::stderr().write_all(&notice[..len]);
             }
             if wrote < BUFFER / 2 {
-                // Awake, not waiting: lines gather meanwhile, written by one
-                // call, and no line wakes the writer (a system call each,
-                // and a request's line would otherwise pay one).
+                // Sleeping, not waiting: no line pays a wake (a system call).
                 std::thread::sleep(GATHER);
             }
         }
@@ -197,12 +179,10 @@ impl Sink {
 }
 
 /// A failure that may repeat many times a second (`accept` out of file
-/// descriptors): logged at most once per [`EVERY`], each line counting the
-/// occurrences not logged before it; once it has stopped, the count of
-/// those left is logged within the same bound.
+/// descriptors): logged at most once per [`EVERY`] with a count of those
+/// not logged.
 #[derive(Debug, Default)]
 pub struct Repeated {
-    /// When it was last logged.
     logged: Option<Instant>,
     /// Occurrences since, not logged.
     more: u64,
@@ -219,9 +199,8 @@ impl Repeated {
         more
     }
 
-    /// Notes a success: `Some` with the occurrences not logged yet when
-    /// there are any and a line is due. Costs one test when there are
-    /// none.
+    /// Notes a success: `Some` with the occurrences not logged yet, when a
+    /// line is due. One test when there are none.
     #[inline]
     pub fn passed(&mut self) -> Option<More> {
         if self.more == 0 {
@@ -230,9 +209,8 @@ impl Repeated {
         self.due()
     }
 
-    /// The occurrences not logged, taken, when a line is due: none was
-    /// logged for [`EVERY`]. A failure that comes and goes (each success
-    /// freeing a descriptor the next accept takes) stays within the bound.
+    /// The occurrences not logged, taken, when none was logged for
+    /// [`EVERY`]: a failure that comes and goes stays within the bound.
     fn due(&mut self) -> Option<More> {
         let now = Instant::now();
         let over = match self.logged {
@@ -254,7 +232,7 @@ impl Repeated {
 pub struct More {
     /// Occurrences not logged.
     pub n: u64,
-    /// Since the last one logged.
+    /// Time since the last one logged.
     pub over: Duration,
 }
 

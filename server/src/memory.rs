@@ -1,41 +1,14 @@
-//! The memory account: everything a client can make the server hold, in one
-//! sum, against one limit (`--memory-limit`).
+//! The memory account: everything a client can make the server hold, in
+//! [`Part`]s, against `--memory-limit`; connections' bases are counted
+//! beside it and never refused, so a small request is always served
+//! (docs/robustness.md, "Memory: one account").
 //!
-//! Three parts, disjoint, whose sum is held within the limit:
-//!
-//! - **bodies** — built bodies alive, cached or referenced by responses not
-//!   yet written (`/end-string` and `/large` alike). A body carries its own
-//!   [`Charge`]: it is counted once however many responses share it, and
-//!   given back when the last of them lets go of it.
-//! - **building** — bodies being built, charged before the build begins.
-//! - **connections** — what connections' own buffers hold beyond their
-//!   base: read buffers grown for long heads, queued output and frames, a
-//!   request body kept for `/echo`, TLS records of a write; within
-//!   `--connection-memory` as well as the limit.
-//!
-//! And one counted beside the limit: each open connection's **base**, what
-//! it needs before it reads a byte (its first read buffer, a write buffer
-//! for a small response, its TLS session's buffers). A base is never
-//! refused, so that a client asking something small is served whatever
-//! others hold; `--max-connections` bounds the bases together, and the
-//! worst case is `limit + connections × (base + the task's own state)`
-//! (docs/robustness.md).
-//!
-//! **Charge first, allocate after.** Nothing is allocated on a client's
-//! behalf before it is charged: a charge that would pass a limit fails
-//! ([`Full`]) and is undone before anything grows, and the caller refuses
-//! (503 with `Retry-After`, then close) or waits for its own queue to drain.
-//! Two charges racing near the limit may both fail where one would have
-//! fit; neither ever passes it.
-//!
-//! **The cache gives way.** A charge that would pass `--memory-limit`
-//! first asks the account's [`Reclaim`] (the bodies' cache) to free what
-//! no response uses, and is tried once more; only then is it refused.
-//!
-//! **A connection's [`Lease`]** reserves in [`GRANULE`]s and keeps a
-//! granule of slack before it gives any back, so that a keep-alive
-//! connection whose buffers stay the same size touches the shared counters
-//! once, when it opens, and not per request.
+//! **Charge first, allocate after**: a charge that would pass a limit fails
+//! ([`Full`]) before anything grows, after asking the [`Reclaim`] (the
+//! cache) to free what no response uses. Racing charges near the limit may
+//! both fail; neither ever passes it. A connection's [`Lease`] moves in
+//! [`GRANULE`]s with a granule of slack, so a steady keep-alive connection
+//! touches the shared counters once, not per request.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -57,7 +30,7 @@ pub enum Part {
 }
 
 impl Part {
-    /// Every part.
+    /// Every part, in index order.
     pub const ALL: [Part; 4] = [Part::Bodies, Part::Building, Part::Connections, Part::Bases];
 
     fn index(self) -> usize {
@@ -108,9 +81,7 @@ pub struct Memory {
     /// The parts within the limit, summed.
     total: AtomicUsize,
     parts: [AtomicUsize; 4],
-    /// Requests and connections refused because a charge failed.
     refusals: AtomicU64,
-    /// Asked to give way when the limit is reached.
     reclaim: OnceLock<Weak<dyn Reclaim>>,
 }
 
@@ -284,11 +255,9 @@ impl Drop for Charge {
     }
 }
 
-/// One connection's reservation: its base, counted from the start and
-/// never refused, and what its buffers need beyond it in the connections'
-/// part, grown before they grow, in granules, and given back once they
-/// have shrunk by more than a granule of slack. Given back when dropped,
-/// however the connection ends.
+/// One connection's reservation: its base, never refused, and what its
+/// buffers need beyond it, grown before they grow, in granules, with a
+/// granule of slack. All given back when dropped.
 #[derive(Debug)]
 pub struct Lease {
     memory: Arc<Memory>,
@@ -354,16 +323,12 @@ impl Drop for Lease {
     }
 }
 
-/// One connection's budget on the account, and its one owner: the lease,
-/// and every buffer it covers besides the write queue (which reports its
-/// own): the read buffer, the socket's, the write in progress, what the
-/// service keeps for the connection, and what the request being answered
-/// holds. Every cover and trim of a connection's memory passes here, with
-/// the queue's bytes given by the caller.
+/// One connection's budget and its one owner: the lease, and every buffer
+/// it covers besides the write queue, whose bytes the caller passes in.
+/// Every cover and trim of a connection's memory passes here.
 #[derive(Debug)]
 pub struct Budget {
     lease: Lease,
-    /// The read buffer's allocation.
     read_buffer: usize,
     /// The socket's own buffers, always (TLS records being read).
     socket: usize,

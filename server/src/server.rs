@@ -1,11 +1,7 @@
 //! The listener: accepts connections, bounds how many are served at once,
 //! runs them on a work-stealing tokio runtime of `--workers` threads, and
-//! shuts down gracefully.
-//!
-//! A thread-per-core arrangement (a current-thread runtime and an
-//! `SO_REUSEPORT` socket per worker) was measured against this one and won
-//! nowhere on the development machine, so it is not offered
-//! (docs/results/instructions-and-profiles.md, "Runtime").
+//! shuts down gracefully. (Thread-per-core was measured and won nowhere:
+//! docs/results/instructions-and-profiles.md, "Runtime".)
 
 use std::future::Future;
 use std::io;
@@ -29,19 +25,15 @@ use crate::session::{Draining, Protocol, Service};
 use crate::site::Site;
 
 /// A server's layers, made from its [`Config`]: the connections' shared
-/// part (which holds the sessions' protocol, which holds the service — the
-/// demo site unless another is given), and the configuration it was made
-/// from. Each layer below sees only its own part.
+/// part, which holds the protocol, which holds the service. Each layer
+/// sees only its own part.
 #[derive(Debug)]
 pub struct Stack<S = Site> {
     config: Config,
     connections: Connections<S>,
 }
 
-/// What a service is made with ([`Server::bind_with`]): the server's
-/// configuration and address, its TLS, the memory account its bodies are
-/// charged to, the flag that says the server is draining, and the
-/// connections' counters.
+/// What a service is made with ([`Server::bind_with`]).
 #[derive(Debug)]
 pub struct Making<'a> {
     /// The configuration.
@@ -209,10 +201,8 @@ impl<S: Service> Server<S> {
         &self.stack
     }
 
-    /// Serves until `stop` completes, then stops accepting, lets every
-    /// connection finish the responses it is writing (idle ones close at
-    /// once), and returns once all are closed or the grace period is over.
-    /// Blocks the calling thread; builds the runtime itself.
+    /// Serves until `stop` completes, then lets connections finish their
+    /// responses within the grace period. Blocks; builds its own runtime.
     pub fn run(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
         self.run_controlled(|controls| async move {
             stop.await;
@@ -220,12 +210,8 @@ impl<S: Service> Server<S> {
         })
     }
 
-    /// Serves as [`Server::run`] does, told what to do by `controls`,
-    /// which is spawned on the server's runtime and sends [`Control`]s (the
-    /// command line turns signals into them): the first [`Control::Stop`]
-    /// drains, a second closes what is left at once; [`Control::Reload`]
-    /// loads the certificate and key again. When `controls` ends, the
-    /// server stops as for a `Stop`.
+    /// Serves as [`Server::run`] does, driven by the [`Control`]s that
+    /// `controls` sends from the server's runtime; its end is a `Stop`.
     pub fn run_controlled<F>(
         self,
         controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
@@ -296,9 +282,8 @@ pub enum Control {
     Reload,
 }
 
-/// Loads the certificate and key of `source` again into `tls`, on the
-/// same `provider`; what cannot be loaded leaves the one in use, and says
-/// why.
+/// Loads the certificate and key of `source` again into `tls`; on failure
+/// the one in use stays, and the log says why.
 fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::CertSource>, provider: tls::Provider) {
     match source {
         None => info!("reload: not serving HTTPS, nothing to reload"),
@@ -324,9 +309,8 @@ const ASK_AGAIN: Duration = Duration::from_millis(100);
 /// new connections past std's 128 is not refused.
 const BACKLOG: i32 = 1024;
 
-/// A listening socket on `addr`, as `TcpListener::bind` makes one but with
-/// a [`BACKLOG`] of its own; with `reuse_port`, SO_REUSEPORT, so that other
-/// sockets that set it too can bind the same address.
+/// A listening socket on `addr` with a [`BACKLOG`] of its own, and
+/// SO_REUSEPORT with `reuse_port`.
 fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
@@ -345,7 +329,6 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
     Ok(socket.into())
 }
 
-/// Sets SO_REUSEPORT (`--reuse-port`).
 #[cfg(all(
     unix,
     not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
@@ -354,7 +337,6 @@ fn set_reuse_port(socket: &socket2::Socket) -> io::Result<()> {
     socket.set_reuse_port(true)
 }
 
-/// Sets SO_REUSEPORT (`--reuse-port`): not on this system.
 #[cfg(not(all(
     unix,
     not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
@@ -366,9 +348,8 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
     ))
 }
 
-/// Accepts connections on `listener` until shutdown, serving each on the
-/// current runtime, over the TLS in `tls` at the time it is accepted; then
-/// waits for them up to the grace period, or until `cut`.
+/// Accepts connections until shutdown, each over the TLS current when it
+/// is accepted; then waits for them up to the grace period, or until `cut`.
 async fn accept_loop<S: Service>(
     listener: TcpListener,
     stack: Arc<Stack<S>>,
@@ -394,8 +375,6 @@ async fn accept_loop<S: Service>(
                         a
                     }
                     Err(e) => {
-                        // Out of file descriptors and the like: keep serving
-                        // the connections there are.
                         if let Some(more) = failing.occurred() {
                             warn!("accept failed: {e}{more}");
                         }
@@ -405,10 +384,8 @@ async fn accept_loop<S: Service>(
                 },
                 () = stopped.as_mut() => break,
             };
-            // A permit for it. At the limit, the connection idle longest
-            // gives way; with none idle, this one waits, those after it in
-            // the kernel's backlog, and the ask is repeated in case one
-            // goes idle.
+            // At the limit, the connection idle longest gives way; with none
+            // idle, this one waits and the ask is repeated.
             let permit = loop {
                 if let Ok(p) = permits.clone().try_acquire_owned() {
                     break Some(p);
@@ -433,8 +410,7 @@ async fn accept_loop<S: Service>(
         }
     }
     drop(listener);
-    // What is left in the set once the finished are reaped: the open
-    // connections.
+    // Reaped, the set holds the open connections.
     while connections.try_join_next().is_some() {}
     info!(
         open = connections.len(),

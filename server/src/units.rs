@@ -1,16 +1,14 @@
 //! Sizes as users write them, on the command line (`--max-body 64KiB`)
 //! and in a URL (`/large/64MiB`): one grammar for both.
 
-/// A size as a user writes it: plain bytes (`65536`) or a number with a
-/// unit, read by `bytesize` (`64KiB`, `1MiB`, `2GiB`; `1MB` is 10^6 bytes,
-/// `1MiB` 2^20; case and a space before the unit do not matter).
+/// A size as a user writes it: bytes (`65536`) or a number with a unit
+/// (`64KiB`, `1MiB`; `1MB` is 10^6 bytes), read by `bytesize`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     if let Ok(n) = s.parse::<u64>() {
         return Ok(n);
     }
-    // The number before the unit: digits with at most one fraction (bytesize
-    // alone would also take a sign or an exponent).
+    // bytesize alone would also take a sign or an exponent.
     let number = s
         .trim_end_matches(|c: char| c.is_ascii_alphabetic())
         .trim_end();

@@ -42,9 +42,8 @@ pub enum HeadError {
         /// The byte.
         byte: u8,
     },
-    /// A status code outside 100..=999 (RFC 9110 §15: three digits; the
-    /// classes beyond 5xx are unassigned, but sendable, as in the `http`
-    /// crate).
+    /// A status code outside 100..=999 (three digits; classes beyond 5xx
+    /// are sendable, as in the `http` crate).
     InvalidStatus(u16),
     /// `Content-Length` or `Transfer-Encoding` given as a field: the head
     /// owns framing ([`Head::content_length`](super::Head::content_length), [`Head::chunked`](super::Head::chunked)).

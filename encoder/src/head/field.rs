@@ -4,11 +4,8 @@
 
 use super::HeadError;
 
-/// RFC 9110 `tchar`: a byte of a token (a field name, a method, a
-/// chunk-extension name). The rule [`HeaderName::new`] holds a name to;
-/// public for what reads the same grammar from a peer — a request parser
-/// checking a method, chunk extensions or trailer names — so that what it
-/// accepts and what the head sends are one rule.
+/// RFC 9110 `tchar`, a byte of a token: the rule of [`HeaderName::new`],
+/// public so that a parser of the same grammar accepts what the head sends.
 ///
 /// ```
 /// use unflat::head::is_tchar;
@@ -23,10 +20,8 @@ pub const fn is_tchar(b: u8) -> bool {
         b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
 }
 
-/// RFC 9110 field-value byte: HTAB, SP, VCHAR or obs-text. RFC 9112's
-/// reason-phrase allows the same bytes. The rule [`HeaderValue::new`]
-/// holds a value to; public, as [`is_tchar`] is, for a parser of what a
-/// peer sends (a trailer field's value, a quoted chunk extension).
+/// RFC 9110 field-value byte (HTAB, SP, VCHAR, obs-text), as a reason
+/// phrase's: the rule of [`HeaderValue::new`], public as [`is_tchar`] is.
 ///
 /// ```
 /// use unflat::head::is_field_value_byte;
@@ -97,10 +92,8 @@ impl<'a> HeaderName<'a> {
     }
 }
 
-/// A header field value: field-value bytes only, no surrounding whitespace.
-/// Bytes 0x80..=0xFF are obs-text and are sent as they are (Latin-1).
-///
-/// Header injection cannot be expressed: CR and LF are refused.
+/// A header field value: field-value bytes only (obs-text sent as Latin-1),
+/// no surrounding whitespace; CR and LF are refused, so no injection.
 ///
 /// ```
 /// use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status, RequestMethod};

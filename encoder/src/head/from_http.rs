@@ -1,14 +1,10 @@
-//! With the `http` feature: heads from the `http` crate's types, taking what
-//! those types guarantee as given (no second validation) and allocating
-//! nothing.
+//! With the `http` feature: heads from the `http` crate's types, trusting
+//! what they guarantee (no second validation), allocating nothing.
 
 use super::*;
 
-/// Any `http::StatusCode` (always 100..=999), with the `http` crate's
-/// `canonical_reason()` as its phrase, or none. Where that phrase is the
-/// IANA one, the status line is one `'static` piece; where the `http`
-/// crate words it differently (413, 422 and 203 in http 1.x), it is
-/// written in a few.
+/// Any `http::StatusCode`, with its `canonical_reason()` as the phrase (one
+/// `'static` piece where that is the IANA phrase).
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl From<http::StatusCode> for Status {
     fn from(code: http::StatusCode) -> Status {
@@ -45,12 +41,9 @@ impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
     }
 }
 
-/// `http::HeaderValue` holds field-value bytes only (HTAB, SP, visible
-/// ASCII and obs-text: no CR, LF, NUL or other control byte), but may
-/// begin or end with whitespace, which a field value does not include
-/// (RFC 9110 §5.5: a recipient strips it). The conversion leaves that
-/// whitespace out — it reads only the ends of the value and cannot fail —
-/// so what is sent is exactly the value a recipient would have seen.
+/// `http::HeaderValue` holds field-value bytes only, but may begin or end
+/// with whitespace, which a recipient strips (RFC 9110 §5.5): the conversion
+/// leaves it out, and cannot fail.
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a> From<&'a http::HeaderValue> for HeaderValue<'a> {
     fn from(value: &'a http::HeaderValue) -> HeaderValue<'a> {
@@ -71,14 +64,9 @@ fn trim_ows(mut bytes: &[u8]) -> &[u8] {
 
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a, const N: usize> Head<'a, N> {
-    /// Adds every field of `map`, in the map's order, in one field slot:
-    /// the map is walked when the head is written, so its size is not
-    /// bounded by `N`, and nothing is copied. Values are sent without
-    /// surrounding whitespace (see `From<&http::HeaderValue>` for
-    /// [`HeaderValue`]); names in the `http` crate's lower case.
-    ///
-    /// A map with `Content-Length` or `Transfer-Encoding` is refused
-    /// with [`HeadError::FramingField`]: the head owns framing.
+    /// Adds every field of `map` in one slot, walked when the head is
+    /// written: nothing copied, no bound by `N`. A framing field is refused
+    /// ([`HeadError::FramingField`]).
     ///
     /// ```
     /// use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, VARY};

@@ -1,23 +1,14 @@
-//! The HTTP/1.1 response head as a rope.
+//! The HTTP/1.1 response head as a rope: a [`Head`] is composed per response
+//! without touching the heap, from `'static` pieces, [`Line`]s rendered once,
+//! a [`DateLine`] and a `Content-Length` line formatted into the head, and is
+//! encoded like any [`Rope`] by the one-byte fast path.
 //!
-//! A [`Head`] is composed per response without touching the heap: the status
-//! line and fixed header lines are `'static` pieces (or [`Line`]s rendered
-//! once at start-up), the `Date` line comes from a [`DateLine`] refreshed once
-//! a second, and the whole `Content-Length` line is formatted (itoa) into the
-//! head itself, one piece. The head is a [`Rope`], so it is encoded straight
-//! into a write buffer like any other rope — by the one-byte fast path, since
-//! every piece is ASCII or Latin-1.
-//!
-//! **Injection cannot be expressed.** Every name and value is validated where
-//! it is built — [`HeaderName`] against the RFC 9110 token rule, [`HeaderValue`]
-//! against field-value bytes (HTAB, SP, VCHAR, obs-text: no CR, LF or NUL) — and
-//! the head writes every line ending itself. The two rules are public
-//! ([`is_tchar`], [`is_field_value_byte`]) for a parser of the same grammar.
-//!
-//! **The head owns framing.** [`Head::content_length`] and [`Head::chunked`]
-//! exclude each other, statuses that never carry a body (1xx, 204, 304) refuse
-//! both, and [`Head::body_allowed`] says whether body bytes may follow (never
-//! after a response to `HEAD`).
+//! **Injection cannot be expressed**: every [`HeaderName`] and
+//! [`HeaderValue`] is validated where it is built ([`is_tchar`],
+//! [`is_field_value_byte`]), and the head writes every line ending itself.
+//! **The head owns framing**: [`Head::content_length`] and [`Head::chunked`]
+//! exclude each other, bodiless statuses refuse both, and
+//! [`Head::body_allowed`] says whether body bytes may follow.
 
 mod date;
 mod error;
@@ -57,10 +48,8 @@ pub use status::Status;
 /// ```
 pub const MAX_FIELDS: usize = 16;
 
-/// How a message body is delimited (RFC 9112 §6): what a head announces
-/// for the body after it ([`Head::framing`]), and what a server's request
-/// parser decides from a request's `Content-Length` and
-/// `Transfer-Encoding` for the body it reads.
+/// How a message body is delimited (RFC 9112 §6), in a response head
+/// ([`Head::framing`]) or a request.
 ///
 /// ```
 /// use unflat::head::{Framing, Head, RequestMethod, Status};
@@ -80,10 +69,8 @@ pub enum Framing {
     Chunked,
 }
 
-/// The request a head answers, as far as the head needs to know it: the
-/// response to a `HEAD` request announces the framing a `GET` would have
-/// and carries no body ([`Head::body_allowed`]); every other method's
-/// response may.
+/// The request a head answers, as far as it matters: the response to a
+/// `HEAD` announces a `GET`'s framing and carries no body.
 ///
 /// ```
 /// use unflat::head::{Head, RequestMethod, Status};
@@ -168,10 +155,9 @@ fn pair_len(name: &[u8], value: &[u8]) -> usize {
 
 /// An HTTP/1.1 response head, composed without heap allocation.
 ///
-/// It holds up to `N` fields (16 by default, [`MAX_FIELDS`]) besides the
-/// status line, `Date`, framing and persistence lines; a head with more
-/// room is `Head::<'_, 64>::with_room(..)`. With the `http` feature, one
-/// field slot can hold a whole `http::HeaderMap` (`Head::header_map`).
+/// It holds up to `N` fields ([`MAX_FIELDS`] by default) besides its status,
+/// `Date`, framing and persistence lines; with the `http` feature, one slot
+/// can hold a whole `http::HeaderMap`.
 ///
 /// ```
 /// use unflat::head::{DateLine, Head, Line, Status, RequestMethod};
@@ -214,15 +200,13 @@ const LENGTH_LINE_MAX: usize = CONTENT_LENGTH.len() + 20 + CRLF.len();
 
 impl<'a> Head<'a> {
     /// A head with `status` and room for [`MAX_FIELDS`] fields, answering a
-    /// request made with `method` (the answer to a `HEAD` request announces
-    /// the framing a `GET` would have, and allows no body).
+    /// request made with `method`.
     pub fn new(status: Status, method: RequestMethod) -> Head<'a> {
         Head::with_room(status, method)
     }
 
-    /// A head that begins with `prefix` — its status line and field lines,
-    /// copied as one piece — with room for [`MAX_FIELDS`] more fields,
-    /// answering a request made with `method`.
+    /// A head that begins with `prefix` (copied as one piece), with room for
+    /// [`MAX_FIELDS`] more fields, answering a request made with `method`.
     pub fn prefixed(prefix: &'a Prefix, method: RequestMethod) -> Head<'a> {
         Head::prefixed_with_room(prefix, method)
     }
@@ -338,11 +322,8 @@ impl<'a, const N: usize> Head<'a, N> {
         self.method == RequestMethod::Other && !self.status.has_no_body()
     }
 
-    /// How the body after this head is delimited, as the head announces
-    /// it: for the code that writes the body, which sends each piece of a
-    /// [`Framing::Chunked`] body after its size line, and ends an allowed
-    /// body ([`Head::body_allowed`]) of [`Framing::None`] by closing the
-    /// connection.
+    /// How the body after this head is delimited, for the code that writes
+    /// it (an allowed body of [`Framing::None`] ends with the connection).
     ///
     /// ```
     /// use unflat::head::{Framing, Head, RequestMethod, Status};
@@ -362,9 +343,8 @@ impl<'a, const N: usize> Head<'a, N> {
         &self.length_line[..usize::from(self.length_line_len)]
     }
 
-    /// Encodes the head into a new vector, as Latin-1: a convenience for
-    /// tests and small tools (a server encodes it straight into its write
-    /// buffer instead).
+    /// Encodes the head into a new vector, as Latin-1 (for tests and small
+    /// tools; a server encodes it into its write buffer).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut out = Vec::new();
         crate::write_buf(self, crate::Encoding::Latin1, crate::Mode::Strict, &mut out)
@@ -421,9 +401,8 @@ impl<const N: usize> Rope for Head<'_, N> {
         one(CRLF.as_bytes())
     }
 
-    /// O(fields), from lengths (O(entries) for a header map). Every piece is
-    /// one-byte (ASCII, and obs-text in values), so the head always takes
-    /// the one-byte fast path to latin1.
+    /// O(fields), from lengths. Every piece is one-byte, so the head always
+    /// takes the one-byte fast path.
     fn shape(&self) -> Shape {
         let fields: usize = self.fields[..self.count]
             .iter()

@@ -4,15 +4,10 @@
 use super::field::is_framing_name;
 use super::{HeadError, Line, Status};
 
-/// The status line and field lines that every response of one kind starts
-/// with, rendered once into one buffer (at start-up, say, for "200 with
-/// `Content-Type: text/plain`"). A head made from it ([`Head::prefixed`])
-/// copies it as one piece, where a head of the same lines added one by one
-/// visits the status line and each line as pieces of their own: the same
-/// bytes for less work per response.
-///
-/// Framing lines are refused, as [`Head::line`] refuses them: the head
-/// owns framing.
+/// The status line and field lines every response of one kind starts with,
+/// rendered once: a head made from it ([`Head::prefixed`]) copies it as one
+/// piece, the same bytes for less work per response. Framing lines are
+/// refused, as [`Head::line`] refuses them.
 ///
 /// ```
 /// use unflat::head::{Head, Line, Prefix, RequestMethod, Status};

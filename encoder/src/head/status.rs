@@ -7,13 +7,9 @@ use std::ops::ControlFlow;
 use super::field::first_invalid_value_byte;
 use super::{HeadError, CRLF};
 
-/// A status code and its reason phrase: the status line of a response.
-///
-/// Any code from 100 to 999 can be sent, with any reason phrase or none
-/// (`HTTP/1.1 299 \r\n`, which RFC 9112 §4 allows). The codes registered
-/// with IANA have constants ([`Status::OK`], [`Status::CREATED`], …) whose
-/// line is one `'static` string, so the common head costs one piece; a code
-/// with another phrase, or none, is written as a few `'static` pieces.
+/// A status code 100..=999 and its reason phrase, or none. The IANA codes
+/// have constants ([`Status::OK`], …) whose line is one `'static` piece;
+/// any other is a few `'static` pieces.
 ///
 /// ```
 /// use unflat::head::{Head, Status, RequestMethod};
@@ -28,9 +24,8 @@ pub struct Status {
     code: u16,
     /// Empty when there is none.
     reason: &'static str,
-    /// The whole line, when it is the code's registered phrase. A function
-    /// of `code` and `reason` (see [`Status::new`]), so equality stays that
-    /// of code and phrase.
+    /// The whole line, when it is the code's registered phrase: a function
+    /// of `code` and `reason`, so equality stays that of code and phrase.
     line: Option<&'static str>,
 }
 
@@ -159,12 +154,9 @@ statuses! {
 const STATUS_PREFIX: &str = "HTTP/1.1 ";
 
 impl Status {
-    /// `code` with `reason` (`None`: an empty reason phrase). When `reason`
-    /// is the phrase registered for `code`, the result is that constant.
-    ///
-    /// Fails with [`HeadError::InvalidStatus`] for a code outside 100..=999
-    /// and [`HeadError::InvalidReason`] for a phrase with a control byte
-    /// (HTAB, SP, visible characters and obs-text are allowed).
+    /// `code` with `reason` (`None`: empty), the registered constant when it
+    /// is the code's phrase. [`HeadError::InvalidStatus`] outside 100..=999,
+    /// [`HeadError::InvalidReason`] for a phrase with a control byte.
     pub const fn new(code: u16, reason: Option<&'static str>) -> Result<Status, HeadError> {
         if code < 100 || code > 999 {
             return Err(HeadError::InvalidStatus(code));

@@ -1,11 +1,7 @@
-//! What a queue's own buffers cost in memory, and what a push may add: for
-//! a server that counts every byte a client can make it hold, and refuses a
-//! response before it grows past a bound rather than after.
-//!
-//! The queue owns three kinds of memory: the write buffer (copied and
-//! encoded bytes), the one frame buffer (lent to the framed segment at the
-//! front), and its two lists (segments and response ends). Shared bodies are
-//! not its memory: their owners count them.
+//! What a queue's own buffers cost in memory — the write buffer, the one
+//! frame buffer, its two lists; shared bodies are their owners' — and what a
+//! push may add, so that a server refuses a response before it grows past a
+//! bound rather than after.
 
 use std::mem::size_of;
 
@@ -15,14 +11,12 @@ use crate::encoding::Encoding;
 use crate::measure::bound;
 use crate::rope::Rope;
 
-/// The longest chunk of a ropey rope (a leaf holds at most 984 bytes on
-/// 64-bit targets): when the copy threshold is above it, no chunk is
-/// shared, and a range is one run.
+/// The longest chunk of a ropey rope (a leaf holds at most 984 bytes):
+/// above it, the copy threshold shares no chunk.
 const ROPEY_CHUNK_MOST: usize = 1024;
 
-/// The shortest chunk of a ropey rope but its first and last, at least
-/// (a leaf holds half of its most, less a little): how many runs a range
-/// can alternate between, shared and copied.
+/// The shortest chunk of a ropey rope but its first and last, at least:
+/// it bounds how often a range alternates between shared and copied runs.
 const ROPEY_CHUNK_LEAST: usize = 256;
 
 /// A push, described rather than made, for [`WriteQueue::pushes`]: what the
@@ -47,8 +41,7 @@ pub enum Push<'a> {
     Share(usize),
     /// [`WriteQueue::share_rope`] of a range of this many bytes.
     ShareRope(usize),
-    /// [`WriteQueue::stream`] of `rope` in `encoding`, `len` bytes once
-    /// encoded (the caller knows it: it is the body's length).
+    /// [`WriteQueue::stream`] of `rope` in `encoding`, `len` bytes encoded.
     Stream {
         /// The text.
         rope: &'a SharedRope,
@@ -59,12 +52,8 @@ pub enum Push<'a> {
     },
 }
 
-/// What a caller is about to push, for [`WriteQueue::footprint_after`]:
-/// bytes copied or encoded into the write buffer in all (encoding counts
-/// its worst case, [`crate::storage_size`]), whether a framed segment is
-/// among the pushes (a body longer than a frame: a long stream, or a rope
-/// range whose short chunks are copied a frame at a time), and how many
-/// segments they add at most.
+/// What a caller is about to push, for [`WriteQueue::footprint_after`]
+/// (encoding counts its worst case, [`crate::storage_size`]).
 ///
 /// ```
 /// use unflat::queue::Pushes;
@@ -80,9 +69,8 @@ pub struct Pushes {
     pub framed: bool,
     /// Segments the pushes add, at most.
     pub segments: usize,
-    /// Whether the queue keeps a reference to memory pushed (a shared
-    /// buffer, a rope's chunks, text framed from its rope): its owner must
-    /// then keep it alive until the queue has written past it.
+    /// Whether the queue keeps a reference to memory pushed: its owner must
+    /// keep it alive until the queue has written past it.
     pub shares: bool,
 }
 
@@ -114,13 +102,8 @@ impl Pushes {
 }
 
 /// **Memory**, for a server that bounds what its connections hold: what a
-/// queue holds of its own for its pending bytes ([`WriteQueue::held`],
-/// [`WriteQueue::copied_len`]), what its buffers occupy now
-/// ([`WriteQueue::footprint`]) and will occupy once a response is pushed
-/// ([`WriteQueue::pushes`], [`WriteQueue::footprint_after`],
-/// [`WriteQueue::reserve`]), and what it keeps once drained
-/// ([`WriteQueue::set_retain`]). Asked before a response is pushed, they let
-/// a server refuse it rather than grow past its limit:
+/// queue holds and occupies now, and will once a response is pushed; asked
+/// first, they let a server refuse it rather than grow past its limit:
 ///
 /// ```
 /// use bytes::Bytes;
@@ -141,13 +124,9 @@ impl Pushes {
 /// assert_eq!(q.held(), head.len(), "the body is its owner's memory, shared");
 /// ```
 impl WriteQueue {
-    /// Bytes the queue holds of its own for what is pending: copied and
-    /// encoded bytes not yet written, and the frame buffer while a framed
-    /// segment (a long stream, or a rope's copied chunks) is queued. What a
-    /// connection costs beyond the memory it shares, and what a server
-    /// bounds across its connections. The write buffer's allocation is at
-    /// most a quarter above the bytes it holds, or the retained size
-    /// ([`WriteQueue::set_retain`]) once drained.
+    /// Bytes the queue holds of its own for what is pending: copied bytes
+    /// not yet written, and the frame buffer while a framed segment is
+    /// queued — what a connection costs beyond the memory it shares.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -172,8 +151,7 @@ impl WriteQueue {
         self.copied_pending + framing
     }
 
-    /// Of the bytes waiting, those held in the queue's own write buffer
-    /// (the memory the queue costs beyond what it references).
+    /// Of the bytes waiting, those in the queue's own write buffer.
     ///
     /// ```
     /// use bytes::{Buf, Bytes};
@@ -189,15 +167,8 @@ impl WriteQueue {
     }
 
     /// What `push` would add to the queue, for
-    /// [`WriteQueue::footprint_after`]: the same decisions the push itself
-    /// makes — a buffer shorter than [`Policy::copy_below`] is copied, a
-    /// rope range or a text longer than a frame is framed, a stream that
-    /// fits a frame is encoded at once into room for its worst case, or
-    /// for its exact size — so that a caller bounds a response with the
-    /// queue's own rules, not a copy of them. Add the pushes of one
-    /// response together with [`Pushes::then`].
-    ///
-    /// [`Policy::copy_below`]: super::Policy::copy_below
+    /// [`WriteQueue::footprint_after`], decided by the push's own rules, so
+    /// that a caller keeps no copy of them; join pushes with [`Pushes::then`].
     #[inline]
     pub fn pushes(&self, push: Push<'_>) -> Pushes {
         let frame = self.frame_size();
@@ -251,9 +222,7 @@ impl WriteQueue {
         }
     }
 
-    /// Bytes the queue's own buffers occupy now: the write buffer, the frame
-    /// buffer (spare, or lent to the segment being written), and the
-    /// segment and response lists — allocated capacity, written or not.
+    /// Bytes the queue's own buffers occupy now, by allocated capacity.
     ///
     /// ```
     /// use unflat::queue::WriteQueue;
@@ -271,13 +240,9 @@ impl WriteQueue {
     }
 
     /// An upper bound of [`WriteQueue::footprint`] after
-    /// [`WriteQueue::reserve`]`(pushes.copied)`, the `pushes` (copying or
-    /// encoding at most that many bytes, with a framed segment among them
-    /// if `pushes.framed`, adding at most `pushes.segments` segments), and
-    /// the end of one response.
-    ///
-    /// The bound holds only when the bytes are reserved first: pushes made
-    /// without it may grow the buffer once per push, each by a quarter.
+    /// [`WriteQueue::reserve`]`(pushes.copied)`, the `pushes` and the end of
+    /// one response. Only with the reserve first: each push may grow the
+    /// buffer otherwise.
     ///
     /// ```
     /// use unflat::queue::{Pushes, WriteQueue};
@@ -314,11 +279,8 @@ impl WriteQueue {
             + list_after(self.ledger.ends.len(), self.ledger.ends.capacity(), 1) * size_of::<u64>()
     }
 
-    /// Makes room in the write buffer for `copied` more bytes at once
-    /// (reclaiming the written front first, as every push does), so that
-    /// pushes copying or encoding that many bytes in all do not grow it
-    /// again. Encoding reserves the worst case of the text
-    /// ([`crate::storage_size`]), so count that for an encoded push.
+    /// Makes room in the write buffer for `copied` more bytes at once (count
+    /// an encoded push's worst case, [`crate::storage_size`]).
     ///
     /// ```
     /// use unflat::queue::{Pushes, WriteQueue};
@@ -337,9 +299,8 @@ impl WriteQueue {
         self.room(copied);
     }
 
-    /// Sets how many bytes of buffers (the write buffer and the frame) an
-    /// empty queue keeps for reuse; larger ones (grown by one large encoded
-    /// body) are freed once drained.
+    /// Sets how many bytes of buffers an empty queue keeps for reuse; larger
+    /// ones are freed once drained.
     ///
     /// ```
     /// use unflat::queue::WriteQueue;
@@ -354,8 +315,7 @@ impl WriteQueue {
     }
 
     /// The write buffer's length after [`WriteQueue::reserve`]`(copied)`,
-    /// if it grows (the growth rule of the queue's `room`, without the
-    /// compaction, which can only make it smaller).
+    /// if it grows (`room`'s rule; compaction only makes it smaller).
     fn grown_len(&self, copied: usize) -> Option<usize> {
         let need = self.filled + copied;
         let len = self.buf.len();

@@ -8,16 +8,9 @@ use std::collections::VecDeque;
 #[cfg(doc)]
 use super::WriteQueue;
 
-/// How far a queue's output has gone: the bytes written since the queue
-/// was made, and the responses (ended by [`WriteQueue::end_response`]) not
-/// yet written in full. Read it with [`WriteQueue::ledger`].
-///
-/// For a server that pipelines: it stops reading requests while too many
-/// responses wait for a slow reader ([`Ledger::pending_responses`]), and it
-/// knows when a response has gone out whole — to log it, or to let go of
-/// what it referenced — by noting where the response ends when it is
-/// queued ([`Ledger::written`] plus what is queued) and waiting for
-/// [`Ledger::written`] to pass that.
+/// How far a queue's output has gone ([`WriteQueue::ledger`]): bytes written,
+/// and responses not yet written in full. A response has gone out whole once
+/// [`Ledger::written`] passes where it ended when queued.
 ///
 /// ```
 /// use bytes::Buf;
@@ -40,8 +33,7 @@ use super::WriteQueue;
 /// ```
 #[derive(Debug)]
 pub struct Ledger {
-    /// Bytes ever pushed, and ever written: the ends below are positions
-    /// in this stream.
+    /// Bytes ever pushed and written: `ends` are positions in this stream.
     pushed: u64,
     written: u64,
     pub(super) ends: VecDeque<u64>,
@@ -57,9 +49,7 @@ impl Ledger {
         }
     }
 
-    /// Responses (as ended by [`WriteQueue::end_response`]) not yet written
-    /// in full. A response whose bytes were all written when it was ended
-    /// (or that had none) was never pending.
+    /// Responses ([`WriteQueue::end_response`]) not yet written in full.
     #[inline]
     pub fn pending_responses(&self) -> usize {
         self.ends.len()

@@ -1,62 +1,16 @@
 //! The zero-copy write queue: what a connection still owes its peer, as an
-//! ordered list of segments, with no IO of its own.
+//! ordered list of segments, with no IO of its own. A segment is bytes
+//! copied into the queue's buffer (consecutive copies merge into one
+//! slice), a [`Bytes`](bytes::Bytes) or a ropey range sent from its own
+//! memory, or a long body written a frame at a time as the socket drains.
 //!
-//! Five kinds of segment:
-//!
-//! - **copied** — bytes in the queue's own write buffer: response heads,
-//!   text encoded by [`WriteQueue::encode`], and whatever the copy-or-share
-//!   policy copies. Consecutive copied segments merge, so a head and a small
-//!   body, or many small pipelined responses, are one contiguous slice;
-//! - **shared** — a [`Bytes`](bytes::Bytes) sent as an iovec at its own
-//!   memory, never copied (the fix of the Deno write-up);
-//! - **rope** — a byte range of a [`ropey::Rope`] sent as one iovec per chunk
-//!   of its own; the queue holds a clone of the rope (an `Arc` increment),
-//!   which keeps the chunks alive until they are written;
-//! - **stream** — a rope encoded frame by frame as the socket drains
-//!   ([`WriteQueue::stream`]): a large transcoded body costs the connection
-//!   one frame of memory, not its whole encoded size;
-//! - **rope frames** — the short chunks of a ropey range longer than a frame,
-//!   copied a frame at a time as the socket drains, for the same reason.
-//!
-//! **What a user meets**, in the order the documentation lists it: the
-//! write path — [`WriteQueue::new`], the pushes ([`WriteQueue::encode`],
-//! [`WriteQueue::stream`], [`WriteQueue::copy`], [`WriteQueue::share`],
-//! [`WriteQueue::share_rope`]), [`WriteQueue::end_response`] and
-//! [`WriteQueue::write_to`] — and the [`Buf`] the queue is; then three
-//! extras for servers, each documented where it begins: **memory** (what
-//! the queue holds and will hold, for a server that bounds it), the
-//! **[`Ledger`]** (how far the output has gone, response by response), and
-//! **buffers for a pool** ([`Spare`]: what an idle connection gives away).
-//!
-//! The write path is `write.rs`'s, the extras `footprint.rs`'s,
-//! `ledger.rs`'s and `spare.rs`'s; the queue's state, the buffer machinery
-//! and the `Buf` (this file) are behind them all. The copy-or-share
-//! [`Policy`] is `policy.rs`'s, and the queue's tests are `tests.rs`'s. Each
-//! segment kind keeps its own cursor (`segment.rs`), and a framed segment
-//! (`framed.rs`) the frame it is written from.
-//!
-//! **Memory.** What a queue holds of its own ([`WriteQueue::held`]) is its
-//! copied bytes not yet written and one frame: every body longer than a
-//! frame is framed, whatever its form, and the write buffer reclaims its
-//! written front before it grows. What its buffers occupy, kept for reuse
-//! included, is [`WriteQueue::footprint`], and
-//! [`WriteQueue::footprint_after`] bounds it before a push, so that a server
-//! can refuse a response before it grows past a limit.
-//!
-//! **Copy or share** is decided here and nowhere else, by the queue's
-//! [`Policy`]: a contiguous piece — a [`Bytes`](bytes::Bytes), or a chunk of
-//! a rope — shorter than [`Policy::copy_below`] is copied behind what is queued
-//! (consecutive short chunks into one run), a longer one is shared. An iovec
-//! costs the kernel a segment to gather from memory the writer did not just
-//! touch; a copy costs a `memcpy`. Below the threshold the copy is cheaper
-//! (docs/results/history.md, "Copy or share", has the measurements).
-//!
-//! The queue is a [`bytes::Buf`]: [`Buf::chunks_vectored`] gives the pending
-//! bytes as iovecs for `write_vectored`, and [`Buf::advance`] records how much
-//! the socket took. A partial write moves a cursor — the front segment and an
-//! offset into it, O(1) per finished segment — and the rest waits where it
-//! is, by reference. Order is the order of the pushes. Anything written for
-//! `Buf` drains it, tokio's `AsyncWriteExt::write_all_buf` included.
+//! **Copy or share** is decided here and nowhere else, by the [`Policy`]: a
+//! piece shorter than [`Policy::copy_below`] costs less copied than as an
+//! iovec. **Memory**: a queue holds its unwritten copies and one frame
+//! ([`WriteQueue::held`]); [`WriteQueue::footprint_after`] bounds a push
+//! before it is made. The queue is a [`bytes::Buf`]: a partial write moves a
+//! cursor, the rest waits by reference. Beside the write path, extras for
+//! servers: memory, the [`Ledger`], buffers for a pool ([`Spare`]).
 //!
 //! ```
 //! use std::io::{IoSlice, Write};
@@ -88,8 +42,7 @@ mod framed;
 mod policy;
 mod segment;
 
-// The write path first: the documentation lists `impl` blocks in the order
-// of their modules, and the extras after it.
+// The write path first: rustdoc lists `impl` blocks in module order.
 mod write;
 
 mod footprint;
@@ -131,10 +84,8 @@ pub use spare::Spare;
 /// ```
 pub const DEFAULT_RETAIN: usize = 256 * 1024;
 
-/// A rope the queue can keep until it is written: owned, and shareable
-/// between threads. Cloning one is an `Arc` increment. What
-/// [`WriteQueue::stream`] takes, so that it can encode a long body frame by
-/// frame after the call returns.
+/// A rope the queue can keep until it is written, owned and shareable
+/// between threads: what [`WriteQueue::stream`] takes.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -151,15 +102,10 @@ pub const DEFAULT_RETAIN: usize = 256 * 1024;
 pub type SharedRope = Arc<dyn Rope + Send + Sync>;
 
 /// Calls `visit` with the bytes of each chunk of `rope` that overlaps
-/// `range`, cut to the range, in order, until it breaks. Bytes, not `str`: a
-/// range of the UTF-8 encoding may cut a character, and a partial write may
-/// stop inside one.
-///
-/// Which walk ([`Walk`]): a push iterates a range longer than
-/// `ITERATE_ABOVE` (one small allocation per push) and looks a shorter one
-/// up; the writer, which walks the shared runs on every `writev` (again
-/// after each partial write), always looks up, so that a response costs at
-/// most the one allocation of its push.
+/// `range`, cut to it, until it breaks. Bytes, not `str`: a partial write may
+/// stop inside a character. The writer, which walks on every `writev`,
+/// passes [`Walk::LookUp`] so that a response costs at most its push's one
+/// allocation.
 fn chunk_bytes<'r>(
     rope: &'r ropey::Rope,
     range: Range<usize>,
@@ -191,12 +137,8 @@ fn chunk_bytes<'r>(
     )
 }
 
-/// Pending output of one connection. See the [module documentation](self).
-///
-/// Push what a response is made of, mark its end, and drain the queue into
-/// the socket: [`WriteQueue::write_to`] for a blocking writer, or as a
-/// [`bytes::Buf`] (tokio's `write_all_buf`, or
-/// [`Buf::chunks_vectored`] and [`Buf::advance`] by hand).
+/// Pending output of one connection ([module documentation](self)): push
+/// what a response is made of, mark its end, drain it into the socket.
 ///
 /// ```
 /// use unflat::head::{Head, Status, RequestMethod};
@@ -219,22 +161,18 @@ fn chunk_bytes<'r>(
 /// ```
 #[derive(Debug)]
 pub struct WriteQueue {
-    /// The write buffer. Its whole length is initialised memory that is
-    /// reused; `filled` marks the end of what is queued in it.
+    /// All initialised and reused; `filled` ends what is queued in it.
     buf: Vec<u8>,
     filled: usize,
-    /// The segments in order; each keeps its own cursor.
+    /// Each keeps its own cursor.
     segments: VecDeque<Segment>,
-    /// Bytes queued and not yet written.
     pending: usize,
-    /// Of those, bytes in the write buffer.
+    /// Of `pending`, bytes in the write buffer.
     copied_pending: usize,
-    /// Bytes ever pushed and written, and where responses end.
     ledger: Ledger,
     retain: usize,
     policy: Policy,
-    /// The frame buffer, reused: lent to the framed segment at the front
-    /// while it is written, kept here between them.
+    /// Lent to the framed segment at the front while it is written.
     spare_frame: Vec<u8>,
     /// Framed segments queued.
     framed: usize,
@@ -249,13 +187,9 @@ impl Default for WriteQueue {
 // The machinery of the write path (`write.rs`): the write buffer's room,
 // what a push adds, and the frame lent to the front segment.
 impl WriteQueue {
-    /// Room for `n` more bytes at the end of the write buffer: initialised
-    /// memory, zeroed only when the buffer grows. The bytes already written
-    /// at the front of the buffer are reclaimed first, so that a queue that
-    /// never drains completely (a peer reading slowly while it pipelines)
-    /// holds what is pending, not all it ever sent; the buffer grows by a
-    /// quarter at a time, so that what it holds stays close to what is
-    /// queued.
+    /// Room for `n` more bytes at the end of the write buffer. The written
+    /// front is reclaimed first, so a queue that never drains holds what is
+    /// pending, not all it sent; growth is by a quarter, to stay close to it.
     fn room(&mut self, n: usize) -> &mut [u8] {
         if self.buf.len() < self.filled + n {
             self.compact();
@@ -270,9 +204,8 @@ impl WriteQueue {
     }
 
     /// Moves the unwritten copied bytes to the start of the write buffer.
-    /// Copied segments lie in the buffer in queue order, each starting at
-    /// its first unwritten byte, so the first one's start is where the
-    /// unwritten bytes begin.
+    /// Copied segments lie in queue order, each from its first unwritten
+    /// byte: the first one's start is where they begin.
     fn compact(&mut self) {
         let first = self.segments.iter().find_map(|seg| match seg {
             Segment::Copied { start, .. } => Some(*start),
@@ -371,12 +304,9 @@ impl Buf for WriteQueue {
             .map_or(&[], |seg| seg.chunk(&self.buf))
     }
 
-    /// Fills `dst` with iovecs for the pending bytes, in order, from the
-    /// cursor on, and returns how many it filled (at most `dst.len()`; pass
-    /// any number: std's and tokio's `write_vectored` take as many as the
-    /// system allows and report what they wrote). A framed segment ends the
-    /// list: only its current frame is at hand, and the segments behind it
-    /// wait.
+    /// Fills `dst` with iovecs for the pending bytes from the cursor on, and
+    /// returns how many it filled. A framed segment ends the list: only its
+    /// current frame is at hand.
     ///
     /// ```
     /// use std::io::IoSlice;
@@ -401,9 +331,8 @@ impl Buf for WriteQueue {
         n
     }
 
-    /// Records that the first `n` pending bytes were written: the rest
-    /// waits where it is, and the next [`Buf::chunks_vectored`] starts
-    /// after them.
+    /// Records that the first `n` pending bytes were written; the rest waits
+    /// where it is.
     ///
     /// ```
     /// use bytes::Buf;
@@ -454,10 +383,8 @@ impl Buf for WriteQueue {
             }
         }
         if self.segments.is_empty() {
-            // Drained: the write buffer is reused from its start. The two
-            // buffers are kept for reuse up to the retained size between
-            // them, the frame going first: it is needed again only by the
-            // next long body.
+            // Drained: the buffers are kept up to the retained size between
+            // them, the frame freed first (only a long body needs it).
             self.filled = 0;
             if self.buf.len() + self.spare_frame.len() > self.retain {
                 self.spare_frame = Vec::new();

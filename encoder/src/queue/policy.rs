@@ -10,7 +10,7 @@ use crate::resume::Encoder;
 use bytes::Bytes;
 
 /// When the queue copies bytes it is asked to share, and how it streams
-/// large text. See the [module documentation](super).
+/// large text.
 ///
 /// ```
 /// use bytes::{Buf, Bytes};
@@ -27,22 +27,17 @@ use bytes::Bytes;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
-    /// A contiguous piece — a [`Bytes`], or a chunk of a rope — shorter
-    /// than this is copied into the write buffer; a longer one is sent as an
-    /// iovec at its own memory.
+    /// A contiguous piece (a [`Bytes`], a rope's chunk) shorter than this is
+    /// copied; a longer one is sent as an iovec at its own memory.
     pub copy_below: usize,
-    /// Text whose encoded form may be longer than this is encoded frame by
-    /// frame, in frames of this many bytes ([`WriteQueue::stream`]); at least
-    /// [`Encoder::MIN_DST`].
+    /// Text longer than this once encoded is encoded a frame of this size
+    /// at a time ([`WriteQueue::stream`]); at least [`Encoder::MIN_DST`].
     pub frame: usize,
 }
 
 impl Policy {
-    /// A short contiguous body costs no more copied than shared, a long one
-    /// less shared, and ropey's chunks, always shorter than the threshold,
-    /// are cheaper copied; hence 8 KiB. The threshold comes from the A/B of
-    /// the server's `--copy-below` (`benches/ab.py`, docs/results/history.md):
-    /// docs/measurements.md, "Copy or share". Frames of 64 KiB.
+    /// Copy below 8 KiB (ropey's chunks always), frames of 64 KiB: the A/B
+    /// of `--copy-below` (docs/measurements.md, "Copy or share").
     pub const DEFAULT: Policy = Policy {
         copy_below: 8 * 1024,
         frame: 64 * 1024,

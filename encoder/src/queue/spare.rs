@@ -8,12 +8,8 @@ use super::segment::Segment;
 use super::WriteQueue;
 
 /// The allocations of an empty [`WriteQueue`] but its frame buffer: the
-/// write buffer, and the lists that order its segments and mark where its
-/// responses end. A server takes them out of an idle connection's queue
-/// ([`WriteQueue::take_spare`]) into a pool its connections share, and
-/// gives them to the next queue that needs them
-/// ([`WriteQueue::reuse_spare`]), so that an idle connection holds none of
-/// them and a busy one allocates none.
+/// write buffer and its two lists, for a pool, so that an idle connection
+/// holds none of them and a busy one allocates none.
 ///
 /// ```
 /// use bytes::Buf;
@@ -54,13 +50,9 @@ impl Spare {
     }
 }
 
-/// **Buffers for a pool**, for a server whose idle connections should
-/// hold no buffers: an empty queue gives its allocations away
-/// ([`WriteQueue::take_spare`], [`WriteQueue::take_frame_buffer`]) to a pool
-/// its connections share, and takes them back when it has something to
-/// write ([`WriteQueue::reuse_spare`], [`WriteQueue::reuse_frame_buffer`]).
-/// The frame buffer (64 KiB by default) goes apart, as only a connection
-/// that streams long bodies needs one; a pool keeps fewer of them.
+/// **Buffers for a pool**: an empty queue gives its allocations away and
+/// takes them back when it has something to write. The frame buffer goes
+/// apart: only a connection that streams long bodies needs one.
 ///
 /// ```
 /// use unflat::queue::WriteQueue;
@@ -81,11 +73,8 @@ impl Spare {
 /// assert!(before > 0 && q.footprint() == before);
 /// ```
 impl WriteQueue {
-    /// Takes the write buffer and the two lists out of an empty queue
-    /// ([`Spare`]); `None` while output is pending, or when the queue has
-    /// allocated none of them. The queue allocates them again when it next
-    /// needs them, unless it is given a spare first
-    /// ([`WriteQueue::reuse_spare`]).
+    /// Takes the write buffer and the two lists out of an empty queue;
+    /// `None` while output is pending or when it has allocated none.
     pub fn take_spare(&mut self) -> Option<Spare> {
         let allocated =
             self.buf.capacity() + self.segments.capacity() + self.ledger.ends.capacity();
@@ -104,9 +93,8 @@ impl WriteQueue {
         })
     }
 
-    /// Gives an empty queue `spare` to use: each of its allocations that
-    /// the queue lacks (its bytes are overwritten, never sent); one the
-    /// queue has already is kept, and the spare's dropped.
+    /// Gives an empty queue the allocations of `spare` it lacks (their bytes
+    /// are overwritten, never sent); the spare's others are dropped.
     pub fn reuse_spare(&mut self, spare: Spare) {
         if self.pending > 0 {
             return;
@@ -133,10 +121,8 @@ impl WriteQueue {
         }
     }
 
-    /// Takes the frame buffer (what streamed segments are encoded into)
-    /// out of a queue with no streamed segment queued, as
-    /// [`WriteQueue::take_spare`] does the write buffer; `None` when a
-    /// streamed segment is queued or the queue keeps no frame buffer.
+    /// Takes the frame buffer out of a queue with no framed segment queued;
+    /// `None` otherwise, or when it keeps none.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -159,9 +145,8 @@ impl WriteQueue {
         Some(std::mem::take(&mut self.spare_frame))
     }
 
-    /// Gives a queue without a frame buffer `buffer` to encode streamed
-    /// segments into; a queue that has one keeps its own. See
-    /// [`WriteQueue::take_frame_buffer`] for an example.
+    /// Gives a queue without a frame buffer `buffer`; one that has one keeps
+    /// its own.
     pub fn reuse_frame_buffer(&mut self, buffer: Vec<u8>) {
         if self.framed == 0 && self.spare_frame.capacity() == 0 {
             self.spare_frame = buffer;

@@ -16,13 +16,8 @@ use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
 use crate::rope::{Rope, Walk};
 
-/// **The write path**: make a queue ([`WriteQueue::new`]), push what a
-/// response is made of — text encoded into the queue's buffer
-/// ([`WriteQueue::encode`], [`WriteQueue::stream`]), bytes copied
-/// ([`WriteQueue::copy`]) or sent from their own memory
-/// ([`WriteQueue::share`], [`WriteQueue::share_rope`]) — mark its end
-/// ([`WriteQueue::end_response`]), and drain the queue into the socket:
-/// [`WriteQueue::write_to`] for a blocking writer, or as a [`Buf`].
+/// **The write path**: make a queue, push what a response is made of, mark
+/// its end, and drain the queue: [`WriteQueue::write_to`], or as a [`Buf`].
 impl WriteQueue {
     /// An empty queue with the [default policy](Policy::DEFAULT). Nothing is
     /// allocated until something is pushed.
@@ -76,13 +71,9 @@ impl WriteQueue {
         self.policy
     }
 
-    /// Encodes `rope` straight into the write buffer (no intermediate flat
-    /// string) and queues it. Returns the bytes queued; on error nothing is
-    /// queued.
-    ///
-    /// The whole encoded text is held in the write buffer until written;
-    /// for a body that may be long, [`WriteQueue::stream`] bounds that to a
-    /// frame.
+    /// Encodes `rope` straight into the write buffer and queues it; the
+    /// bytes queued, or an error and nothing queued. The whole text is held
+    /// until written: [`WriteQueue::stream`] bounds a long body to a frame.
     ///
     /// ```
     /// use unflat::queue::WriteQueue;
@@ -106,9 +97,8 @@ impl WriteQueue {
         encoding: Encoding,
         mode: Mode,
     ) -> Result<usize, EncodeError> {
-        // Room for the worst case, as Node's 3 × length buffer: the write
-        // buffer is reused, so the slack costs nothing after warm-up, and it
-        // lets the two-byte path skip its measuring pass.
+        // Room for the worst case, as Node's 3 × length: the buffer is
+        // reused, and the two-byte path skips its measuring pass.
         let shape = rope.shape();
         let dst = self.room(bound(shape, encoding));
         let n = crate::encode::write_shaped(rope, shape, encoding, mode, dst)?;
@@ -116,13 +106,10 @@ impl WriteQueue {
         Ok(n)
     }
 
-    /// Queues `rope` in `encoding`, bounding what it costs in memory: text
-    /// that fits in one frame ([`Policy::frame`]) is encoded into the write
-    /// buffer at once, as [`WriteQueue::encode`] does; longer text is
-    /// encoded a frame at a time, as the socket takes the previous frame,
-    /// from the rope the queue keeps (a clone of the `Arc`). Returns the
-    /// encoded size; on error (strict mode, checked before anything is
-    /// queued) nothing is queued.
+    /// Queues `rope` in `encoding`, text longer than a frame
+    /// ([`Policy::frame`]) encoded a frame at a time as the socket drains,
+    /// from the rope the queue keeps. The encoded size, or an error and
+    /// nothing queued.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -177,11 +164,9 @@ impl WriteQueue {
         self.commit(bytes.len());
     }
 
-    /// Queues `bytes` as an iovec at its own memory — keeping a clone, a
-    /// reference-count increment, until it is written — or copies them when
-    /// the policy says a copy is cheaper ([`Policy::copy_below`]); a copied
-    /// buffer's count is never touched, so a small body shared by every
-    /// worker costs no contended atomic.
+    /// Queues `bytes` as an iovec at its own memory (a clone kept until
+    /// written), or copies them below [`Policy::copy_below`]: a small body
+    /// shared by every worker then costs no contended atomic.
     ///
     /// ```
     /// use std::io::IoSlice;
@@ -205,12 +190,9 @@ impl WriteQueue {
         self.segments.push_back(Segment::Shared(bytes.clone()));
     }
 
-    /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks long enough
-    /// to pay for an iovec ([`Policy::copy_below`]) are sent from the rope's
-    /// own memory (the queue keeps a clone of the rope until they are
-    /// written), runs of shorter ones are copied — a frame at a time as the
-    /// socket drains when the range is longer than a frame. The range may
-    /// cut a character: the queue moves bytes.
+    /// Queues the bytes `range` of `rope`'s UTF-8 text: chunks of at least
+    /// [`Policy::copy_below`] from the rope's own memory, runs of shorter ones
+    /// copied (a frame at a time for a range longer than a frame).
     ///
     /// ```
     /// use unflat::queue::WriteQueue;
@@ -234,13 +216,10 @@ impl WriteQueue {
         );
         let min = self.policy.copy_below;
         let walk = Walk::for_len(range.len());
-        // A range longer than a frame has its short chunks copied a frame at
-        // a time as the socket drains, so that the connection never holds
-        // more than a frame of it.
+        // A connection never holds more than a frame of a long range.
         let framed = range.len() > self.frame_size();
-        // One walk: short chunks are copied as they come (or gathered into
-        // runs copied later, frame by frame); a run of long ones becomes one
-        // segment, which the writer walks again.
+        // One walk: short chunks copied (or gathered into framed runs); a
+        // run of long ones is one segment, which the writer walks again.
         let mut at = range.start;
         let mut shared: Option<Range<usize>> = None;
         let mut copied: Option<Range<usize>> = None;
@@ -272,10 +251,8 @@ impl WriteQueue {
         }
     }
 
-    /// Marks the end of a response: everything pushed so far belongs to it
-    /// or to earlier ones. The [`Ledger`] then says how many responses are
-    /// not yet written in full, for a server that bounds how many wait for
-    /// a slow reader; a queue that only writes needs no marks.
+    /// Marks the end of a response, for the [`Ledger`]'s count of responses
+    /// not yet written; a queue that only writes needs no marks.
     ///
     /// ```
     /// use unflat::queue::WriteQueue;
@@ -301,9 +278,7 @@ impl WriteQueue {
     }
 
     /// Writes everything pending to a blocking writer, one `write_vectored`
-    /// call per batch of up to 64 iovecs, resuming at the cursor after each
-    /// partial write. Returns the bytes written. For blocking sockets, and
-    /// for tests and fuzzers that collect the output in a `Vec<u8>`.
+    /// per batch of up to 64 iovecs; the bytes written.
     ///
     /// ```
     /// use unflat::queue::WriteQueue;

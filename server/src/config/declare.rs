@@ -1,12 +1,8 @@
-//! How an option is declared: once, as a field of [`Config`] with its help
-//! (the doc comment), its flag (the field's name, `--max-body` for
-//! `max_body`), its environment variable (`UNFLAT_` and the name in upper
-//! case), its default (`#[arg(default_value = …)]`) and, for a number, a
-//! size or a duration, its [`Bounds`] (`#[range(…)]`). The `options!` macro
-//! turns that one declaration into the clap argument — whose parser checks
-//! the range — and into an entry of [`RANGED`], through which
-//! [`Config::validate`] checks a `Config` built in code and `--help` states
-//! each range.
+//! How an option is declared: once, as a field of [`Config`] — help, flag,
+//! environment variable, default and [`Bounds`] (`#[range(…)]`). The
+//! `options!` macro turns it into the clap argument, whose parser checks the
+//! range, and an entry of [`RANGED`], through which [`Config::validate`]
+//! checks a `Config` built in code and `--help` states each range.
 //!
 //! [`Config`]: super::Config
 //! [`Config::validate`]: super::Config::validate

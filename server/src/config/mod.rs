@@ -1,14 +1,9 @@
-//! The command line: every option declared once (`declare.rs`), the
-//! values it takes (`range.rs`), the configuration checked once
-//! ([`Config::validate`], when the server binds), and what each layer is
-//! given of it — never the whole configuration.
-//!
-//! Every option can also come from an environment variable (`UNFLAT_ADDR`,
-//! `UNFLAT_WORKERS`, …: the flag's name in upper case with `UNFLAT_`
-//! before it); a flag on the command line wins. A value that cannot work
-//! is a one-line error and exit status 2, never a panic later. A size takes
-//! plain bytes or a unit (`64KiB`, `1MiB`, `2GiB`), a duration seconds or a
-//! unit (`30s`, `500ms`), and `--help` shows the defaults and the ranges.
+//! The command line: every option declared once (`declare.rs`), the values
+//! it takes (`range.rs`), the configuration checked once when the server
+//! binds ([`Config::validate`]), and what each layer is given of it, never
+//! the whole. Every option can come from an environment variable
+//! (`UNFLAT_` and the flag's name); a flag wins. A value that cannot work is
+//! a one-line error and exit status 2, never a panic later.
 
 #[macro_use]
 mod declare;

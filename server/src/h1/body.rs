@@ -1,14 +1,9 @@
 //! The request body, without IO: `Content-Length` and chunked framing
-//! (RFC 9112 §6, §7) decoded as the bytes arrive.
-//!
-//! A [`BodyDecoder`] is fed whatever input there is; it passes body bytes to
-//! a sink, says how much input it used and whether the body is complete, and
-//! keeps its place between calls, so a body split at any byte decodes the
-//! same. Every limit on a body is applied here: `--max-body` on the data of
-//! either framing, and for chunked bodies the extension cap and the trailer
-//! section's share of the head's budget (`chunked.rs`). Trailer fields
-//! are validated as field lines and dropped, never merged into the request's
-//! fields (RFC 9110 §6.5).
+//! (RFC 9112 §6, §7) decoded as the bytes arrive, the same however they are
+//! split. Every limit on a body is applied here (`--max-body`, and through
+//! `chunked.rs` the extension cap and the trailers' share of the head's
+//! budget). Trailer fields are checked and dropped, never merged into the
+//! request's (RFC 9110 §6.5).
 
 use unflat::head::Framing;
 
@@ -21,8 +16,7 @@ pub enum BodyDecoder {
     /// `Content-Length`: bytes still to come.
     Length(u64),
     /// `Transfer-Encoding: chunked`. Boxed: the session moves its state on
-    /// every step, and a request without a chunked body (nearly every one)
-    /// should not pay for moving the chunked decoder's counters.
+    /// every step, and requests without a chunked body should not pay for it.
     Chunked(Box<Chunked>),
 }
 

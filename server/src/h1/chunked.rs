@@ -1,46 +1,24 @@
 //! The chunked transfer coding (RFC 9112 §7.1), decoded strictly, one byte
 //! of framing at a time, without IO and without buffering.
 //!
-//! The grammar, exactly as the RFC gives it:
-//!
-//! ```text
-//! chunked-body    = *chunk last-chunk trailer-section CRLF
-//! chunk           = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
-//! chunk-size      = 1*HEXDIG
-//! last-chunk      = 1*("0") [ chunk-ext ] CRLF
-//! chunk-ext       = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
-//! chunk-ext-name  = token
-//! chunk-ext-val   = token / quoted-string
-//! trailer-section = *( field-line CRLF )
-//! field-line      = field-name ":" OWS field-value OWS
-//! ```
-//!
-//! Every line ends in CRLF: a bare LF or a bare CR is refused, as are
-//! whitespace where the grammar has none (after a size with no extension
-//! behind it, before a trailer's colon, at the start of a trailer line —
-//! obs-fold), control bytes in an extension or a trailer, and a chunk
-//! whose data is not followed by CRLF. A lenient reading of any of these is
-//! how a request hidden in a body gets served behind a front end that reads
-//! it strictly (request smuggling), so each is an error naming the fault.
-//!
-//! **Split invariance.** The decoder keeps its place in its [`ChunkState`] and
-//! consumes every byte it is given, so no verdict and no limit depends on
-//! how the bytes arrive: the extension cap, the trailer limits and
-//! `--max-body` are counts of bytes decoded, never of bytes buffered.
+//! **Strict**: a bare LF or CR, whitespace where the grammar has none
+//! (obs-fold included), a control byte in an extension or trailer, data not
+//! followed by CRLF — each is refused, naming the fault, since a lenient
+//! reading is how requests are smuggled past a strict front end.
+//! **Split invariant**: the decoder keeps its place in its [`ChunkState`], so
+//! no verdict and no limit depends on how the bytes arrive; every limit
+//! counts bytes decoded, never bytes buffered.
 
 use unflat::head::{is_field_value_byte as is_field_byte, is_tchar, Status};
 
 use super::{reject, BodyLimits, Reject, BODY_TOO_LARGE};
 
-/// Most bytes of chunk extensions (everything between a chunk size and its
-/// CRLF) one body may carry, over all its chunks: extensions carry nothing
-/// this server reads, and hyper caps them alike (16 KiB).
+/// Most bytes of chunk extensions one body may carry, over all its chunks:
+/// the server reads none, and hyper caps them alike.
 pub const MAX_EXTENSION_BYTES: usize = 16 * 1024;
 
-/// Most hex digits in one chunk size, leading zeros included: 16 hold any
-/// size a `u64` can, and the grammar allows leading zeros (`1*HEXDIG`), so
-/// a few dozen are accepted; an unbounded run of them would be a line
-/// without an end.
+/// Most hex digits in one chunk size: the grammar allows leading zeros,
+/// but an unbounded run of them would be a line without an end.
 pub const MAX_SIZE_DIGITS: usize = 64;
 
 /// Where the decoder stands in the grammar.
@@ -96,7 +74,6 @@ pub struct Chunked {
     state: ChunkState,
     /// The chunk size being read, then the data bytes left in the chunk.
     size: u64,
-    /// Digits of the chunk size read so far.
     size_digits: usize,
     limits: BodyLimits,
     data: u64,
@@ -250,6 +227,18 @@ impl Chunked {
 
     /// The state after the framing byte `b`, or the fault it is: the
     /// grammar, one arm per state.
+    ///
+    /// ```text
+    /// chunked-body    = *chunk last-chunk trailer-section CRLF
+    /// chunk           = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+    /// chunk-size      = 1*HEXDIG
+    /// last-chunk      = 1*("0") [ chunk-ext ] CRLF
+    /// chunk-ext       = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+    /// chunk-ext-name  = token
+    /// chunk-ext-val   = token / quoted-string
+    /// trailer-section = *( field-line CRLF )
+    /// field-line      = field-name ":" OWS field-value OWS
+    /// ```
     fn next(&mut self, b: u8) -> Result<ChunkState, Reject> {
         use ChunkState as S;
         let ws = b == b' ' || b == b'\t';

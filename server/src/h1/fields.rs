@@ -34,9 +34,8 @@ struct Seen {
     expect_continue: bool,
 }
 
-/// Checks the fields of a request of HTTP/1.`version`: each field the
-/// rules read, then the rules between them. Inlined into its one caller,
-/// the head's parser, whose registers the fields' state then shares.
+/// Checks the fields of a request of HTTP/1.`version`: each field, then
+/// the rules between them. Inlined into its one caller, the head's parser.
 #[inline(always)]
 pub(super) fn check_fields(
     fields: &[httparse::Header<'_>],

@@ -18,19 +18,12 @@ fn after_scheme(target: &str) -> Option<&str> {
     })
 }
 
-/// Checks the request target and splits it into `(path, query)`, in one
-/// pass over its bytes.
-///
-/// The forms of RFC 9112 §3.2: origin-form (`/path?query`) and
-/// absolute-form (`http://host/path?query`, no userinfo: RFC 9110 §4.2.4;
-/// its path is `/` when empty) for every method, asterisk-form (`*`) for
-/// OPTIONS only. A `CONNECT` (authority-form) is refused with 501: this
-/// server is no proxy, and the connection is closed so that tunnel bytes
-/// behind it are never read as requests. Every byte must be one a URI
-/// allows (RFC 3986: no space, no `"`, `\`, `|`, `{`, `}`, `^`, backtick,
-/// control or non-ASCII byte, a `%` of the path only before two hex
-/// digits: the query's are the routes' to check), and a fragment (`#`) is
-/// never part of a target.
+/// Checks the request target and splits it into `(path, query)` in one
+/// pass. Origin- and absolute-form (no userinfo) for every method, `*` for
+/// OPTIONS; CONNECT is refused with 501 (no proxy; the close keeps tunnel
+/// bytes from being read as requests). Only URI bytes (RFC 3986), no
+/// fragment; a `%` of the path must begin an escape (the query's are the
+/// route's to check).
 pub(super) fn parse_target<'t>(
     method: &str,
     target: &'t str,
@@ -71,10 +64,8 @@ pub(super) fn parse_target<'t>(
     } else {
         return bad("the request target must begin with / (or be http://host/… or * for OPTIONS)");
     };
-    // The target of every request is checked. Nearly every target holds
-    // URI bytes only, no `%`: one tight pass through the table, and the
-    // query found by a byte search. Any other byte takes the detailed pass,
-    // which says what is wrong.
+    // Nearly every target holds URI bytes only, no `%`: one tight pass;
+    // any other byte takes the detailed pass, which says what is wrong.
     let bytes = rest.as_bytes();
     let query_at = if all_in(bytes, &URI_BYTE) {
         bytes.iter().position(|&b| b == b'?')
@@ -89,11 +80,9 @@ pub(super) fn parse_target<'t>(
     Ok((if path.is_empty() { "/" } else { path }, query))
 }
 
-/// Where the query of a target's path and query begins (its `?`), for a
-/// target with bytes besides [`URI_BYTE`]'s: each `%` of the path must
-/// begin an escape (two hex digits), and no other byte is allowed. A `%`
-/// of the query is left to the route that reads it, which refuses a bad
-/// escape naming the parameter it is in (`routes.rs`).
+/// Where the query begins (its `?`), for a target with bytes besides
+/// [`URI_BYTE`]'s: each `%` of the path must begin an escape; a `%` of the
+/// query is left to the route, which names the parameter it is in.
 fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
     let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
     let mut query_at = None;
@@ -121,8 +110,7 @@ fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
 const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";
 
 /// Whether the `%` at `at` begins an escape: two hex digits follow it
-/// (RFC 3986 §2.1). The path's escapes are checked here, the query's by the
-/// routes that read it.
+/// (RFC 3986 §2.1).
 pub fn begins_escape(bytes: &[u8], at: usize) -> bool {
     let hex = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_hexdigit);
     hex(at + 1) && hex(at + 2)

@@ -1,11 +1,8 @@
-//! What the peer has acknowledged of a TCP connection's output: the
-//! kernel's `tcpi_bytes_acked` (`TCP_INFO`, Linux 4.1 and later). The send
-//! timeout measures progress by it, since a socket becomes writable only
-//! once its unsent bytes fall well below their limit, which a slow reader
-//! takes seconds to drain while it acknowledges data all along.
-//!
-//! The server's one `unsafe`: a `getsockopt` into a `tcp_info` that
-//! `libc` declares, of the size passed with it.
+//! What the peer has acknowledged of a TCP connection's output
+//! (`tcpi_bytes_acked`, Linux 4.1+): the send timeout measures progress by
+//! it, since a slow reader acknowledges data for seconds before the socket
+//! becomes writable. The server's one `unsafe`: a `getsockopt` into a
+//! `tcp_info` of the size passed with it.
 #![allow(unsafe_code)]
 
 use std::os::fd::AsRawFd;
@@ -34,8 +31,7 @@ pub fn acknowledged(socket: &impl AsRawFd) -> Option<u64> {
     (r == 0).then_some(info.tcpi_bytes_acked)
 }
 
-/// Bytes of output the peer of `socket` has acknowledged; `None` where the
-/// system cannot tell.
+/// Bytes of output the peer of `socket` has acknowledged: unknown here.
 #[cfg(not(target_os = "linux"))]
 pub fn acknowledged(_socket: &impl AsRawFd) -> Option<u64> {
     None

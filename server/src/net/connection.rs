@@ -1,42 +1,14 @@
-//! One connection, read to write: requests read into one buffer, handed
-//! to the [`Session`], the responses it queued written with
-//! `write_vectored`.
+//! One connection, read to write: requests read into one [`BytesMut`],
+//! handed to the [`Session`], and after each batch the [`WriteQueue`]
+//! written with one `write_vectored` of all its iovecs.
 //!
-//! Buffering: requests are read into one reusable [`BytesMut`]; the
-//! [`Session`] consumes them and queues responses on a [`WriteQueue`]. After
-//! every batch — everything one read brought in, pipelined requests
-//! included — the queue is written with `write_vectored`, as many iovecs per
-//! call as it has (up to `IOV_MAX`), so a batch whose responses the socket
-//! takes goes out in one system call. A partial write leaves the rest in the
-//! queue, by reference, and the next call resumes at the cursor.
-//!
-//! Fairness: a batch that copies or encodes more than a turn
-//! ([`crate::session::TURN`], 64 KiB) is written a turn at a time, and a
-//! write longer than 256 KiB (`YIELD_AFTER`) lets the worker's other connections
-//! run in between, so that clients pipelining long bodies — or reading one
-//! as fast as it comes — cannot keep a worker from the others (measured in
-//! docs/robustness.md, "Memory: one account": a normal client while builds
-//! are pipelined).
-//!
-//! Memory: the read buffer grows only once the session's lease covers it
-//! (a connection that cannot grow it is answered 503 and closed), and the
-//! lease covers what a TLS socket may hold of each write
-//! ([`Socket::send_memory`]) before the write begins; see
-//! [`crate::memory`].
-//!
-//! Idle: a connection waiting for its next request, with nothing unread
-//! and nothing queued, puts its read and write buffers away (`idle.rs`)
-//! until the socket is readable, and holds only its task and its state.
-//!
-//! Timeouts cost little per request: the connection has **one** timer
-//! (`timers.rs`: no tokio timer, and no time driver in the runtime),
-//! moved only when a deadline comes earlier than it is set for (the
-//! deadlines, and why, are `deadlines.rs`'s), and a write arms it only when
-//! the socket cannot take the bytes at once. The shutdown future is pinned
-//! once ([`Shutdown::stopped`]).
-//!
-//! The connection is generic over its IO, so tests drive it with in-memory
-//! sockets that count calls.
+//! **Fair**: the session answers a [`TURN`](crate::session::TURN) at a time
+//! and a write yields every `YIELD_AFTER` bytes, so no client keeps a worker.
+//! **Covered**: the read buffer grows, and a TLS socket holds a write, only
+//! once the budget covers it. **Cheap**: an idle connection puts its
+//! buffers away (`idle.rs`); one timer per connection, armed by a write
+//! only when the socket cannot take the bytes at once. Generic over its IO,
+//! so tests drive it with in-memory sockets.
 
 use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
@@ -74,9 +46,8 @@ const FEW_IOVECS: usize = 8;
 /// `writev` takes; a longer array would be filled for nothing.
 const IOV_MAX: usize = 1024;
 
-/// The lease of a connection, its base covering what it needs before it
-/// reads a byte: its read buffer, the socket's `socket` bytes of own
-/// buffers, a write buffer for a small response.
+/// A connection's lease, its base covering what it needs before it reads
+/// a byte, the socket's own `socket` bytes included.
 pub fn lease<S: Service>(connections: &Connections<S>, socket: usize) -> Lease {
     let protocol = &connections.protocol;
     Lease::open(
@@ -85,13 +56,10 @@ pub fn lease<S: Service>(connections: &Connections<S>, socket: usize) -> Lease {
     )
 }
 
-/// Serves one accepted connection, over TLS when there is an acceptor (the
-/// handshake first, within `--handshake-timeout`), on a lease of the
-/// memory account whose base covers the TLS session's buffers from before
-/// the handshake. After a send timeout the connection is reset rather than
-/// closed, as nginx's `reset_timedout_connection` does: the kernel then
-/// discards the unsent bytes at once instead of holding them for a peer
-/// that does not read.
+/// Serves one accepted connection, over TLS when there is an acceptor.
+/// After a send timeout the connection is reset rather than closed (as
+/// nginx's `reset_timedout_connection`): the kernel discards the unsent
+/// bytes instead of holding them for a peer that does not read.
 pub async fn handle<S: Service>(
     stream: TcpStream,
     peer: SocketAddr,
@@ -107,9 +75,8 @@ pub async fn handle<S: Service>(
             let ended = serve(&mut stream, Some(peer), connections, shutdown, lease).await;
             (ended, stream)
         }
-        // Boxed: a TLS connection's state (the handshake, rustls's
-        // session) is large, and a cleartext connection's task would
-        // otherwise be as large as it.
+        // Boxed, or every cleartext connection's task would be as large as
+        // a TLS one's.
         Some(tls) => {
             match Box::pin(serve_tls(stream, peer, tls, connections, shutdown, lease)).await {
                 Some(ended) => ended,
@@ -149,9 +116,8 @@ async fn serve_tls<S: Service>(
     Some((ended, socket.stream.into_inner().0))
 }
 
-/// Serves one connection, from `peer` when known, until the peer closes
-/// it, a response closes it, a timeout expires, or the server shuts down;
-/// its memory on `lease` ([`lease`]).
+/// Serves one connection on `lease` ([`lease`]) until the peer or a
+/// response closes it, a timeout expires, or the server shuts down.
 pub async fn serve<S: Service, IO: Socket>(
     io: &mut IO,
     peer: Option<SocketAddr>,
@@ -172,16 +138,12 @@ pub async fn serve<S: Service, IO: Socket>(
         c.write(&timer).await?;
         let waiting = match step {
             Step::Flush => {
-                // A turn's worth written (or the queue full): the other
-                // connections of this worker go first, so that a client
-                // that pipelines long bodies cannot keep the worker.
+                // The worker's other connections go first.
                 tokio::task::yield_now().await;
                 continue;
             }
             Step::Close => break,
             Step::Defer(job) => {
-                // The body it waits for is built on the blocking pool; this
-                // task waits without holding a worker.
                 c.session.resume(job.run().await);
                 continue;
             }
@@ -216,9 +178,8 @@ pub async fn serve<S: Service, IO: Socket>(
             }
         }
     }
-    // Best effort: the peer may already be gone. Within the send timeout
-    // like any write: a TLS close_notify waits for the socket, which a
-    // peer that stopped reading never makes writable.
+    // Best effort, within the send timeout: a TLS close_notify waits for a
+    // socket that a peer that stopped reading never makes writable.
     let send = connections.timeouts.send;
     let closed = in_time(send, &timer, &mut *c.io, |io, cx| {
         Pin::new(io).poll_shutdown(cx)
@@ -245,7 +206,6 @@ enum Got {
 struct Connection<'a, S: Service, IO> {
     io: &'a mut IO,
     connections: &'a Connections<S>,
-    /// Requests read and not yet consumed.
     input: BytesMut,
     /// The read buffer's whole allocation: `input.capacity()` shrinks as
     /// requests are consumed from its front.
@@ -279,11 +239,8 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         }
     }
 
-    /// Reads more of what the session is `waiting` for, by `deadline`
-    /// (`timer` armed for it); or says why the connection is to end
-    /// ([`Read`]): the peer closed its side, the deadline passed (a head or
-    /// a body late is answered 408), the read buffer could not grow (503),
-    /// or the server is stopping while the connection is idle.
+    /// Reads more of what the session is `waiting` for, by `deadline`; or
+    /// says how the connection ends ([`Got`]).
     async fn read(
         &mut self,
         waiting: Waiting,
@@ -351,9 +308,8 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         }
     }
 
-    /// Puts the empty read buffer and the empty queue's buffer and lists away
-    /// (`idle.rs`). A read buffer that had grown is freed, and the lease
-    /// then covers a buffer of the first size again.
+    /// Puts the empty buffers away (`idle.rs`); a read buffer that had grown
+    /// is freed instead.
     fn put_buffers_away(&mut self) {
         let input = std::mem::take(&mut self.input);
         let read = if self.read_buffer == READ_CHUNK {
@@ -375,9 +331,8 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         });
     }
 
-    /// Takes a read buffer, and a queue's spare if the pool has one, out of
-    /// the pool for the request that is arriving; and a frame buffer for a
-    /// connection that had one (it streams bodies).
+    /// Takes buffers out of the pool for the request that is arriving; a
+    /// frame buffer only for a connection that had one.
     fn take_buffers_out(&mut self) {
         let (input, write) = idle::take_out();
         self.input = input;
@@ -391,18 +346,11 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         }
     }
 
-    /// Makes room for the next read in the input buffer, the session's
-    /// lease covering any growth first.
-    ///
-    /// When what is unread fits the allocation and is no longer than what
-    /// was consumed, `BytesMut::reserve` moves it to the front and
-    /// allocates nothing (it is the buffer's only owner). Otherwise the
-    /// unread bytes are copied into a new buffer of a size chosen here —
-    /// the need, or twice the old, whichever is larger — so that the
-    /// allocation is known exactly rather than left to `BytesMut`'s own
-    /// growth, which keeps the consumed front. Should the reuse allocate
-    /// after all, the most it can hold is covered after the fact, or the
-    /// connection refused (and closed).
+    /// Makes room for the next read, the budget covering any growth first.
+    /// `reserve` moves the unread bytes to the front without allocating when
+    /// they fit what was consumed; otherwise they are copied into a buffer
+    /// sized here, so that the allocation is known exactly (`BytesMut`'s
+    /// own growth would keep the consumed front).
     fn room_to_read(&mut self) -> Result<(), Full> {
         let (input, session, queue) = (&mut self.input, &mut self.session, &self.queue);
         let consumed = self.read_buffer.saturating_sub(input.capacity());
@@ -425,8 +373,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     }
 
     /// Writes the queue whole ([`flush`]), the socket's memory for it
-    /// covered first; counts the bytes the socket took, and settles the
-    /// session after.
+    /// covered first, and settles the session after.
     async fn write(&mut self, timer: &Timer) -> Result<(), Ended> {
         let (io, queue, session) = (&mut *self.io, &mut self.queue, &mut self.session);
         let queued = queue.remaining();
@@ -449,11 +396,8 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     }
 }
 
-/// Writes the whole queue, one `write_vectored` per iteration, then flushes
-/// the socket (a TLS stream holds encrypted records the socket did not
-/// take; a TCP stream holds nothing), failing when a call makes no progress
-/// for `send_timeout`. `timer` is armed only when the socket cannot take a
-/// write at once.
+/// Writes the whole queue, then flushes the socket (TLS holds records),
+/// failing when a call makes no progress for `send_timeout`.
 pub async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
@@ -479,10 +423,9 @@ pub async fn flush<S: Socket>(
     .await
 }
 
-/// One vectored write of the queue's pending bytes. The iovec arrays live on
-/// the stack of this poll only, never in the connection's future. Most
-/// batches need a few slices; the IOV_MAX array (16 KiB to initialise) only
-/// when they need more.
+/// One vectored write of the queue's pending bytes. The iovec arrays live
+/// on this poll's stack, never in the connection's future; the IOV_MAX one
+/// (16 KiB to initialise) only when a few slices do not hold the batch.
 fn poll_write<S: Socket>(
     io: &mut S,
     queue: &WriteQueue,

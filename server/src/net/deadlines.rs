@@ -1,17 +1,9 @@
-//! Every deadline a connection keeps, in one place: how long it may take
-//! to send a request head or body, stay idle, or leave a write untaken
-//! ([`Timeouts`]); the deadline each wait gets ([`Deadlines`]); and the
-//! send timeout around a write ([`in_time`]). The connection's one
-//! [`Timer`] follows them (`timers.rs`). The TLS handshake's deadline is
-//! [`Timeouts::handshake`], applied around the handshake (`tls/`).
-//!
-//! **No timer work for a request that arrives in time.** Between requests
-//! the deadline moves later (`--idle-timeout` from now). The timer is
-//! moved only when it would fire *late*; one that fires early — it was left
-//! at an older, earlier deadline — is moved then, once, to the deadline in
-//! force ([`Timer::poll_passed`]). A keep-alive connection's timer thus
-//! moves about once per `--idle-timeout`, not once per request, and the
-//! deadline itself is read from the coarse clock.
+//! Every deadline a connection keeps: the [`Timeouts`], the deadline each
+//! wait gets ([`Deadlines`]), and the send timeout around a write
+//! ([`in_time`]). **No timer work for a request that arrives in time**: the
+//! one [`Timer`] is moved only when it would fire late; one that fires early
+//! is moved then, once ([`Timer::poll_passed`]), so a keep-alive
+//! connection's timer moves about once per `--idle-timeout`.
 
 use std::future::poll_fn;
 use std::io;
@@ -47,11 +39,9 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
-    /// How long after the end of its head a body of which `payload` bytes
-    /// have arrived may take in all (see `--body-timeout`): only payload
-    /// earns time, never framing (chunk sizes, extensions, trailers), and
-    /// never past `--max-body-time`, so that a body sent fast cannot buy a
-    /// long hold of its connection and its memory.
+    /// How long after its head a body of which `payload` bytes have arrived
+    /// may take in all: only payload earns time, never framing, and never
+    /// past `--max-body-time`, so a fast body cannot buy a long hold.
     pub fn body_deadline(&self, payload: u64) -> Duration {
         let earned = match self.body_min_rate {
             0 => Duration::ZERO,
@@ -62,9 +52,8 @@ impl Timeouts {
 }
 
 /// When the head and the body being read began to arrive, each with the
-/// count of requests answered then: a head or a body that follows another
-/// answered request is a new one, with a deadline of its own. For the
-/// body, also when its payload last grew.
+/// count of requests answered then (a new count is a new request, with a
+/// deadline of its own); and when the body's payload last grew.
 #[derive(Debug, Default)]
 pub(super) struct Deadlines {
     head: Option<(u64, Moment)>,
@@ -74,18 +63,11 @@ pub(super) struct Deadlines {
 }
 
 impl Deadlines {
-    /// The deadline for what the session is waiting for.
-    ///
-    /// - idle: `--idle-timeout` from now;
-    /// - a head: `--head-timeout` from its first byte;
-    /// - a body (trailers included): `--body-timeout` from the end of its
-    ///   head, plus a second for every `--body-min-rate` bytes of payload
-    ///   received (Apache's `mod_reqtimeout` `body=…,MinRate=…`) — and
-    ///   never more than `--body-timeout` after the payload last grew. A
-    ///   timer restarted on every read, as nginx's `client_body_timeout`
-    ///   is, would let one byte per timeout hold a connection forever;
-    ///   credit alone would let a client that sent a large body fast buy
-    ///   as long a silence. Framing earns nothing.
+    /// The deadline for what the session is waiting for. A body gets
+    /// `--body-timeout` plus its earned credit (as Apache's `MinRate`), and
+    /// never more than `--body-timeout` after its payload last grew: a timer
+    /// restarted per read would let one byte per timeout hold a connection
+    /// forever, and credit alone would buy a long silence.
     pub(super) fn next(&mut self, waiting: Waiting, served: u64, t: &Timeouts) -> Moment {
         let now = Moment::now();
         let began = |slot: &mut Option<(u64, Moment)>| match *slot {
@@ -114,9 +96,8 @@ impl Deadlines {
 
 /// Polls `op` on `io` until it is ready, failing with [`Ended::SendTimeout`]
 /// when it stays pending for `send_timeout` with the peer acknowledging
-/// nothing meanwhile ([`Socket::acknowledged`]); arms `timer` only then.
-/// A reader slower than the socket's buffer drains keeps its connection;
-/// one that stops does not.
+/// nothing ([`Socket::acknowledged`]): a slow reader keeps its connection,
+/// one that stops does not. Arms `timer` only when `op` is pending.
 pub(super) async fn in_time<S: Socket, T>(
     send_timeout: Duration,
     timer: &Timer,

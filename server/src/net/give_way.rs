@@ -1,15 +1,8 @@
-//! The connections that give way at `--max-connections`: a connection
-//! waiting for its next request says since when; at the limit, the
-//! listener asks the one idle longest to close, as nginx closes idle
-//! keep-alive connections when it runs out, rather than leave a new client
-//! in the backlog until an idle timeout frees a slot.
-//!
-//! A connection registers once, when it opens (one lock); going idle and
-//! busy again is one store each to its own slot, so a request pays no
-//! shared lock, nor a clock read: an idle connection stores its idle
-//! deadline, and since every idle deadline is `--idle-timeout` after the
-//! wait began, the earliest is the connection idle longest. Finding it
-//! reads every slot, and only at the limit.
+//! The connections that give way at `--max-connections`: the listener asks
+//! the one idle longest to close (as nginx does), rather than leave a new
+//! client in the backlog. A connection registers once (one lock); going idle
+//! and busy is one store to its own slot, no lock and no clock read: it
+//! stores its idle deadline, and the earliest is the one idle longest.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

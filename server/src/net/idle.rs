@@ -1,21 +1,10 @@
-//! What a connection puts away while it waits for its next request: its
-//! read buffer, its queue's write buffer and lists ([`Spare`]) and its
-//! frame buffer (what a streamed body is encoded into) go to a pool of the
-//! worker thread's,
-//! so that an idle keep-alive connection holds its task and its protocol
-//! state only (measured in docs/results/instructions-and-profiles.md).
-//!
-//! Why a pool rather than freeing them: a connection that is answered and
-//! waits again — every sequential keep-alive request — takes its buffers
-//! back without the allocator, so a request still costs no allocation.
-//! The pool keeps at most [`KEPT`] buffers of each kind per worker thread;
-//! what it holds is the server's own, outside every connection's lease
-//! (each connection's base still covers its buffers: the lease is what it
-//! may use, and it uses them again as soon as it reads).
-//!
-//! Only a socket that can wait for readability without a buffer
-//! ([`Socket::READY_WITHOUT_BUFFER`](super::Socket::READY_WITHOUT_BUFFER))
-//! puts its buffers away: a TLS stream reads records into buffers of its own.
+//! The buffers a connection puts away while it waits for its next request
+//! (read buffer, the queue's [`Spare`], its frame buffer), in a pool per
+//! worker thread: an idle keep-alive connection holds only its task and
+//! state, and a pool rather than freeing keeps a request at zero
+//! allocations. At most [`KEPT`] of each kind; each connection's base still
+//! covers its buffers. Only a socket with
+//! [`READY_WITHOUT_BUFFER`](super::Socket::READY_WITHOUT_BUFFER) does this.
 
 use std::cell::RefCell;
 
@@ -25,15 +14,12 @@ use unflat::queue::Spare;
 use super::READ_CHUNK;
 use crate::session::WRITE_BUFFER_FIRST;
 
-/// Buffers of each kind a worker thread keeps for its connections: enough
-/// for the connections that are answered at once, few enough that the
-/// pool is a small fixed cost (64 × 16 KiB read and 64 × at most 8 KiB
-/// write buffers: 1.5 MiB per worker at most).
+/// Buffers of each kind a worker thread keeps: a small fixed cost (1.5 MiB
+/// per worker at most).
 pub const KEPT: usize = 64;
 
 /// The largest write buffer the pool keeps: the one every connection's
-/// base covers, so that a buffer taken from the pool never needs more of a
-/// lease than a new one; one grown by a large encoded body is freed.
+/// base covers, so a pooled buffer never needs more lease than a new one.
 const LARGEST_WRITE_BUFFER: usize = WRITE_BUFFER_FIRST;
 
 /// Frame buffers a worker thread keeps: they are larger (64 KiB by
@@ -43,9 +29,8 @@ pub const KEPT_FRAMES: usize = 4;
 /// A connection's buffers, as it puts them away and takes them out.
 #[derive(Debug, Default)]
 pub struct Buffers {
-    /// An empty read buffer whose allocation is [`READ_CHUNK`] bytes (its
-    /// consumed front is reclaimed by the connection that takes it, as its
-    /// own would be); `None` when it had grown and was freed.
+    /// An empty read buffer of [`READ_CHUNK`] bytes; `None` when it had
+    /// grown and was freed.
     pub read: Option<BytesMut>,
     /// The queue's write buffer and lists.
     pub write: Option<Spare>,
@@ -71,10 +56,8 @@ thread_local! {
     };
 }
 
-/// Puts a connection's buffers away (a write buffer larger than
-/// [`LARGEST_WRITE_BUFFER`] is freed, its lists kept, and any beyond what
-/// the pool keeps).
-/// One visit to the pool for all.
+/// Puts a connection's buffers away, in one visit to the pool; a write
+/// buffer over [`LARGEST_WRITE_BUFFER`] is freed, its lists kept.
 pub fn put_away(buffers: Buffers) {
     POOL.with_borrow_mut(|p| {
         if let Some(read) = buffers.read {
@@ -84,9 +67,8 @@ pub fn put_away(buffers: Buffers) {
         }
         if let Some(mut write) = buffers.write {
             if write.buffer_capacity() > LARGEST_WRITE_BUFFER {
-                // Grown by a long body: freed; the lists are kept, so that
-                // a connection sending long bodies allocates one buffer
-                // per response, not its lists too.
+                // The lists are kept: long bodies then allocate one buffer
+                // per response, not the lists too.
                 write.free_buffer();
             }
             if p.write.len() < KEPT {
@@ -101,9 +83,8 @@ pub fn put_away(buffers: Buffers) {
     });
 }
 
-/// A read buffer whose allocation is [`READ_CHUNK`] bytes (one put away,
-/// or a new one), and a queue's spare if the pool keeps one. A frame buffer
-/// is taken apart ([`take_frame`]), by a connection that had one.
+/// A read buffer of [`READ_CHUNK`] bytes, pooled or new, and a queue's
+/// spare if the pool keeps one (frame buffers: [`take_frame`]).
 pub fn take_out() -> (BytesMut, Option<Spare>) {
     let (read, write) = POOL.with_borrow_mut(|p| (p.read.pop(), p.write.pop()));
     let read = read.unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK));

@@ -1,19 +1,8 @@
 //! The network side: one connection's IO over a [`Socket`] (TCP, or TLS
-//! after its handshake), its deadlines, and the shutdown signal it
-//! listens to. A connection reads bytes, hands them to its
-//! [`Session`](crate::session::Session), and writes what the session
-//! queued; it knows nothing of HTTP itself.
-//!
-//! - `socket.rs`: the [`Socket`] trait and its TCP implementation;
-//! - `acked.rs`: what the peer has acknowledged, for the send timeout;
-//! - `tls/`: HTTPS — the certificate, the handshake, the TLS socket;
-//! - `timers.rs`: the timers, fired by one thread on the coarse clock;
-//! - `deadlines.rs`: every timeout and the deadline each wait gets;
-//! - `connection.rs`: serving one connection, read to write;
-//! - `idle.rs`: the buffers an idle connection puts away, pooled per worker;
-//! - `give_way.rs`: the idle connections that close at the connection limit;
-//! - `shutdown.rs`: the signal that stops the connections;
-//! - `transport.rs`: the connections' counters, for whoever exposes them.
+//! after its handshake), its deadlines, its idle buffers, shutdown, and the
+//! transport's counters. A connection reads bytes, hands them to its
+//! [`Session`](crate::session::Session) and writes what the session queued;
+//! it knows nothing of HTTP. docs/design.md maps the files.
 
 mod acked;
 mod connection;
@@ -44,10 +33,7 @@ use crate::session::Protocol;
 /// full; here because the connection and the idle pool both size by it.
 pub const READ_CHUNK: usize = 16 * 1024;
 
-/// What every connection shares: the protocol its sessions keep (the
-/// service, the writer, the memory account, the limits), its timeouts, the
-/// write queue's copy-or-share policy, the open connections' slots, and
-/// their counters.
+/// What every connection shares.
 #[derive(Debug)]
 pub struct Connections<S> {
     /// The sessions' service, writer, memory account and limits.
@@ -59,17 +45,16 @@ pub struct Connections<S> {
     pub policy: Policy,
     /// The open connections, those waiting for a request among them.
     pub idle: IdleConnections,
-    /// Connections open, bytes written, send timeouts: the service may
-    /// hold them too, to expose them.
+    /// Connections open, bytes written, send timeouts (the service may
+    /// hold them too, to expose them).
     pub transport: Arc<Transport>,
 }
 
 /// Why a connection ended, when it was not a clean close.
 #[derive(Debug)]
 pub enum Ended {
-    /// The peer acknowledged nothing for `--send-timeout`: what the
-    /// kernel holds for it, the caller should discard (reset the
-    /// connection) rather than leave to drain.
+    /// The peer acknowledged nothing for `--send-timeout`: the caller
+    /// should reset the connection rather than leave the kernel to drain it.
     SendTimeout,
     /// Any other IO error.
     Io(io::Error),

@@ -1,10 +1,7 @@
-//! The shutdown signal every connection listens to.
-//!
-//! A connection waits for its next request and for shutdown at once, so the
-//! shutdown future is polled on every request. [`Shutdown::stopped`] makes
-//! that poll an atomic load: the future registers with the shared [`Notify`]
-//! once (which takes its lock) and afterwards only reads the flag, for as
-//! long as it is polled by the same task.
+//! The shutdown signal every connection listens to. It is polled on every
+//! request, so [`Shutdown::stopped`] registers with the shared [`Notify`]
+//! once (its lock) and afterwards only loads a flag, while the same task
+//! polls it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -60,9 +57,8 @@ impl Shutdown {
         self.0.triggered.load(Ordering::Acquire)
     }
 
-    /// A future that completes once shutdown has begun (at once if it
-    /// already has). Pin it once per connection and poll it as often as
-    /// needed: polls after the first cost an atomic load.
+    /// A future that completes once shutdown has begun. Pin it once per
+    /// connection: polls after the first cost an atomic load.
     pub fn stopped(&self) -> Stopped<'_> {
         Stopped {
             flag: &self.0.triggered,

@@ -1,16 +1,8 @@
-//! What a connection reads from and writes to: the [`Socket`] trait, and
-//! its implementation for a TCP stream (TLS's is in `tls/`).
-//!
-//! Unsent bytes are limited ([`UNSENT_MOST`]): a writer then becomes
-//! writable as the peer acknowledges data, not once a third of a socket
-//! buffer autotuned to megabytes has drained, so that `--send-timeout`
-//! measures what the client takes, and a slow reader's connection holds
-//! little in the kernel.
-//!
-//! Writes use `sendmsg` rather than `writev`: for a socket the two do the
-//! same, and `sendmsg` skips the file layer's work per call (the
-//! measurement is in docs/results/history.md, "What a request costs
-//! besides the kernel").
+//! The [`Socket`] trait, and its implementation for a TCP stream (TLS's is
+//! in `tls/`). Unsent bytes are limited ([`UNSENT_MOST`]) so that a socket
+//! becomes writable as the peer acknowledges data: `--send-timeout` then
+//! measures what the client takes. Writes use `sendmsg`, which skips the
+//! file layer's work of `writev` (docs/results/history.md).
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -20,9 +12,8 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest};
 use tokio::net::TcpStream;
 
 /// Unsent bytes the kernel keeps for a connection before a write waits
-/// (`TCP_NOTSENT_LOWAT`); sent and unacknowledged bytes come on top, up to
-/// the peer's receive window. Enough to keep a fast reader's link full on
-/// loopback (docs/robustness.md, "A slow reader").
+/// (`TCP_NOTSENT_LOWAT`; unacknowledged bytes come on top): enough to keep a
+/// fast reader's link full on loopback.
 pub const UNSENT_MOST: u32 = 512 * 1024;
 
 /// Limits the unsent bytes of `socket`, and of every connection a listening
@@ -39,9 +30,8 @@ pub fn limit_unsent(socket: &socket2::Socket) -> io::Result<()> {
 /// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
 pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     /// Whether [`Socket::poll_read_ready`] says when a read would find
-    /// bytes, so that a connection may wait for its next request without a
-    /// read buffer (`idle.rs`). A socket that reads into buffers of its own
-    /// (TLS) keeps `false`.
+    /// bytes, so that an idle connection may put its read buffer away (TLS,
+    /// which reads into buffers of its own, keeps `false`).
     const READY_WITHOUT_BUFFER: bool = false;
 
     /// Waits until a read would find bytes, or the peer's close (only
@@ -66,9 +56,8 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     }
 
     /// Bytes the socket's own buffers may hold beyond what a write adds
-    /// ([`Socket::send_memory`]): for TLS, records being read and one
-    /// record being written. Counted against the connection's lease from
-    /// its start.
+    /// (TLS: records being read, one being written); in the connection's
+    /// base.
     fn fixed_memory(&self) -> usize {
         0
     }

@@ -1,29 +1,11 @@
-//! The server's timers: one thread for the whole process that wakes the
-//! tasks whose deadline has come, on the coarse clock (`crate::clock`).
-//!
-//! **Why not tokio's timers.** A runtime with tokio's time driver pays for
-//! it every time a worker parks — its wheel locked and polled, the clock
-//! read twice — whatever its timers do; one request at a time on a
-//! keep-alive connection means one park per request, and that work was
-//! the largest part of the gap to a server without timers in the
-//! sequential instruction count (docs/results/instructions-and-profiles.md).
-//! Here the runtime has no time driver: a deadline is an atomic in the
-//! timer's own entry, written by its connection only when a deadline
-//! comes *earlier* than the one it holds, and read by the clock thread.
-//!
-//! **The clock thread** scans the entries when the earliest deadline is
-//! due, at most once per [`TICK`] (so a deadline fires up to a tick late),
-//! wakes the tasks whose deadline has come, and sleeps until the next
-//! one; a connection that arms a deadline earlier than the thread's next
-//! wake wakes it. A scan is O(timers), a hundred times a second at most;
-//! between deadlines the thread sleeps.
-//!
-//! **Lazy firing.** An entry that fires says only that its deadline has
-//! come; the task compares the clock with the deadline in force for what
-//! it waits for, which may have moved later meanwhile (a keep-alive
-//! connection's idle deadline moves with every request), and arms the
-//! entry again if it has not come. So a request that arrives in time costs
-//! no timer work at all.
+//! The server's timers: one clock thread for the process wakes the tasks
+//! whose deadline has come, scanning at most once per [`TICK`]. Not tokio's:
+//! its time driver costs every worker's park, one per sequential request
+//! (docs/results/instructions-and-profiles.md). A deadline is an atomic in
+//! the timer's entry, written only when it comes *earlier*. **Lazy firing**:
+//! a fired entry says only that its deadline came; the task checks the
+//! deadline in force, which may have moved later, and re-arms, so a request
+//! that arrives in time costs no timer work.
 
 use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,9 +18,7 @@ use atomic_waker::AtomicWaker;
 
 use crate::clock::Moment;
 
-/// How long the clock thread waits at least between two scans: the most a
-/// deadline fires late, and what bounds the scans to a hundred a second
-/// however many timers there are.
+/// The least time between two scans: the most a deadline fires late.
 pub const TICK: Duration = Duration::from_millis(10);
 
 /// No deadline: what an entry holds when it is not armed, or has fired.
@@ -49,7 +29,6 @@ const UNARMED: u64 = u64::MAX;
 struct Armed {
     /// The deadline, in milliseconds, or `UNARMED`.
     at: AtomicU64,
-    /// The task to wake when it comes.
     waker: AtomicWaker,
 }
 
@@ -64,8 +43,8 @@ struct Wheel {
 /// Every live timer's entry, and those dropped since they were last swept.
 struct Entries {
     all: Vec<Arc<Armed>>,
-    /// The length at which a new timer sweeps the dropped ones out (a scan
-    /// sweeps them too, but the thread may sleep while timers come and go).
+    /// The length at which a new timer sweeps the dropped ones out (the
+    /// thread may sleep while timers come and go).
     sweep_at: usize,
 }
 
@@ -133,9 +112,7 @@ fn run(wheel: &'static Wheel) {
             });
         }
         wheel.next.fetch_min(earliest, Ordering::SeqCst);
-        // Sleep until the next deadline, and at least a tick after this
-        // scan however soon it is: a timer armed for sooner fires at the
-        // end of the tick.
+        // Sleep until the next deadline, and at least a tick.
         loop {
             let next = wheel.next.load(Ordering::SeqCst);
             if next == UNARMED {
@@ -152,9 +129,8 @@ fn run(wheel: &'static Wheel) {
     }
 }
 
-/// One task's timer: fires no later than the deadline it is armed for,
-/// and wakes the task that polls it. A connection keeps one for every
-/// wait; [`sleep`] and [`timeout`] make one each.
+/// One task's timer: fires no later than the deadline it is armed for, and
+/// wakes the task that polls it. A connection keeps one for every wait.
 #[derive(Debug)]
 pub struct Timer {
     entry: Arc<Armed>,

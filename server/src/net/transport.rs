@@ -1,12 +1,7 @@
-//! The transport's counters, kept by the core for whoever exposes them
-//! (the demo's `/metrics`): connections open, bytes the sockets took,
-//! connections reset after `--send-timeout`.
-//!
-//! Bytes are counted on every write, so they are counted per worker
-//! thread ([`PerWorker`]): a cache line written by every core on every
-//! request is what stops a server scaling to many cores
-//! (docs/results/history.md, "Scaling to many cores"); a reader sums the
-//! shards.
+//! The transport's counters, kept by the core for whoever exposes them:
+//! connections open, bytes the sockets took, send timeouts. Bytes are counted
+//! per worker thread ([`PerWorker`]): a cache line every core writes per
+//! request stops a server scaling (docs/results/history.md).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -99,7 +94,7 @@ struct Line<T>(T);
 
 impl<T> PerWorker<T> {
     /// A shard of `make`'s for each thread the machine runs at once, within
-    /// [`FEWEST_SHARDS`] and [`MOST_SHARDS`].
+    /// 16 and 256.
     pub fn new(mut make: impl FnMut() -> T) -> PerWorker<T> {
         let shards = std::thread::available_parallelism()
             .map_or(1, |n| n.get())

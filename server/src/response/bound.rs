@@ -35,11 +35,9 @@ pub(super) fn direct_pushes(queue: &WriteQueue, head_len: usize, body: &Body<'_>
 }
 
 /// What the flatten strategy's writing of `body` behind a head of
-/// `head_len` bytes may add to `queue`, and the transient flat string it
-/// builds on the way: at most two bytes per unit of what it flattens, and
-/// three bytes of UTF-8 per unit. A shared payload is not flattened: only
-/// the head is, and the payload's owned copy carries its own charge (the
-/// queue shares or copies it as any buffer).
+/// `head_len` bytes may add to `queue`, and its transient flat string: at
+/// most two bytes per unit flattened, three of UTF-8 per unit. A shared
+/// payload is not flattened; its owned copy carries its own charge.
 pub(super) fn flattened_pushes(
     queue: &WriteQueue,
     head_len: usize,

@@ -1,8 +1,7 @@
-//! The flatten strategy, the old copying path kept to be measured: the
-//! head and the body collected into one new flat string, then encoded into
-//! the write buffer (the head part as latin1, the body as UTF-8), so every
-//! byte is copied twice; a `/large` payload copied into a fresh owned
-//! buffer first (the Deno write path before its fix).
+//! The flatten strategy, the old copying path kept to be measured: head and
+//! body collected into one flat string, then encoded into the write buffer,
+//! every byte copied twice; a shared payload copied into an owned buffer
+//! first (the Deno write path before its fix).
 
 use std::sync::Arc;
 
@@ -37,9 +36,7 @@ pub(super) fn write<H: Rope>(
         Body::Rope(r, _) => flatten_into(queue, head, &[head, *r]),
         Body::Transcoded(r, _) => flatten_into(queue, head, &[head, &***r]),
         Body::SharedBytes(payload) => {
-            // The pre-fix Deno path: the payload is copied into an owned
-            // buffer, which is then written; the copy is charged for as
-            // long as the queue holds it.
+            // The copy is charged for as long as the queue holds it.
             let charge = memory.charge(Part::Connections, payload.len())?;
             flatten_into(queue, head, &[head]);
             let owned = Bytes::from_owner(Charged {
@@ -66,9 +63,9 @@ impl AsRef<[u8]> for Charged {
     }
 }
 
-/// Collects `parts` — the head first — into one new flat string (copy 1),
-/// then encodes it into the write buffer (copy 2): the head's part as
-/// latin1, as a head is sent, and the rest as UTF-8.
+/// Collects `parts`, head first, into one flat string (copy 1), then
+/// encodes it into the write buffer (copy 2): the head as latin1, the rest
+/// as UTF-8.
 fn flatten_into<H: Rope>(queue: &mut WriteQueue, head: &Measured<H>, parts: &[&dyn Rope]) {
     let head_len = head.shape().one_byte;
     match flatten(parts) {

@@ -1,33 +1,14 @@
-//! Writing one response into the connection's [`WriteQueue`], by either
-//! strategy.
+//! The one [`Writer`] of responses into the connection's [`WriteQueue`], by
+//! [`Strategy`]: **direct** encodes the [`Head`] rope straight into the write
+//! buffer and queues the body in its own form (shared or copied as the
+//! queue's [`Policy`](unflat::queue::Policy) decides); **flatten**, the old
+//! path, copies head and body into one flat string first. Both write the
+//! same bytes.
 //!
-//! **direct** (`direct.rs`) — the head is a [`Head`] rope composed on the stack and encoded
-//! by the one-byte fast path straight into the write buffer. The body then
-//! goes to the queue in the form its route keeps it: a [`Bytes`] (a flat
-//! ASCII body, a `/large` payload) or a ropey rope is *shared* — iovecs at
-//! its own memory — and one-byte and two-byte text is encoded into the write
-//! buffer behind the head (back-of-buffer expansion, the two-byte path), a
-//! frame at a time when it is long ([`WriteQueue::stream`]).
-//! Whether a shared body is really sent from its own memory or copied behind
-//! the head is the queue's decision ([`unflat::queue::Policy`]), made in one
-//! place for every body.
-//!
-//! **flatten** — what Node did before the change (`flatten.rs`): the head and
-//! the body are collected into one new flat string, which is then encoded
-//! into the write buffer (the head part as latin1, the body as UTF-8), so
-//! every byte is copied twice; a `/large` payload is copied into a fresh
-//! owned buffer first (the Deno write path before its fix).
-//!
-//! Both write the same bytes (Date aside).
-//!
-//! **Counted before written.** Each response is checked against the
-//! connection's [`Budget`] before a byte of it is queued: the writer bounds
-//! what the queue's buffers will occupy once it is written
-//! ([`WriteQueue::footprint_after`]) and any transient copy (the flat
-//! string of the flatten strategy), and refuses with [`Full`] when the
-//! lease cannot grow to cover it; nothing is then queued (`bound.rs`). A
-//! flatten copy of a shared payload, which the queue holds by reference,
-//! carries its own charge. The `Date` line comes from `date.rs`.
+//! **Counted before written**: the connection's [`Budget`] must cover what
+//! the queue will occupy once a response is in it
+//! ([`WriteQueue::footprint_after`]), or the writer fails with [`Full`] and
+//! queues nothing.
 
 mod bound;
 mod date;
@@ -75,26 +56,23 @@ pub enum Body<'a> {
     Empty,
     /// Bytes sent as they are, copied (help text, error reasons, echo).
     Bytes(&'a [u8]),
-    /// ASCII text in one shared buffer, already its UTF-8. Direct: sent
-    /// from its own memory, as [`Body::SharedBytes`]; flatten: joined to
-    /// the head as text, as Node joined a string.
+    /// ASCII text in one shared buffer (flatten joins it to the head as
+    /// text, as Node joined a string).
     SharedText(&'a Bytes),
     /// A ropey rope of this many UTF-8 bytes: its chunks shared or copied.
     Rope(&'a ropey::Rope, usize),
     /// One-byte or two-byte text, encoded to UTF-8 as it is sent; this many
     /// UTF-8 bytes.
     Transcoded(&'a SharedRope, usize),
-    /// A shared payload. Direct: sent from its own memory, as
-    /// [`Body::SharedText`]; flatten: copied into an owned buffer first, the
-    /// Deno path before its fix.
+    /// A shared payload (flatten copies it into an owned buffer first, the
+    /// Deno path before its fix).
     SharedBytes(&'a Bytes),
-    /// A body of this many bytes that is announced but never sent: the
-    /// answer to a `HEAD` that knows its length without building the body.
+    /// A body of this many bytes, announced but never sent: a `HEAD` that
+    /// knows its length without building the body.
     Unsent(usize),
     /// A body of unknown length, asked of the service a [`Chunk`] at a time
-    /// once the head is queued ([`Service::next_chunk`]): chunked to an
-    /// HTTP/1.1 client, ended by closing the connection to HTTP/1.0, and
-    /// nothing at all after a `HEAD`.
+    /// ([`Service::next_chunk`]): chunked to HTTP/1.1, ended by the close to
+    /// HTTP/1.0, nothing after a `HEAD`.
     ///
     /// [`Service::next_chunk`]: crate::session::Service::next_chunk
     Stream,
@@ -117,8 +95,7 @@ impl std::fmt::Debug for Body<'_> {
 }
 
 impl Body<'_> {
-    /// The body's length on the wire: its `Content-Length` (none is sent
-    /// for a stream, whose length is not known: 0 here).
+    /// The body's `Content-Length` (0 for a stream, which sends none).
     pub fn content_length(&self) -> usize {
         match *self {
             Body::Empty | Body::Stream => 0,
@@ -129,10 +106,8 @@ impl Body<'_> {
     }
 }
 
-/// What the request asked of its response: whether the connection stays
-/// open, and whether it was `HEAD`. The one value the session hands the
-/// writer; only the writer (through the head it builds) decides what that
-/// means for the bytes.
+/// What the request asked of its response, as the session hands it to the
+/// writer; only the writer decides what that means for the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Exchange {
     /// Whether the connection stays open after the response.
@@ -145,9 +120,8 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    /// Whether a body with content can be sent at all: never to a `HEAD`
-    /// (RFC 9110 §9.3.2). A route may skip work whose result would not be
-    /// sent; the writer applies the rule to the bytes.
+    /// Whether a body can be sent at all: never to a `HEAD` (RFC 9110
+    /// §9.3.2). A service may skip work whose result would not be sent.
     pub fn sends_content(self) -> bool {
         !self.head_request
     }
@@ -162,9 +136,9 @@ impl Exchange {
     }
 }
 
-/// One response to write, as a route gives it: a status and its own field
-/// lines (rendered once, at start-up; or prepared together, [`Prepared`]),
-/// a body in its form. Framing, `Date` and persistence are the writer's.
+/// One response to write, as a service gives it: a status, its own field
+/// lines, a body in its form. Framing, `Date` and persistence are the
+/// writer's.
 #[derive(Debug)]
 pub struct Response<'a> {
     /// The status line and the route's field lines.
@@ -201,7 +175,7 @@ impl<'a> Response<'a> {
         }
     }
 
-    /// The status.
+    /// The response's status.
     pub fn status(&self) -> Status {
         match self.start {
             Start::Lines(status, _) => status,
@@ -210,13 +184,9 @@ impl<'a> Response<'a> {
     }
 }
 
-/// The start of every response of one kind — its status line, its
-/// route's field lines and the lines the writer adds to every such status
-/// (`X-Content-Type-Options`) — rendered once, at start-up, and copied into
-/// each head as one piece ([`Prefix`]): the same bytes as
-/// [`Start::Lines`] would give, for less work per response. A route's
-/// common answers are prepared (a built body's 200); the rest are put
-/// together per response.
+/// The start of every response of one kind — status line, field lines and
+/// `X-Content-Type-Options` — rendered once and copied into each head as one
+/// [`Prefix`]: the bytes of [`Start::Lines`], for less work per response.
 #[derive(Debug)]
 pub struct Prepared(Prefix);
 
@@ -228,10 +198,8 @@ impl Prepared {
     }
 }
 
-/// The line the writer adds after the route's on every response of
-/// `status`: `X-Content-Type-Options: nosniff` on every response that can
-/// carry a body, so that no body the server generates is sniffed into
-/// another type.
+/// `X-Content-Type-Options: nosniff` on every response that can carry a
+/// body, so that no body the server sends is sniffed into another type.
 fn fixed(status: Status) -> Option<&'static Line> {
     static NOSNIFF: LazyLock<Line> = LazyLock::new(|| {
         Line::parse("X-Content-Type-Options", "nosniff")
@@ -248,28 +216,23 @@ pub struct Written {
     pub status: Status,
     /// Bytes of body sent (none after a `HEAD`, or on 204 and 304).
     pub body_bytes: usize,
-    /// Whether the queue holds the body by reference (shared, or framed
-    /// from it) rather than copied whole: its owner must then keep it
-    /// alive until the response is written.
+    /// Whether the queue holds the body by reference: its owner must then
+    /// keep it alive until the response is written.
     pub references_body: bool,
     /// Whether the connection stays open after the response: as asked,
     /// unless a stream to an HTTP/1.0 client is ended by closing it.
     pub keep_alive: bool,
-    /// Whether the body goes on as a stream: its chunks are still to be
-    /// queued ([`Writer::chunk`], [`Stream::new`]), the response not yet
-    /// ended.
+    /// Whether the body's chunks are still to be queued ([`Writer::chunk`],
+    /// [`Stream::new`]), the response not yet ended.
     pub streams: bool,
 }
 
-/// A response head: the route's two field lines at most and
-/// `X-Content-Type-Options` (or a [`Prepared`] start that holds them),
-/// besides the framing, date and connection lines the head writes itself.
+/// Room for the service's two field lines and `X-Content-Type-Options`;
+/// framing, date and connection lines are the head's own.
 type ResponseHead<'a> = Head<'a, 3>;
 
-/// The one place a response becomes bytes: the status line and the route's
-/// fields, `Date`, framing (`Content-Length`, or none on 1xx, 204 and 304),
-/// persistence (`Connection`, `Keep-Alive`), no body after a `HEAD`, and the
-/// strategy that writes it. One per server, shared by every connection.
+/// The one place a response becomes bytes: status line and fields, `Date`,
+/// framing, persistence, no body after `HEAD`. One per server.
 #[derive(Debug)]
 pub struct Writer {
     strategy: Strategy,
@@ -291,9 +254,8 @@ impl Writer {
         }
     }
 
-    /// Queues the core's own refusal of a request: `status` with `reason`
-    /// as plain text (and `Retry-After: 1` when `retry_after`: a limit the
-    /// server is at now), as [`Writer::write`] queues any response.
+    /// Queues the core's own refusal: `status` with `reason` as plain text,
+    /// and `Retry-After: 1` when `retry_after` (a limit the server is at now).
     #[allow(clippy::too_many_arguments)]
     pub fn refuse(
         &self,
@@ -326,8 +288,7 @@ impl Writer {
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
-    /// no response of the queue's count; checked against `budget` as
-    /// [`Writer::write`] is.
+    /// no response of the queue's count.
     pub fn interim(
         &self,
         queue: &mut WriteQueue,
@@ -342,10 +303,9 @@ impl Writer {
         Ok(())
     }
 
-    /// Queues `r`, the answer to a request that asked `exchange`, marking
-    /// the end of a response; says what was written. First makes `budget`
-    /// cover the queue once `r` is in it — or fails with
-    /// [`Full`], queueing nothing.
+    /// Queues `r`, the answer to a request that asked `exchange`, and says
+    /// what was written; fails with [`Full`], queueing nothing, when
+    /// `budget` cannot cover it.
     pub fn write(
         &self,
         queue: &mut WriteQueue,
@@ -411,10 +371,8 @@ impl Writer {
         })
     }
 
-    /// Queues `head`, `body` and `tail` by the writer's strategy, once
-    /// `budget` covers what the queue will then occupy (else
-    /// fails, queueing nothing); says whether the queue shares memory of
-    /// the body.
+    /// Queues `head`, `body` and `tail` once `budget` covers them (else
+    /// queues nothing); whether the queue shares memory of the body.
     fn put<H: Rope>(
         &self,
         queue: &mut WriteQueue,

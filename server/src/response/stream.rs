@@ -1,9 +1,7 @@
-//! A body of unknown length, queued a chunk at a time as the service gives
-//! them: each chunk's size line and its text go into the queue in the
-//! chunk's own form — shared, copied or encoded behind the size line, never
-//! flattened first (the Node change did the same for each string chunk of
-//! `Writev`). To an HTTP/1.0 client the chunks go bare and the connection's
-//! close ends the body.
+//! A body of unknown length, queued a chunk at a time: each chunk's size
+//! line, then its text in its own form, never flattened first (as Node's
+//! `Writev` does for each string chunk). To HTTP/1.0 the chunks go bare and
+//! the close ends the body.
 
 use std::io::Write as _;
 
@@ -14,10 +12,8 @@ use unflat::{Encoding, Latin1, Measured};
 use super::{Body, Writer};
 use crate::memory::{Budget, Full};
 
-/// One chunk of a streamed body ([`Body::Stream`]), in the form its
-/// producer keeps it. Memory it shares (bytes, a rope) is its owner's to
-/// charge, as any body's is; what the queue copies or encodes of it is
-/// covered by the connection's budget.
+/// One chunk of a streamed body ([`Body::Stream`]). Memory it shares is
+/// its owner's to charge; what the queue copies of it, the budget's.
 #[derive(Clone)]
 pub enum Chunk {
     /// Bytes sent as they are: shared, or copied when short.
@@ -30,8 +26,7 @@ pub enum Chunk {
 }
 
 impl Chunk {
-    /// Its length on the wire. A text chunk is measured (one walk over its
-    /// pieces).
+    /// Its length on the wire (a text chunk is measured: one walk).
     pub fn len(&self) -> usize {
         match self {
             Chunk::Bytes(b) => b.len(),
@@ -88,11 +83,9 @@ impl Stream {
 const SIZE_LINE_MAX: usize = 18;
 
 impl Writer {
-    /// Queues `chunk` of `stream` — its size line, its text in its own form
-    /// and the line end that closes it — once `budget` covers what the
-    /// queue will then occupy (else fails, queueing nothing). An
-    /// empty chunk queues nothing. Says whether the queue shares memory of
-    /// the chunk.
+    /// Queues `chunk` of `stream` — size line, text, line end — once
+    /// `budget` covers it (else queues nothing); an empty chunk queues
+    /// nothing. Whether the queue shares memory of the chunk.
     pub fn chunk(
         &self,
         queue: &mut WriteQueue,
@@ -124,9 +117,8 @@ impl Writer {
         Ok(shares)
     }
 
-    /// Ends `stream`: its last chunk (size 0, no trailer fields) when it is
-    /// chunked, and the response, once `budget` covers it (else fails,
-    /// queueing nothing).
+    /// Ends `stream` (its last chunk when chunked) and the response, once
+    /// `budget` covers it (else queues nothing).
     pub fn end_stream(
         &self,
         queue: &mut WriteQueue,

@@ -1,7 +1,6 @@
 //! What the connection asks of its session's [`Budget`](crate::memory::Budget)
-//! — its base, a larger read buffer, a TLS write — and what a write gives
-//! back: the bodies queued responses kept alive, and the memory the
-//! buffers no longer occupy.
+//! (its base, a larger read buffer, a TLS write), and what a write gives
+//! back: bodies no response needs, memory the buffers no longer occupy.
 
 use unflat::queue::WriteQueue;
 
@@ -9,10 +8,9 @@ use super::{Protocol, Service, Session, WRITE_BUFFER_FIRST};
 use crate::memory::Full;
 
 impl<S: Service> Session<S> {
-    /// A connection's base ([`Lease`](crate::memory::Lease)): its read buffer of `read_buffer`
-    /// bytes, its socket's buffers of `socket`, a write buffer for a small
-    /// response, and what the service keeps for it (the demo's access-log
-    /// lines, when the log is on).
+    /// A connection's base ([`Lease`](crate::memory::Lease)): its read
+    /// buffer, its socket's buffers, a write buffer for a small response,
+    /// and what the service keeps for it.
     pub fn base_memory(service: &Protocol<S>, read_buffer: usize, socket: usize) -> usize {
         read_buffer + socket + WRITE_BUFFER_FIRST + service.service.conn_memory()
     }

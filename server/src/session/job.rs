@@ -4,12 +4,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
-/// What a reply waits for before it can be written — for the demo, a body
-/// being built on the blocking pool — and what it then becomes (`T`: the
-/// service's reply, ready to write). The session hands it to the
-/// connection (`Step::Defer`), which awaits it (no thread is held while it
-/// waits) and gives back what it made (`Session::resume`); nothing in the
-/// core knows what the job does.
+/// What a reply waits for before it can be written, and what it then
+/// becomes (`T`). The connection awaits it, holding no thread, and gives
+/// back what it made (`Session::resume`).
 pub struct Job<T>(Pin<Box<dyn Future<Output = T> + Send>>);
 
 /// What a [`Job`] made.
@@ -27,9 +24,8 @@ impl<T: 'static> Job<T> {
         Finished(self.0.await)
     }
 
-    /// Waits for the work from outside an async context — a session driven
-    /// in memory, by tests or the fuzzer — on a runtime of this thread's
-    /// own.
+    /// Waits for the work outside an async context (a session driven in
+    /// memory), on a runtime of this thread's own.
     pub fn wait(self) -> Finished<T> {
         thread_local! {
             static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()

@@ -1,38 +1,16 @@
-//! One connection's requests, without IO: bytes in, responses queued, the
-//! replies asked of the [`Service`] the core serves (`service.rs`).
+//! One connection's requests, without IO: [`Session::process`] answers every
+//! complete request in the bytes read, pipelined ones included, by queueing
+//! responses on the [`WriteQueue`], and says what the connection does next
+//! ([`Step`]). No socket, no blocking: the same code runs under tokio, in
+//! tests and in the fuzzer. Replies come from the [`Service`]
+//! (`service.rs`); one that must wait hands the connection a [`Job`].
 //!
-//! [`Session::process`] takes the bytes read so far, answers every request
-//! they hold completely — pipelined requests included — by queueing the
-//! responses on the [`WriteQueue`], and says what the connection must do
-//! next ([`Step`]). It never blocks and never touches a socket, so the same
-//! code runs under tokio, in tests, and in the fuzzer.
-//!
-//! Backpressure: while the queue holds more than `--max-queued-bytes` of
-//! copied output or `--max-queued-responses` responses, `process` stops and
-//! asks for a flush before it parses further pipelined requests; and one
-//! call copies or encodes [`TURN`] bytes at most.
-//!
-//! **Memory.** The session owns the connection's [`Budget`] on the server's
-//! memory account — its lease and every buffer the lease covers — and
-//! every buffer the connection grows is covered by it first: the read buffer (the connection asks,
-//! [`Session::grow_read_buffer`]), each response before it is queued (the
-//! writer checks), a request body kept for a reply that wants it before it
-//! grows, TLS records being written ([`Session::cover_sending`]). When the
-//! lease cannot grow, a connection with output still queued waits for it
-//! to drain and tries again; one with nothing queued is answered 503 with
-//! `Retry-After` and closed. The replies whose memory queued responses
-//! share are kept here until the queue has written past them, so that each
-//! body is counted (once, by its own charge) for exactly as long as it is
-//! needed.
-//!
-//! A reply that must wait (the demo: for a body being built) hands the
-//! connection a [`Job`] ([`Step::Defer`]); the connection awaits it and
-//! gives back what it made with [`Session::resume`], and the session goes
-//! on in request order. The session knows nothing of what the job does.
-//!
-//! Every response queued passes one place, `record`: the service hears of
-//! it there, once ([`Service::answered`]), and of the connection's output
-//! as it is written ([`Service::sent`]); its counters and logs are its own.
+//! **Backpressure**: past `--max-queued-bytes` or `--max-queued-responses`,
+//! and after [`TURN`] bytes, `process` asks for a flush before parsing on.
+//! **Memory**: the session owns the connection's [`Budget`]; every buffer is
+//! covered before it grows. Uncovered, a connection with output queued waits
+//! for it to drain; one with none is answered 503 and closed. Replies whose
+//! memory queued responses share are kept until the queue has written them.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -60,16 +38,14 @@ use crate::h1::{
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, Stream, Writer, Written};
 
-/// What every session shares: the service it answers with, the writer of
-/// its responses, the memory account, the limits of its protocol, and
-/// whether the server is draining.
+/// What every session shares.
 #[derive(Debug)]
 pub struct Protocol<S> {
     /// The application: its replies, and what it is told of responses.
     pub service: S,
     /// Writes responses, by the configured strategy.
     pub writer: Writer,
-    /// Everything clients make the server hold.
+    /// The memory account.
     pub memory: Arc<Memory>,
     /// The protocol's limits.
     pub limits: Limits,
@@ -78,8 +54,7 @@ pub struct Protocol<S> {
 }
 
 /// Whether the server is shutting down: connections are then not kept
-/// alive (`Connection: close` says so), and a service may say it too (the
-/// demo's `/healthz` answers 503). Shared by the core and its service.
+/// alive, and a service may say so too. Shared by the core and its service.
 #[derive(Clone, Debug, Default)]
 pub struct Draining(Arc<AtomicBool>);
 
@@ -138,9 +113,8 @@ pub enum Waiting {
     Idle,
     /// The rest of a request head (the head deadline).
     Head,
-    /// More of a request body, of which this many bytes of payload — chunk
-    /// data, never framing — have been read: the body deadline grows with
-    /// them.
+    /// More of a request body: the body deadline grows with the payload
+    /// read (chunk data, never framing).
     Body {
         /// Bytes of payload read so far.
         payload: u64,
@@ -336,12 +310,9 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// What a request that `wants_keep_alive` (and was `head_request`)
-    /// asks of its response: the one place persistence is decided. The
-    /// connection stays open when the client wants it and this is not its
-    /// last request (`--max-requests`) nor the server draining (then
-    /// `Connection: close` says so, so that no client or balancer sends
-    /// another request on it); a refusal asks for nothing.
+    /// The one place persistence is decided: open when the client wants it,
+    /// unless this is its last request (`--max-requests`) or the server is
+    /// draining (then `Connection: close` says so).
     fn exchange(
         &self,
         service: &Protocol<S>,
@@ -923,17 +894,13 @@ impl<S: Service> Session<S> {
 }
 
 /// Bytes one [`Session::process`] copies or encodes at most before it asks
-/// for a flush: pipelined requests for long bodies are answered a turn at
-/// a time, so that the connection can let others run between turns.
+/// for a flush, so that the connection lets others run between turns.
 pub const TURN: usize = 64 * 1024;
 
-/// Bytes a streamed response keeps queued at most before it asks the
-/// service for its next chunk: a reader that pauses holds this and one
-/// chunk, not the stream. A turn's worth, so that one flush carries many
-/// small chunks.
+/// Bytes a streamed response keeps queued before it asks for its next
+/// chunk: a paused reader holds this and one chunk, not the stream.
 pub const STREAM_AHEAD: usize = TURN;
 
 /// The write buffer a connection's base covers: room for a small response
-/// (a refusal, `/healthz`, `/metrics`, a short body), so that a client
-/// asking for one is answered whatever other connections hold.
+/// (a refusal, a health check), answered whatever others hold.
 pub const WRITE_BUFFER_FIRST: usize = 8 * 1024;

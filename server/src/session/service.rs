@@ -1,17 +1,9 @@
 //! What the core asks of the application it serves: the [`Service`] trait
-//! and its [`Reply`]. The core reads each request, decides persistence,
-//! HEAD, 1xx/204/304 and framing, writes every response and keeps the
-//! connection; the service chooses the reply to each request from its head
-//! and says what its response is — a status, field lines and a body form
-//! ([`Response`]) — or first gives a job to await.
-//!
-//! Observing is the service's too: it hears of each response once, as it is
-//! queued ([`Service::answered`]), and of each connection's output as the
-//! socket takes it ([`Service::sent`]). What it counts or logs, and in
-//! what format, the core does not know; a value it keeps per connection
-//! ([`Service::Conn`]) holds whatever must wait for a response's last byte
-//! (the demo's access-log lines), its size counted in the connection's
-//! base ([`Service::conn_memory`]).
+//! and its [`Reply`]. The core reads requests, decides persistence, HEAD,
+//! 1xx/204/304 and framing, and writes every response; the service chooses
+//! each [`Response`] (or first a job to await) and observes: it hears of
+//! each response as it is queued ([`Service::answered`]) and of the output
+//! as the socket takes it ([`Service::sent`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -51,8 +43,7 @@ pub trait Service: Send + Sync + 'static {
     }
 
     /// The reply to the request whose head is `head`, and its label; what
-    /// must outlive the head (the demo's access log notes its request
-    /// line) goes into `conn`.
+    /// must outlive the head goes into `conn`.
     fn call(&self, head: &RequestHead<'_>, conn: &mut Self::Conn) -> (Self::Label, Self::Reply);
 
     /// Readies `reply` for the response `exchange` describes, once its
@@ -69,23 +60,19 @@ pub trait Service: Send + Sync + 'static {
     }
 
     /// The response to write for `reply`, given the request body it kept
-    /// ([`Reply::wants_body`]; empty otherwise). What it makes for the
-    /// response (a document) goes into the reply, which the core keeps
-    /// until the queue has written whatever the response shares of it;
-    /// fails with [`Full`] when that cannot be charged.
+    /// ([`Reply::wants_body`]). What it makes goes into the reply, which the
+    /// core keeps until the queue has written what the response shares of
+    /// it; [`Full`] when that cannot be charged.
     fn respond<'a>(
         &'a self,
         reply: &'a mut Self::Reply,
         request_body: &'a [u8],
     ) -> Result<Response<'a>, Full>;
 
-    /// The next chunk of `reply`'s streamed body (its response's body was
-    /// [`Body::Stream`](crate::response::Body::Stream)), or `None` once it
-    /// has ended. Asked for only while the queue holds less than
+    /// The next chunk of a [`Body::Stream`](crate::response::Body::Stream),
+    /// or `None` at its end. Asked only while the queue holds less than
     /// [`STREAM_AHEAD`](super::STREAM_AHEAD), so a paused reader holds that
-    /// and one chunk, however long the stream. Fails with [`Full`] when the
-    /// chunk's memory cannot be charged: the connection then closes, the
-    /// body cut short.
+    /// and one chunk. [`Full`] closes the connection, the body cut short.
     fn next_chunk(&self, reply: &mut Self::Reply) -> Result<Option<Chunk>, Full> {
         let _ = reply;
         Ok(None)
@@ -119,8 +106,7 @@ pub struct Answered<L> {
     /// When its request's head was complete (or the request refused), on
     /// the server's one clock.
     pub began: Moment,
-    /// When it was queued, on the same clock (read once per turn of the
-    /// session, not per response).
+    /// When it was queued (the clock is read once per turn of the session).
     pub queued: Moment,
     /// Where it ends in the connection's output: it is written whole once
     /// [`Service::sent`] reports as many bytes.
@@ -147,8 +133,8 @@ pub trait Reply: Send + std::fmt::Debug + 'static {
         false
     }
 
-    /// Bytes the reply holds while the body is read (counted against the
-    /// connection's lease).
+    /// Bytes the reply holds while the body is read (the budget counts
+    /// them).
     fn held(&self) -> usize {
         0
     }

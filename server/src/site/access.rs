@@ -1,43 +1,13 @@
-//! The access log (`--access-log`): one line per response, on stderr, once
-//! its last byte has gone to the socket. Two formats
-//! (`--access-log-format`):
-//!
-//! ```text
-//! 2026-12-01T04:07:12.215216Z access peer=127.0.0.1:53844 method=GET target=/end-string/3?kind=%74wobyte version=HTTP/1.1 host="localhost:3000" status=200 bytes=9 duration_us=4000 referer="-" user_agent="curl/8.5.0"
-//! 127.0.0.1 - - [01/Dec/2026:04:07:12 +0000] "GET /end-string/3?kind=%74wobyte HTTP/1.1" 200 9 "-" "curl/8.5.0"
-//! ```
-//!
-//! The second is the Combined Log Format, which log tooling (GoAccess,
-//! AWStats, every web-log parser) already reads. `duration_us` runs from
-//! the complete request head to the response's last byte taken by the
-//! socket, on the server's one clock (`crate::clock`): in steps of its
-//! tick, as nginx's `$request_time` is in its cached time's.
-//!
-//! Written by the server itself rather than as a `tracing` event: the
-//! formatter escapes a message character by character, which made a line
-//! cost more than the request it logs (docs/operations.md has the
-//! measurement). A method is a token and a request target holds URI bytes
-//! only (printable ASCII, no space), both checked before a request is
-//! routed; field values (`Host`, `Referer`, `User-Agent`) are written in
-//! quotes with `"`, `\` and every byte outside printable ASCII as `\xHH`,
-//! as nginx writes them, and cut at [`FIELD_MOST`] bytes. Each line goes
-//! whole into the log's sink (`crate::log`), so lines from several workers
-//! never interleave, and a stderr nobody reads drops lines (counted)
-//! rather than stopping the server.
-//!
-//! Fed by the core's one call per response: the site notes a request's
-//! line and fields as it is routed (`Service::call`), renders its line
-//! when the core tells of its response (`Service::answered`), and writes it
-//! once the core says the connection's output has passed its end
-//! (`Service::sent`). The log lives in the site's value for each
-//! connection (`site::Conn`): the core keeps it, and knows nothing of its
-//! format.
-//!
-//! Memory: a connection's lines wait for their responses' last bytes in one
-//! buffer of a fixed size, [`AccessLog::memory`], counted in its lease's
-//! base (`Service::conn_memory`); a line that does not fit makes the oldest
-//! waiting ones written early (their duration then runs to when they were
-//! queued).
+//! The access log (`--access-log`): one line per response, in either
+//! [`LogFormat`] (docs/operations.md shows both), written once its last byte
+//! has gone to the socket. The request is noted as it is routed
+//! (`Service::call`), its line rendered when it is answered
+//! (`Service::answered`), and written when the output has passed its end
+//! (`Service::sent`). Not a `tracing` event: its formatter made a line cost
+//! more than the request. Field values are escaped as nginx does and cut at
+//! [`FIELD_MOST`] bytes. A connection's waiting lines fit one fixed buffer
+//! ([`AccessLog::memory`], in its base); a line that does not fit writes the
+//! oldest early.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -51,8 +21,7 @@ use crate::session::Answered;
 /// The format of the access log's lines (`--access-log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
-    /// `key=value` pairs: peer, method, target, version, host, status,
-    /// body bytes, duration to the last byte, referer, user agent.
+    /// `key=value` pairs, duration to the last byte included.
     Unflat,
     /// The Combined Log Format (Apache's and nginx's `combined`).
     Combined,
@@ -70,9 +39,8 @@ thread_local! {
 /// Lines a connection's buffer holds while they wait, at their longest.
 const LINES_WAITING: usize = 4;
 
-/// One connection's access log: nothing at all without `--access-log`
-/// (one pointer in the connection's value, which every idle connection
-/// keeps).
+/// One connection's access log: one pointer without `--access-log` (every
+/// idle connection keeps it).
 #[derive(Debug, Default)]
 pub(super) struct AccessLog {
     on: Option<Box<Log>>,
@@ -81,7 +49,7 @@ pub(super) struct AccessLog {
 #[derive(Debug)]
 struct Log {
     format: LogFormat,
-    /// The peer as the lines write it, rendered once.
+    /// Rendered once.
     peer: String,
     /// The request being answered (a session answers one at a time).
     request: Noted,
@@ -111,9 +79,8 @@ struct Waiting {
 }
 
 impl AccessLog {
-    /// Bytes a connection's access log holds at most, in `format`, for
-    /// request lines of at most `request_line` bytes: counted in the
-    /// connection's base when the log is on.
+    /// Bytes a connection's access log holds at most, for request lines of
+    /// at most `request_line` bytes.
     pub(super) fn memory(request_line: usize) -> usize {
         let line = noted_most(request_line);
         line + LINES_WAITING * line + 64
@@ -193,9 +160,8 @@ impl AccessLog {
         push(5, &mut n.text, field("user-agent"));
     }
 
-    /// Renders the line of the response `a` tells of, to the noted request
-    /// (to a head never read when it has no label); it is written once the
-    /// connection's output has passed its end ([`AccessLog::sent`]).
+    /// Renders the line of the response `a` tells of (to a head never read
+    /// when it has no label), to be written by [`AccessLog::sent`].
     pub(super) fn queued<L>(&mut self, a: &Answered<L>) {
         if a.label.is_none() && self.on.is_some() {
             self.note_parts("-", "-", "-", &[]);
@@ -261,8 +227,7 @@ impl AccessLog {
 }
 
 impl Log {
-    /// Writes the oldest waiting line, stamped with the time now, to
-    /// stderr.
+    /// Writes the oldest waiting line, stamped now, to stderr.
     fn write_first(&mut self) {
         LINE.with_borrow_mut(|out| {
             if self.take_first(out) {
@@ -286,7 +251,6 @@ impl Log {
         true
     }
 
-    /// `line`, stamped, into `out`.
     fn stamp(&self, out: &mut String, line: &str, w: &Waiting) {
         out.clear();
         match self.format {
@@ -317,9 +281,8 @@ impl Drop for AccessLog {
     }
 }
 
-/// The most bytes a request's noted parts take, for request lines of at
-/// most `request_line` bytes: the line, and three field values of
-/// [`FIELD_MOST`] bytes each written as `\xHH` at worst, and the rest.
+/// The most bytes a request's noted parts take: the line, three field
+/// values of [`FIELD_MOST`] bytes each written as `\xHH` at worst, the rest.
 fn noted_most(request_line: usize) -> usize {
     request_line + 3 * 4 * FIELD_MOST + 256
 }

@@ -1,32 +1,11 @@
-//! The bodies the routes send: built once off the async workers, shared,
-//! cached, and counted in the memory account (what a body is: `body.rs`).
-//!
-//! **Counted once, kept alive by who uses it.** Each [`Built`] carries the
-//! [`Charge`] of its memory: the cache and every response that references
-//! it hold the same `Arc`, and the charge is given back when the last of
-//! them lets go. The cache keeps at most `--cache-bytes` of them; an
-//! evicted body lives on, still counted, only while responses in flight
-//! reference it.
-//!
-//! **The cache gives way.** Eviction follows a clock, the usual
-//! approximation of least recently used: the oldest entry goes first
-//! unless it was asked for since the clock last passed it (then it goes
-//! to the back). When the memory account is full, bodies that no response
-//! references are evicted the same way ([`Reclaim`]) before a request is
-//! refused.
-//!
-//! **Built off the async workers, bounded and shared.** A body not in the
-//! cache is charged before anything is allocated for it (refused with
-//! [`Unavailable::Memory`] when the account is full), then built on
-//! tokio's blocking pool, `--max-builds` at a time; whoever asks for the
-//! same body meanwhile waits for that one build (a [`Flight`]) instead of
-//! starting another. Waiting takes no thread: the waiters are futures.
-//!
-//! **No lock on the request path.** A connection remembers its last
-//! `/end-string` body in a [`Memo`] by a weak reference: asking for it again
-//! (every benchmark client) costs a comparison and a reference-count
-//! increment, never the cache's lock, and the memo keeps nothing alive —
-//! once the cache and the responses let go of a body, it is freed.
+//! The bodies the routes send (what a body is: `body.rs`), built once on
+//! the blocking pool, `--max-builds` at a time, charged before they are
+//! allocated; whoever asks for a body being built waits for that one build
+//! (a [`Flight`]). Each [`Built`] carries its [`Charge`], given back when the
+//! last holder (the cache, a response) lets go. The cache keeps at most
+//! `--cache-bytes`, evicting by a clock (an approximate LRU), and gives way
+//! to a full account ([`Reclaim`]). A connection's [`Memo`] holds its last
+//! body weakly: asking again takes no lock and keeps nothing alive.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -92,13 +71,12 @@ pub struct Bodies {
     cache_bytes: usize,
     /// One permit per build allowed at once (`--max-builds`).
     builders: Arc<Semaphore>,
-    /// Bytes the cache holds (a copy of `Shelves::bytes`, read by `/metrics`
-    /// without the lock).
+    /// A copy of `Shelves::bytes`, read by `/metrics` without the lock.
     cached: AtomicUsize,
     builds: AtomicU64,
     shared: AtomicU64,
-    /// Until when (ms on the one clock) a full account is not worth a
-    /// scan: the last one freed nothing.
+    /// Until when (ms) a full account is not worth a scan: the last one
+    /// freed nothing.
     barren_until: AtomicU64,
 }
 
@@ -120,9 +98,8 @@ pub struct Memo {
 }
 
 impl Bodies {
-    /// No bodies yet; at most `cache_bytes` of them kept for reuse, at most
-    /// `builders` built at once, all charged to `memory`, which the cache
-    /// gives way to when it is full.
+    /// No bodies yet; at most `cache_bytes` of them cached and `builders`
+    /// built at once, charged to `memory`, which the cache gives way to.
     pub fn new(memory: Arc<Memory>, cache_bytes: usize, builders: usize) -> Arc<Bodies> {
         let bodies = Arc::new(Bodies {
             state: Mutex::new(Shelves::default()),
@@ -140,9 +117,8 @@ impl Bodies {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shelves> {
-        // Every update under the lock is a single insert or remove of
-        // entries that are whole before they go in: a poisoned lock is
-        // consistent.
+        // Each update is one insert or remove of a whole entry: a poisoned
+        // lock is consistent.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -189,10 +165,8 @@ impl Bodies {
         )
     }
 
-    /// The body for `key`: from the cache, or built — once for everyone
-    /// who asks while it is being built. Charged before the build begins
-    /// (the cache giving way first when the account is full); refused when
-    /// even then there is no room.
+    /// The body for `key`: from the cache, or built once for everyone who
+    /// asks meanwhile; charged before the build begins, or refused.
     pub async fn get(self: Arc<Self>, key: BodyKey) -> Result<Arc<Built>, Unavailable> {
         // The flight is registered before the charge, so that identical
         // requests meanwhile join it rather than each charge the body.
@@ -214,9 +188,8 @@ impl Bodies {
             match self.memory.charge(Part::Building, key.footprint()) {
                 Ok(charge) => {
                     self.builds.fetch_add(1, Ordering::Relaxed);
-                    // A task of its own: the build finishes, and is cached,
-                    // whether or not the connection that asked is still
-                    // there.
+                    // A task of its own: the build finishes and is cached
+                    // even if the connection that asked is gone.
                     tokio::spawn(self.clone().build(key, charge, flight.clone()));
                 }
                 Err(full) => {

@@ -1,19 +1,9 @@
-//! What a body is: which one (its key), the form it is kept in, its
-//! length on the wire, how it is built, and the charge of its memory.
-//!
-//! An `/end-string` body is kept in the form that suits sending it, chosen
-//! by its kind and the `body` query parameter:
-//!
-//! | kind      | `body=flat` (default)                                  | `body=rope`                      |
-//! |-----------|--------------------------------------------------------|----------------------------------|
-//! | `ascii`   | one contiguous [`Bytes`]: one iovec at its own memory   | a ropey rope: its ~1 KiB chunks  |
-//! | `latin1`  | one flat one-byte string: back-of-buffer expansion      | a ropey rope (UTF-8 chunks)      |
-//! | `twobyte` | one flat two-byte string: the two-byte path             | a ropey rope (UTF-8 chunks)      |
-//!
-//! The flat ascii body is what Node's body string is once V8 has flattened
-//! it, and what hyper sends; a rope costs the write queue a walk over its
-//! chunks (see `unflat::queue`). A `/large` payload is one [`Bytes`].
-//!
+//! What a body is: its key, the form it is kept in, its length on the
+//! wire, how it is built, and the charge of its memory. An `/end-string`
+//! body is kept in the form that suits sending it: `body=flat` ascii is one
+//! [`Bytes`] (as Node's flattened string, and hyper's), latin1 and twobyte a
+//! flat one- or two-byte string encoded as it is sent; `body=rope` a ropey
+//! rope of ~1 KiB chunks. A `/large` payload is one [`Bytes`].
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -132,12 +122,9 @@ impl BodyKey {
                     Kind::Ascii | Kind::Latin1 => flat(len),
                     Kind::TwoByte => flat(len.saturating_mul(2)),
                 },
-                // Ropey's nodes are 1 KiB allocations, a leaf full at 984
-                // bytes of text (4 % more), the inner nodes some 4 % more,
-                // and the build's freed nodes leave the allocator's 1 KiB
-                // slabs partly used: 1.17 to 1.19 resident bytes per byte of
-                // text, measured (docs/robustness.md, "What a body
-                // occupies"; tests/memory.rs holds it). A fifth over.
+                // Ropey's 1 KiB nodes and the build's freed ones: 1.17 to
+                // 1.19 resident bytes per byte of text, measured
+                // (docs/robustness.md; tests/memory.rs). A fifth over.
                 BodyKey::Text(
                     k @ Key {
                         form: Form::Rope, ..
@@ -210,8 +197,8 @@ impl std::fmt::Debug for Text {
     }
 }
 
-/// A body, its length on the wire (the `Content-Length`, so that no request
-/// pays for measuring it), and the charge of its memory.
+/// A body, its length on the wire (so that no request pays for measuring
+/// it), and the charge of its memory.
 #[derive(Debug)]
 pub struct Built {
     /// The text or payload.
@@ -236,9 +223,8 @@ impl Built {
         }
     }
 
-    /// Marks the body asked for. A load first: a body asked for on every
-    /// request is written once per pass of the cache's clock, not per
-    /// request.
+    /// Marks the body asked for. A load first: a hot body's mark is written
+    /// once per pass of the cache's clock, not per request.
     #[inline]
     pub(super) fn touch(&self) {
         if !self.used.load(Ordering::Relaxed) {

@@ -8,9 +8,8 @@ use base64::Engine as _;
 
 use crate::h1::RequestHead;
 
-/// The JSON `/echo` answers with: method, target, version, fields (name,
-/// value pairs in order) and body, every one base64-encoded — the origin
-/// format of the HTTP Garden differential harness.
+/// The JSON `/echo` answers with: method, target, version, fields in order
+/// and body, each base64-encoded.
 #[derive(Debug)]
 pub struct EchoJson {
     /// Everything up to the body's value.

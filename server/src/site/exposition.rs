@@ -1,12 +1,8 @@
-//! The two text formats `GET /metrics` speaks, chosen by the request's
-//! `Accept` field as Prometheus's own client libraries choose: OpenMetrics
-//! 1.0 when the scraper asks for it (Prometheus does, first), and otherwise
-//! the Prometheus text format 0.0.4, which `promtool check metrics`, older
-//! scrapers and a plain `curl` read.
-//!
-//! The counters are written once, as OpenMetrics (`prometheus-client`
-//! writes only that); [`to_prometheus_text`] rewrites the few lines where
-//! the two formats differ.
+//! The two text formats of `GET /metrics`, chosen by `Accept` as
+//! Prometheus's client libraries do: OpenMetrics 1.0 when asked for, else
+//! the Prometheus text format 0.0.4 (`promtool`, `curl`). The counters are
+//! written once as OpenMetrics; [`to_prometheus_text`] rewrites the lines
+//! where the two differ.
 
 /// A text format of `/metrics`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

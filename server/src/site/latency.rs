@@ -1,18 +1,9 @@
-//! The request latency histogram of `GET /metrics`
-//! (`unflat_request_duration_seconds`): from a request's complete head to
-//! its response queued, by route and status class — labels bounded by
-//! construction (8 routes × 5 classes). Each worker thread observes into
-//! its own shard (part of the counters' shard): one bucket add and one sum
-//! add per response, on lines no other core writes.
-//!
-//! **The clock is the kernel's coarse one** (`crate::clock`), read once per call
-//! of the session, not per request: two reads per request of the precise
-//! clock cost about 190 instructions, 3 to 6 % of a request
-//! (docs/operations.md). Its resolution is the kernel's tick (1 to 4 ms),
-//! so the buckets start at 5 ms, as Prometheus's defaults do: the histogram
-//! tells the slow requests (a build waited for, the memory account full, a
-//! body trickling in) from the rest; a request answered within the call
-//! that read its head counts as 0 s.
+//! The request latency histogram of `GET /metrics`, from a request's
+//! complete head to its response queued, by route and status class (labels
+//! bounded by construction). Each worker observes into its own shard. The
+//! clock is the coarse one, read once per turn of the session (the precise
+//! one cost 3 to 6 % of a request: docs/operations.md), so the buckets start
+//! at 5 ms: the histogram tells the slow requests from the rest.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,22 +1,11 @@
-//! The site's counters, and `GET /metrics`: requests by route and status,
-//! the memory account by part and its limits, refusals for want of
-//! memory, body builds, log lines dropped; and the core's transport
-//! counters (`crate::net::Transport`: response bytes written, open
-//! connections, send timeouts), read from where the core keeps them.
-//!
-//! The request path only adds to atomics (relaxed: each counter is
-//! independent, and a scrape may see one a request ahead of another); no
-//! lock and no map is touched per request. **Nothing shared is written per
-//! request:** the counters a request adds to (its route and status, its
-//! latency) live in one [`Shard`] per worker thread ([`PerWorker`]), on
-//! cache lines of their own, and a scrape sums the shards. A cache line
-//! written by every core on every request is what stops a server scaling
-//! to many cores; a shard is written by its thread only (docs/results/history.md,
-//! "Scaling to many cores"). Statuses other than the common ones ([`COMMON`]) are
-//! counted in one shared table: a rare status costs a shared write. A scrape reads them and writes
-//! the OpenMetrics text format, which Prometheus reads, through
-//! `prometheus-client`'s [`Collector`]: only the (route, status) pairs seen
-//! so far are listed.
+//! The site's counters and `GET /metrics`: requests by route and status,
+//! the memory account, body builds, log lines dropped, and the core's
+//! transport counters. **Nothing shared is written per request**: what a
+//! request adds to lives in one [`Shard`] per worker thread ([`PerWorker`]),
+//! relaxed atomics on lines of their own, summed by a scrape
+//! (docs/results/history.md, "Scaling to many cores"); only a status outside
+//! [`COMMON`] costs a shared write. A scrape writes OpenMetrics through
+//! `prometheus-client`'s [`Collector`].
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,7 +53,6 @@ const SLOT_OF: [u8; STATUSES] = {
 struct Shard {
     /// Responses by route and common status ([`COMMON`]).
     requests: [[AtomicU64; COMMON.len()]; Route::ALL.len()],
-    /// The latency histograms.
     latency: latency::Shard,
 }
 
@@ -99,9 +87,8 @@ struct Counters {
 }
 
 impl Metrics {
-    /// Counters at zero, for a server writing by `strategy`, whose memory
-    /// `memory` counts, whose bodies are `bodies`, and whose connections
-    /// `transport` counts.
+    /// Counters at zero, reading `memory`, `bodies` and `transport` when
+    /// scraped.
     pub fn new(
         strategy: Strategy,
         memory: Arc<Memory>,
@@ -180,20 +167,17 @@ fn encode_log(encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     )?)
 }
 
-/// A counter's value.
 fn load(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
 }
 
-/// Adds `n` to a counter. An atomic add even on a shard: more worker
-/// threads than shards share one, and a count must never be lost; on a
-/// line no other core writes it costs what an add to memory costs.
+/// Adds `n` to a counter. An atomic add even on a shard: more threads than
+/// shards share one, and a count must never be lost.
 #[inline]
 fn add(a: &AtomicU64, n: u64) {
     a.fetch_add(n, Ordering::Relaxed);
 }
 
-/// A gauge of `v`.
 fn gauge(v: usize) -> ConstGauge {
     ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX))
 }
@@ -267,9 +251,8 @@ impl Counters {
         )?)
     }
 
-    /// The memory account: its parts, the bodies split into those the
-    /// cache holds and those only responses in flight keep alive; its
-    /// limits; its refusals.
+    /// The memory account: its parts (bodies split into cached and only
+    /// referenced), its limits, its refusals.
     fn encode_memory(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let memory = &self.memory;
         let bodies = memory.used(Part::Bodies);

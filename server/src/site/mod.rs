@@ -1,13 +1,8 @@
-//! The demo site: its routes (`routes.rs`, every path in one table), the
-//! replies they give (`reply.rs`), the queries they read (`query.rs`), the
-//! bodies they send (`bodies.rs` and `body.rs`: built off the async
-//! workers, cached, counted), the echo's JSON (`echo.rs`), the counters of
-//! `GET /metrics` (`metrics.rs`, `latency.rs`; the core's transport
-//! counters beside them), with the process's own figures (`process.rs`),
-//! in the format the scraper asks for (`exposition.rs`), and the access log
-//! (`access.rs`). The counters, the histogram and the log are fed by the
-//! core's one call per response (`Service::answered`). It knows nothing of
-//! the command line: [`Site::new`] takes what it needs ([`Settings`]).
+//! The demo site, a [`Service`] of the core: its routes (`routes.rs`, one
+//! table), replies (`reply.rs`), bodies built off the workers and cached
+//! (`bodies.rs`), `/metrics` (`metrics.rs`) and the access log (`access.rs`),
+//! both fed by the core's one call per response (`Service::answered`). It
+//! knows nothing of the command line: [`Site::new`] takes [`Settings`].
 
 mod access;
 mod bodies;
@@ -69,8 +64,7 @@ pub struct Settings<'a> {
     pub builders: usize,
     /// The address the server listens on, for the help text.
     pub address: SocketAddr,
-    /// Whether it speaks HTTPS, and the name of its crypto provider
-    /// (`aws-lc-rs`, `ring`).
+    /// Over HTTPS, the name of its crypto provider.
     pub tls: Option<&'static str>,
     /// The self-signed certificate's PEM, for the help text.
     pub trust: Option<&'a Path>,
@@ -82,8 +76,7 @@ pub struct Settings<'a> {
     pub request_line: usize,
 }
 
-/// The site: its field lines, its bodies, its counters, its help text,
-/// its access log's format and whether the server is shutting down.
+/// The demo site.
 #[derive(Debug)]
 pub struct Site {
     fields: Fields,
@@ -100,9 +93,8 @@ pub struct Site {
 }
 
 impl Site {
-    /// The site `settings` describe, charging its bodies to `memory`;
-    /// `/healthz` says when the core is `draining`, `/metrics` shows the
-    /// core's `transport` counters.
+    /// The site `settings` describe, charging its bodies to `memory`; it
+    /// reports the core's `draining` and `transport` counters.
     pub fn new(
         settings: Settings<'_>,
         memory: &Arc<Memory>,
@@ -129,7 +121,7 @@ impl Site {
         &self.help
     }
 
-    /// The counters.
+    /// The counters of `/metrics`.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }
@@ -148,9 +140,8 @@ pub struct Conn {
     log: AccessLog,
 }
 
-/// The demo served by the core: its routes choose the reply, its bodies
-/// are built off the workers (the job), its counters and its access log
-/// hear of every response.
+/// Routes choose the reply, bodies are built off the workers (the job),
+/// the counters and the access log hear of every response.
 impl Service for Site {
     type Reply = Answer;
     type Conn = Conn;
@@ -217,9 +208,7 @@ impl Service for Site {
     }
 }
 
-/// The text of `GET /` and of the start-up banner: the address (and over
-/// HTTPS the crypto provider), the self-signed certificate's PEM if there
-/// is one, the routes ([`routes_text`]), a wrk command.
+/// The text of `GET /` and of the start-up banner.
 fn help_text(s: &Settings<'_>) -> String {
     let (addr, strategy) = (s.address, s.strategy.name());
     let (scheme, tls) = match s.tls {
@@ -241,11 +230,8 @@ fn help_text(s: &Settings<'_>) -> String {
     )
 }
 
-/// The part of the banner that is the same for every server: the routes
-/// and what `/end-string`'s two body forms are. The README quotes it
-/// whole, between `<!-- routes -->` markers; a test keeps the two equal
-/// (`UNFLAT_BLESS=1 cargo test -p unflat-server readme` rewrites the
-/// README's copy).
+/// The banner's routes, the same for every server. The README quotes it; a
+/// test keeps the two equal (`UNFLAT_BLESS=1` rewrites the README's copy).
 pub fn routes_text() -> String {
     format!(
         "Routes:\n{}\n\
@@ -264,39 +250,28 @@ pub fn routes_text() -> String {
 /// The field lines the routes send, rendered once at start-up.
 #[derive(Debug)]
 struct Fields {
-    /// `Content-Type: text/plain; charset=utf-8`.
     text_plain: Line,
-    /// `Content-Type: application/json`.
     json: Line,
-    /// `Content-Type: application/octet-stream`.
     octet_stream: Line,
-    /// The OpenMetrics text format's `Content-Type`.
     openmetrics: Line,
-    /// The Prometheus text format 0.0.4's `Content-Type`.
     prometheus_text: Line,
-    /// `Allow: GET, HEAD, OPTIONS`: the methods of every path but /echo.
+    /// The methods of every path but /echo.
     allow: Line,
-    /// The methods of `OPTIONS *`: those of some path of the server (/echo
-    /// takes any).
+    /// The methods of `OPTIONS *`: /echo takes any.
     allow_any: Line,
-    /// `Retry-After: 1`: a 503 for a limit the server is at now.
+    /// A 503 for a limit the server is at now.
     retry_after: Line,
-    /// `Cache-Control: no-store`: on what describes the server now
-    /// (`/healthz`, `/metrics`) or one request (`/echo`), which a cache
-    /// between a balancer and the server must never answer from memory.
-    /// The benchmark routes send none: their bodies are a function of the
-    /// URL alone, so a cache keeping them does no harm, and their bytes
-    /// stay those of Node's benchmark, which sends none either.
+    /// `Cache-Control: no-store` on what describes the server now or one
+    /// request (`/healthz`, `/metrics`, `/echo`). The benchmark routes send
+    /// none: their bodies are a function of the URL, as in Node's benchmark.
     no_store: Line,
-    /// 200 with `text_plain`: the start of every `/end-string` body's
-    /// response, prepared once.
+    /// The start of every `/end-string` body's response.
     ok_text: Prepared,
-    /// 200 with `octet_stream`: the start of every `/large` payload's.
+    /// The start of every `/large` payload's.
     ok_octets: Prepared,
 }
 
 impl Fields {
-    /// Renders the lines.
     fn new() -> Fields {
         let line = |n, v| Line::parse(n, v).expect("a valid static header line");
         let text_plain = line("Content-Type", "text/plain; charset=utf-8");

@@ -1,8 +1,6 @@
 //! The process's own metrics, under the names every Prometheus client
-//! library gives them (`process_resident_memory_bytes`,
-//! `process_open_fds`, `process_cpu_seconds_total`, …), read from `/proc`
-//! when `/metrics` is scraped — nothing is counted per request. On a
-//! system without `/proc` only the start time is shown.
+//! library gives them, read from `/proc` when `/metrics` is scraped (only
+//! the start time without `/proc`); nothing is counted per request.
 
 use std::time::SystemTime;
 

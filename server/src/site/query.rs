@@ -1,11 +1,8 @@
-//! Queries, `application/x-www-form-urlencoded`: percent-escapes are
-//! decoded and `+` is a space (`form_urlencoded`), so `kind=%74wobyte` is
-//! `kind=twobyte`. A parameter a route reads may be given once: a repeated
-//! one is refused with 400, as is a `%` not followed by two hex digits and
-//! a value that is not UTF-8 once decoded — each error names the
-//! parameter. (The request's checks leave the query's escapes to the
-//! routes, which know its parameters; a bad escape in the path is refused
-//! there.) And the counts of the paths (`/end-string/{len}`).
+//! Queries (`application/x-www-form-urlencoded`, decoded by
+//! `form_urlencoded`) and the counts of the paths. A parameter a route
+//! reads may be given once; a repeated one, a `%` that begins no escape, or
+//! a value that is not UTF-8 is refused with 400 naming the parameter (the
+//! request's checks leave the query's escapes to the routes).
 
 use std::borrow::Cow;
 
@@ -20,8 +17,7 @@ pub(super) fn bad_request(reason: String) -> Answer {
 }
 
 /// `s` as a decimal count: digits only (refused naming `what` otherwise),
-/// and within `usize` (refused as out of range). One pass: digits are
-/// checked and summed together (the count is in every end-string request).
+/// within `usize`. One pass: the count is in every end-string request.
 #[inline]
 pub(super) fn parse_count(what: &str, s: &str) -> Result<usize, Answer> {
     let mut n: Option<usize> = Some(0);
@@ -76,11 +72,9 @@ fn query_parts(query: Option<&str>) -> impl Iterator<Item = &str> {
     })
 }
 
-/// `s` split around its first `sep`, an ASCII byte; `None` when there is
-/// none. A byte search: for a query of a few bytes, `str`'s search for a
-/// `char` cost more than the rest of the query's parsing (callgrind;
-/// docs/measurements.md, "Server"), and a target is ASCII anyway (the
-/// request's checks).
+/// `s` split around its first `sep`, an ASCII byte. A byte search: `str`'s
+/// search for a `char` cost more than the rest of the query's parsing
+/// (callgrind), and a target is ASCII anyway.
 fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
     debug_assert!(sep.is_ascii(), "a separator is one byte of UTF-8");
     let at = s.bytes().position(|b| b == sep)?;
@@ -168,12 +162,10 @@ fn bad_escape(raw: &str) -> bool {
     (0..b.len()).any(|i| b[i] == b'%' && !begins_escape(b, i))
 }
 
-/// Whether `raw` decoded to UTF-8 without loss. `form_urlencoded` puts
-/// U+FFFD where the decoded bytes are not UTF-8; a target is ASCII (the
-/// request's checks), so the only other way to a U+FFFD is its own
-/// escape, `%EF%BF%BD`. Bytes that are not UTF-8 never swallow the `EF`
-/// that begins it (no sequence continues with `EF`), so each is counted
-/// apart: equal counts mean nothing was replaced.
+/// Whether `raw` decoded to UTF-8 without loss: `form_urlencoded` puts
+/// U+FFFD for bytes that are not UTF-8, and in an ASCII target the only
+/// other U+FFFD is its own escape, `%EF%BF%BD` (whose `EF` no bad sequence
+/// swallows), so equal counts of the two mean nothing was replaced.
 fn utf8_once_decoded(raw: &str, decoded: &str) -> bool {
     let replaced = decoded.matches('\u{FFFD}').count();
     replaced == 0

@@ -1,11 +1,7 @@
-//! What a request is answered with, and how each answer writes itself.
-//!
-//! The routes (`routes.rs`) choose a [`Answer`] from the request head; once
-//! the request body has been read, the core asks the site for its
-//! [`Response`] ([`Answer::respond`]) and writes it: the help text, an `/end-string` body or a `/large` payload
-//! (from the cache, or built first by a [`Job`]), the echo (JSON or raw),
-//! the health check, the metrics, or an error with its reason. Nothing else
-//! in the server knows what a reply's response looks like.
+//! What a request is answered with ([`Answer`], chosen by `routes.rs` from
+//! the head), and the [`Response`] each answer gives once the request body
+//! is read ([`Answer::respond`]); a body not at hand is built first by a
+//! [`Job`]. Nothing else in the server knows what a response looks like.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -156,10 +152,9 @@ impl Answer {
         }
     }
 
-    /// Makes the reply ready to write, or gives the job that makes it: the
-    /// body of a `GET` that is not at hand (`memo` remembers an
-    /// `/end-string` one), to wait for while it is built off the async
-    /// workers. A `HEAD` needs no body: it is answered from the key.
+    /// Makes the reply ready to write, or gives the job that builds its body
+    /// off the async workers (`memo` remembers the last). A `HEAD` needs no
+    /// body: it is answered from the key.
     #[inline(always)]
     pub fn prepare(
         &mut self,
@@ -202,11 +197,9 @@ impl Answer {
         }))
     }
 
-    /// The response to write, the request body given (the echo's). What
-    /// neither the reply nor the site holds — the metrics' text, the echo's
-    /// JSON, a reason's line end — is made into the reply first: the core
-    /// keeps the reply while the queue shares its memory. Fails when the
-    /// echo's JSON cannot be charged.
+    /// The response to write, given the request body. What it makes (the
+    /// metrics' text, the echo's JSON) goes into the reply first, which the
+    /// core keeps while the queue shares its memory.
     #[inline]
     pub(super) fn respond<'a>(
         &'a mut self,
@@ -319,11 +312,8 @@ impl Answer {
     }
 }
 
-/// The echo's JSON for the request body in `to`, made once and charged on
-/// its own (the connection's part of the account) before it is made: a
-/// body built for one response, sent from its own memory like any other,
-/// so that a long one is held once, not copied into the write buffer
-/// beside the request body it encodes.
+/// The echo's JSON, charged before it is made and sent from its own memory
+/// like any body: a long one is held once, not copied into the write buffer.
 fn echo_body(echo: &EchoJson, site: &Site, request_body: &[u8]) -> Result<Arc<Built>, Full> {
     let len = echo.len(request_body.len());
     // As a flat body is charged (`BodyKey::footprint`): its one allocation

@@ -1,7 +1,6 @@
-//! Which reply a request gets: the routes — each path written once, in
-//! [`TABLE`], which also gives the help text and the metrics' labels — and
-//! their arguments and errors. No IO and no encoding here; the reply
-//! writes itself (`reply.rs`); queries are read by `query.rs`.
+//! Which reply a request gets: the routes, each path written once in
+//! [`TABLE`] (which also gives the help text and the metrics' labels), and
+//! their arguments and errors. No IO and no encoding here.
 
 use std::fmt::Write as _;
 

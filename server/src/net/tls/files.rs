@@ -13,27 +13,21 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 /// dozen certificates of large RSA keys fits in a few tens of kilobytes.
 pub const MAX_PEM_BYTES: u64 = 1 << 20;
 
-/// The longest Certificate message a chain may make, in bytes: OpenSSL's
-/// default `max_cert_list` (BoringSSL's too). A client refuses a longer one
-/// (`EXCESSIVE_MESSAGE_SIZE`), so a server loading it would fail every
-/// handshake.
+/// The longest Certificate message a chain may make: OpenSSL's default
+/// `max_cert_list`. Clients refuse a longer one, so every handshake would fail.
 pub const MAX_CERT_LIST: usize = 100 * 1024;
 
-/// Bytes of the body of the TLS 1.3 Certificate message that sends `chain`,
-/// without extensions: the request context's length (1 byte), the list's
-/// length (3), and per certificate its length (3), its DER and its
-/// extensions' length (2). TLS 1.2's message is smaller (3 bytes per
-/// certificate, no context): this is the one OpenSSL holds to the limit
-/// first.
+/// Bytes of the body of the TLS 1.3 Certificate message that sends `chain`
+/// (TLS 1.2's is smaller): 4 bytes before the list, per certificate its DER
+/// and 5.
 pub(super) fn certificate_message_len(chain: &[CertificateDer<'_>]) -> usize {
     1 + 3 + chain.iter().map(|c| 3 + c.len() + 2).sum::<usize>()
 }
 
 /// The bytes of the PEM file at `path` (`flag` names it in errors): a
-/// regular file (a symbolic link to one is followed) of at most
-/// [`MAX_PEM_BYTES`]. It is opened without blocking and checked once open,
-/// so that a FIFO or a device is refused without a read, and a file
-/// replaced between a check and the open cannot slip through.
+/// regular file of at most [`MAX_PEM_BYTES`], opened without blocking and
+/// checked once open, so that a FIFO is refused unread and a file replaced
+/// after a check cannot slip through.
 fn read_pem(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
     let named = |e: &dyn std::fmt::Display| format!("{flag} {}: {e}", path.display());
     let mut file = open_nonblocking(path).map_err(|e| named(&e))?;

@@ -37,9 +37,8 @@ enum KeyKind {
     Other(String),
 }
 
-/// The type (and RSA size, EC curve) of `key`, read from its DER: PKCS#1
-/// is RSA, SEC1 is an EC key, PKCS#8 says its algorithm. `None` when the
-/// DER cannot be read.
+/// The type (and RSA size, EC curve) of `key`, read from its DER; `None`
+/// when it cannot be read.
 fn key_kind(key: &PrivateKeyDer<'_>) -> Option<KeyKind> {
     match key {
         PrivateKeyDer::Pkcs1(k) => rsa_bits(k.secret_pkcs1_der()).map(|bits| KeyKind::Rsa { bits }),

@@ -1,29 +1,11 @@
 //! HTTPS: the server's TLS configuration, loaded (or made) before anything
-//! listens, and the handshake of each accepted connection.
-//!
-//! rustls with the crypto provider `--tls-provider` names ([`Provider`]:
-//! aws-lc-rs by default, chosen over *ring* by the `tls-providers` bench,
-//! docs/results/history.md, "HTTPS"), its safe defaults (TLS 1.2 and 1.3), ALPN
-//! `http/1.1`. After the handshake a connection is served
-//! exactly as a cleartext one ([`serve`](super::serve)): the write
-//! queue's slices — the encoded head, shared bodies, streamed frames — go to
-//! rustls as one vectored plaintext write per batch, which rustls encrypts
-//! from the slices themselves into records, never joining them first.
-//!
-//! **Start-up input.** The certificate and the key are read from regular
-//! files only, of at most [`MAX_PEM_BYTES`] (`files.rs`); a chain longer
-//! than OpenSSL's clients take ([`MAX_CERT_LIST`]) is refused, at start-up
-//! and at a reload; a key of a type or size the provider does not take is
-//! named as such (`keys.rs`). A self-signed certificate's PEM goes into a
-//! private directory of its own, removed when the server stops
-//! (`self_signed.rs`).
-//!
-//! **Memory.** What rustls holds per connection is bounded and counted
-//! against the connection's lease ([`TlsSocket`]): records being read (a
-//! handshake message of at most 64 KiB, then one record), plaintext
-//! decrypted ahead of the reader (16 KiB and a record), and the records of
-//! a write the peer has not taken — one record always, up to
-//! [`RECORDS_HELD`] while the lease covers them.
+//! listens, and each connection's handshake. rustls on the [`Provider`]
+//! `--tls-provider` names, safe defaults, ALPN `http/1.1`. After the
+//! handshake a connection is served as a cleartext one: the queue's slices
+//! go to rustls as one vectored write, encrypted without being joined.
+//! What rustls holds per connection is bounded and counted by the budget
+//! ([`TlsSocket`]): one record of a write always, up to [`RECORDS_HELD`]
+//! while covered. Certificate files: `files.rs`, keys: `keys.rs`.
 
 use std::io;
 use std::net::SocketAddr;
@@ -50,22 +32,18 @@ use self::keys::unusable_key;
 use self::self_signed::{self_signed, SelfSigned};
 use super::Socket;
 
-/// Encrypted bytes rustls may hold for a socket that has not taken them
-/// yet, while the connection's lease covers them, and so the most
-/// plaintext one vectored write hands it: a 100 KiB response then leaves in
-/// one socket write, as in cleartext, where rustls's default of 64 KiB took
-/// two (strace, docs/results/history.md, "HTTPS").
+/// Encrypted bytes rustls may hold for a socket that has not taken them,
+/// while the budget covers them: a 100 KiB response then leaves in one
+/// socket write, where rustls's default of 64 KiB took two.
 pub const RECORDS_HELD: usize = 256 * 1024;
 
 /// One TLS record on the wire at its largest: 16 KiB of plaintext, the
 /// expansion TLS allows, the header.
 const RECORD: usize = 16 * 1024 + 2048 + 5;
 
-/// What rustls holds per connection whatever the connection does, beyond
-/// the chain it sends: a handshake message being joined (64 KiB, rustls's
-/// cap, and its last read of 4 KiB), plaintext decrypted ahead of the
-/// reader (16 KiB, and the record that passed it), one record being
-/// written, and the connection's own state.
+/// What rustls holds per connection whatever it does, beyond the chain: a
+/// handshake message (64 KiB cap, and a 4 KiB read), plaintext ahead of the
+/// reader (16 KiB and a record), one record being written, its own state.
 const FIXED: usize = 64 * 1024 + 4096 + 16 * 1024 + RECORD + RECORD + 8 * 1024;
 
 /// Where the server's certificate comes from.
@@ -84,10 +62,8 @@ pub enum CertSource {
     SelfSigned,
 }
 
-/// The server's TLS: the acceptor, the provider it was built with, what
-/// each connection's TLS costs in memory, and the self-signed
-/// certificate's file, if any, which is removed when the last clone is
-/// dropped.
+/// The server's TLS; a self-signed certificate's file is removed when the
+/// last clone is dropped.
 #[derive(Clone)]
 pub struct Tls {
     /// Accepts handshakes.
@@ -228,11 +204,9 @@ Connection: close\r\n\
 \r\n\
 This port speaks HTTPS: send the request again with https:// (over TLS)\n";
 
-/// Answers plain HTTP on the HTTPS port with [`PLAIN_HTTP_REFUSED`] and
-/// closes; logged, since it is a client (or a balancer's check) set up
-/// wrong. What the client sent is read (up to 16 KiB) before the answer
-/// and after it, so that closing does not reset the connection before the
-/// client has read the answer.
+/// Answers plain HTTP on the HTTPS port with [`PLAIN_HTTP_REFUSED`], logged
+/// (a client set up wrong). What the client sent is read, up to 16 KiB, so
+/// that the close does not reset the connection before the answer is read.
 async fn refuse_plain_http(mut stream: TcpStream, peer: SocketAddr) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     info!(%peer, "plain HTTP on the HTTPS port: answered 400");
@@ -254,7 +228,7 @@ async fn refuse_plain_http(mut stream: TcpStream, peer: SocketAddr) {
 /// An encrypted connection after its handshake, with what its TLS costs in
 /// memory.
 pub struct TlsSocket {
-    /// The stream.
+    /// The encrypted stream.
     pub stream: TlsStream<TcpStream>,
     /// [`Tls::fixed_memory`].
     pub fixed_memory: usize,

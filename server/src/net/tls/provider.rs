@@ -1,15 +1,13 @@
 //! `--tls-provider`: the rustls crypto provider HTTPS is built on, aws-lc-rs
-//! (the default, chosen by the `tls-providers` bench:
-//! docs/results/history.md, "HTTPS") or *ring*, so that the two can be
-//! measured under load as well.
+//! (the default, faster in the `tls-providers` bench) or *ring*, so that both
+//! can be measured under load.
 
 use rustls::crypto::CryptoProvider;
 
 /// A rustls crypto provider (`--tls-provider`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Provider {
-    /// AWS-LC: the default, the faster of the two in the tls-providers
-    /// bench.
+    /// AWS-LC, the default.
     #[default]
     #[value(name = "aws-lc-rs")]
     AwsLcRs,
@@ -35,9 +33,8 @@ impl Provider {
         }
     }
 
-    /// The private keys its key loader takes, in words: made from
-    /// [`Provider::rsa_bits`] and [`Provider::curves`], so that the error
-    /// and the check cannot disagree.
+    /// The private keys its key loader takes, in words, from
+    /// [`Provider::rsa_bits`] and [`Provider::curves`] so the two agree.
     pub(super) fn keys_taken(self) -> String {
         let bits = self.rsa_bits();
         let curves = match self.curves() {

@@ -32,10 +32,8 @@ pub(super) fn self_signed() -> Result<
     Ok((vec![made.cert.der().clone()], key, written))
 }
 
-/// Writes `pem` to a file of its own in a new directory of the temporary
-/// directory that only this user can enter (0700; `tempfile` picks an
-/// unpredictable name and creates it exclusively), the file itself created
-/// anew (`O_EXCL`) and readable by this user alone (0600).
+/// Writes `pem` to a new file (`O_EXCL`, 0600) in a new directory only
+/// this user can enter (0700, an unpredictable name made exclusively).
 fn write_private(pem: &[u8]) -> Result<SelfSigned, String> {
     let failed = |e: &dyn std::fmt::Display| format!("--tls-self-signed: {e}");
     let mut builder = tempfile::Builder::new();
