@@ -1,6 +1,7 @@
 //! Operating the server: logs (no colour on a pipe, the access log),
 //! sizes with units, percent-decoded queries, `/healthz` (503 while
-//! draining), `/metrics`, and `--reuse-port`.
+//! draining), `/metrics`, and `--reuse-port`. Its sessions in memory
+//! (`ask`) are the demo's, not the trivial service's: they test its routes.
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Helpers shared by the server tests: starting servers on port 0, a small
-//! raw HTTP/1.1 client, and the expected bodies computed independently of
-//! the server's code.
+//! raw HTTP/1.1 client, the expected bodies computed independently of
+//! the server's code, and sessions driven in memory, on the demo or on a
+//! trivial service (`trivial.rs`) that leaves only the core to test.
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{self, Read, Write};
@@ -10,11 +11,14 @@ use std::time::Duration;
 use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 use unflat::queue::WriteQueue;
-use unflat_server::session::{Session, Step};
+use unflat_server::session::{Service, Session, Step};
 use unflat_server::{Config, Running, Stack, Strategy};
 
 pub mod built;
 pub mod tls;
+pub mod trivial;
+
+use trivial::Trivial;
 
 /// A configuration for tests: 127.0.0.1 port 0, two workers.
 pub fn config(strategy: Strategy) -> Config {
@@ -250,8 +254,8 @@ pub fn non_readers_bounded_and_closed(
     assert!(served());
 }
 
-/// The shared state of a server with the default configuration (direct
-/// strategy), for driving sessions in memory.
+/// The demo server's layers with the default configuration (direct
+/// strategy), for driving sessions in memory: for tests of its routes.
 pub fn app() -> Stack {
     Stack::new(
         config(Strategy::Direct),
@@ -260,9 +264,23 @@ pub fn app() -> Stack {
     )
 }
 
+/// The longest `/n` body of [`trivial()`], in characters.
+pub const TRIVIAL_LONGEST: usize = 4 << 20;
+
+/// The layers of a server of the [`Trivial`] service with the default
+/// configuration (direct strategy), for driving the core in memory.
+pub fn trivial() -> Stack<Trivial> {
+    Stack::with_service(
+        config(Strategy::Direct),
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+        |_| Trivial::new(TRIVIAL_LONGEST),
+    )
+}
+
 /// Feeds `parts` one after the other, as separate reads, to a new sans-IO
 /// session; returns all its output and whether it closed.
-pub fn serve_in_memory(app: &Stack, parts: &[&[u8]]) -> (Vec<u8>, bool) {
+pub fn serve_in_memory<S: Service>(app: &Stack<S>, parts: &[&[u8]]) -> (Vec<u8>, bool) {
     let mut session = Session::new(app.protocol());
     let mut queue = WriteQueue::new();
     let mut input = BytesMut::new();
