@@ -1,7 +1,7 @@
-//! Arbitrary bytes, split arbitrarily, fed to the connection's protocol
-//! state machine in memory: it must never panic, its queue must stay within
-//! its limits, and what it writes must be a sequence of well-formed
-//! responses.
+//! Arbitrary bytes, split arbitrarily, fed to the core's session in memory,
+//! serving the trivial service the session tests use: it must never panic,
+//! its queue must stay within its limits, and what it writes must be a
+//! sequence of well-formed responses, streamed ones included.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -12,13 +12,19 @@ use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};
 use unflat_server::{Config, Stack};
 
-fn app() -> &'static Stack {
-    static APP: OnceLock<Stack> = OnceLock::new();
+// The session tests' trivial service, included by path. The fuzz crate
+// cannot use the tests' helpers, and a module of unflat-server kept for
+// tests alone would widen the core's public API.
+#[path = "../../tests/common/trivial.rs"]
+mod trivial;
+
+use trivial::Trivial;
+
+fn app() -> &'static Stack<Trivial> {
+    static APP: OnceLock<Stack<Trivial>> = OnceLock::new();
     APP.get_or_init(|| {
         let config = Config {
             // Small limits, so the fuzzer reaches them.
-            max_len: 4096,
-            max_large: Some(65536),
             max_body: 1024,
             max_head: 2048,
             max_request_line: 512,
@@ -27,7 +33,9 @@ fn app() -> &'static Stack {
             max_queued_responses: 8,
             ..Config::default()
         };
-        Stack::new(config, "127.0.0.1:0".parse().unwrap(), None)
+        // Bodies of 64 Ki characters at most, so that each run stays quick.
+        let address = "127.0.0.1:0".parse().unwrap();
+        Stack::with_service(config, address, None, |_| Trivial::new(65536))
     })
 }
 
@@ -58,18 +66,55 @@ fn parses_from(out: &[u8], at: usize, failed: &mut std::collections::HashSet<usi
         failed.insert(at);
         return false;
     };
-    let cl: Vec<_> = res.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("content-length")).collect();
-    let te = res.headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding"));
-    assert!(cl.len() <= 1 && !(te && !cl.is_empty()), "CL and TE, or two CL");
+    let named = |name: &'static str| res.headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name));
+    let cl: Vec<_> = named("content-length").collect();
+    let te: Vec<_> = named("transfer-encoding").collect();
+    assert!(cl.len() <= 1 && !(!te.is_empty() && !cl.is_empty()), "CL and TE, or two CL");
+    assert!(te.iter().all(|h| h.value == b"chunked"), "a coding other than chunked");
+    let closes = named("connection").any(|h| h.value == b"close");
     let body: usize = cl.first().map_or(0, |h| std::str::from_utf8(h.value).unwrap().parse().unwrap());
     let code = res.code.unwrap();
+    let has_body = code >= 200 && code != 204 && code != 304;
     let next = at + len;
-    let ok = (code >= 200 && body > 0 && next + body <= out.len() && parses_from(out, next + body, failed))
-        || parses_from(out, next, failed);
+    // The body as its framing says: a length, chunks (a stream to
+    // HTTP/1.1), or, with neither, the rest of the output up to the close
+    // (a stream to HTTP/1.0); or no body at all (HEAD, 1xx, 204, 304).
+    let framed = if !has_body {
+        false
+    } else if !te.is_empty() {
+        chunked_end(out, next).is_some_and(|end| parses_from(out, end, failed))
+    } else if cl.is_empty() {
+        closes
+    } else {
+        body > 0 && next + body <= out.len() && parses_from(out, next + body, failed)
+    };
+    let ok = framed || parses_from(out, next, failed);
     if !ok {
         failed.insert(at);
     }
     ok
+}
+
+/// Where the chunked body that begins at `at` ends: every size line in the
+/// shortest upper-case hex, every chunk followed by CRLF, no trailer
+/// fields; `None` when it is malformed or cut short.
+fn chunked_end(out: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let line = out[at..].windows(2).position(|w| w == b"\r\n")?;
+        let digits = std::str::from_utf8(&out[at..at + line]).ok()?;
+        let size = usize::from_str_radix(digits, 16).ok()?;
+        if digits != format!("{size:X}") {
+            return None;
+        }
+        at += line + 2;
+        if out.get(at + size..at + size + 2)? != b"\r\n" {
+            return None;
+        }
+        at += size + 2;
+        if size == 0 {
+            return Some(at);
+        }
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
