@@ -71,11 +71,7 @@ fn accounting(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("per-worker", threads), |b| {
             b.iter_custom(|iters| {
                 on_threads(threads, iters, &|i| {
-                    metrics.request(
-                        Route::EndString,
-                        Status::OK,
-                        40 + (i & 63),
-                    );
+                    metrics.request(Route::EndString, Status::OK, 40 + (i & 63));
                     transport.written(64 + (i & 7) as usize);
                 })
             })
