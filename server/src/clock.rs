@@ -25,6 +25,12 @@ impl Moment {
         Moment(self.0.saturating_add(ms).min(NEVER))
     }
 
+    /// `d` earlier, saturating at the clock's start.
+    pub fn before(self, d: Duration) -> Moment {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Moment(self.0.saturating_sub(ms))
+    }
+
     /// `d` from now.
     pub fn in_(d: Duration) -> Moment {
         Moment::now().after(d)

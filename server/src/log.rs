@@ -8,7 +8,9 @@ use std::fmt;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use crate::clock::Moment;
 
 /// Bytes of lines waiting for stderr, at most; lines fill one buffer of
 /// this size while the thread writes the other.
@@ -55,14 +57,14 @@ pub fn flush(within: Duration) -> bool {
     let Some(sink) = SINK.get() else {
         return true;
     };
-    let begun = Instant::now();
+    let begun = Moment::now();
     loop {
         let state = sink.lock();
         if state.filling.is_empty() && state.unreported == 0 && !state.writing {
             return true;
         }
         drop(state);
-        if begun.elapsed() >= within {
+        if Moment::now().since(begun) >= within {
             return false;
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -183,7 +185,7 @@ impl Sink {
 /// not logged.
 #[derive(Debug, Default)]
 pub struct Repeated {
-    logged: Option<Instant>,
+    logged: Option<Moment>,
     /// Occurrences since, not logged.
     more: u64,
 }
@@ -212,10 +214,10 @@ impl Repeated {
     /// The occurrences not logged, taken, when none was logged for
     /// [`EVERY`]: a failure that comes and goes stays within the bound.
     fn due(&mut self) -> Option<More> {
-        let now = Instant::now();
+        let now = Moment::now();
         let over = match self.logged {
-            Some(at) if now.duration_since(at) < EVERY => return None,
-            Some(at) => now.duration_since(at),
+            Some(at) if now.since(at) < EVERY => return None,
+            Some(at) => now.since(at),
             None => Duration::ZERO,
         };
         self.logged = Some(now);
@@ -264,7 +266,7 @@ mod tests {
             // Successes between failures log nothing within the second.
             assert_eq!(r.passed(), None);
         }
-        r.logged = r.logged.map(|at| at - EVERY);
+        r.logged = r.logged.map(|at| at.before(EVERY));
         let more = r.occurred().unwrap();
         assert_eq!(more.n, 37);
         assert!(
@@ -273,7 +275,7 @@ mod tests {
         );
         assert_eq!(r.occurred(), None);
         assert_eq!(r.passed(), None);
-        r.logged = r.logged.map(|at| at - EVERY);
+        r.logged = r.logged.map(|at| at.before(EVERY));
         // Stopped: the one left is logged on the next success.
         assert_eq!(r.passed().map(|m| m.n), Some(1));
         assert_eq!(r.passed(), None);
