@@ -160,6 +160,7 @@ fn a_chunk_count_out_of_range_or_repeated_is_refused() {
 #[derive(Debug, Default)]
 struct Counting {
     made: Arc<AtomicUsize>,
+    asked: Arc<AtomicUsize>,
 }
 
 const CHUNK: usize = 16 * 1024;
@@ -179,6 +180,8 @@ fn chunk_text(i: usize) -> String {
 struct Chunks {
     next: usize,
     count: usize,
+    /// `GET /empty/{n}`: every chunk empty.
+    empty: bool,
 }
 
 impl Reply for Chunks {}
@@ -189,8 +192,19 @@ impl Service for Counting {
     type Label = ();
 
     fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Chunks) {
-        let count = head.path[1..].parse().unwrap_or(0);
-        ((), Chunks { next: 0, count })
+        let (empty, n) = match head.path.strip_prefix("/empty/") {
+            Some(n) => (true, n),
+            None => (false, &head.path[1..]),
+        };
+        let count = n.parse().unwrap_or(0);
+        (
+            (),
+            Chunks {
+                next: 0,
+                count,
+                empty,
+            },
+        )
     }
 
     fn respond<'a>(&'a self, _: &'a mut Chunks, _: &'a [u8]) -> Result<Response<'a>, Full> {
@@ -203,6 +217,10 @@ impl Service for Counting {
         }
         let i = reply.next;
         reply.next += 1;
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        if reply.empty {
+            return Ok(Some(Chunk::Bytes(Bytes::new())));
+        }
         let text = chunk_text(i);
         self.made.fetch_add(text.len(), Ordering::Relaxed);
         Ok(Some(match i % 3 {
@@ -228,7 +246,10 @@ fn counting_config() -> Config {
 #[test]
 fn a_stream_is_asked_for_no_faster_than_the_queue_drains() {
     let made = Arc::new(AtomicUsize::new(0));
-    let service = Counting { made: made.clone() };
+    let service = Counting {
+        made: made.clone(),
+        asked: Arc::default(),
+    };
     let stack = Stack::with_service(
         counting_config(),
         "127.0.0.1:0".parse().unwrap(),
@@ -286,7 +307,10 @@ fn a_stream_is_asked_for_no_faster_than_the_queue_drains() {
 #[test]
 fn a_paused_reader_of_a_long_stream_holds_a_bounded_part_of_it() {
     let made = Arc::new(AtomicUsize::new(0));
-    let service = Counting { made: made.clone() };
+    let service = Counting {
+        made: made.clone(),
+        asked: Arc::default(),
+    };
     let server = Running::start_with(counting_config(), |_| service).unwrap();
     let chunks = 2048; // 32 MiB
     let mut s = connect(&server);
@@ -316,4 +340,39 @@ fn a_paused_reader_of_a_long_stream_holds_a_bounded_part_of_it() {
         at += size;
     }
     assert_eq!(made.load(Ordering::Relaxed), at);
+}
+
+#[test]
+fn a_stream_of_empty_chunks_sends_none_and_lets_others_run() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let service = Counting {
+        made: Arc::default(),
+        asked: asked.clone(),
+    };
+    let stack = Stack::with_service(
+        counting_config(),
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+        |_| service,
+    );
+    let protocol = stack.protocol();
+    let mut session = Session::new(protocol);
+    let mut queue = WriteQueue::new();
+    let mut input = BytesMut::from(&b"GET /empty/5000 HTTP/1.1\r\nHost: t\r\n\r\n"[..]);
+    let mut out = Vec::new();
+    let mut turns = 0;
+    loop {
+        let step = session.process(&mut input, &mut queue, protocol);
+        queue.write_to(&mut out).unwrap();
+        turns += 1;
+        match step {
+            // A turn asks for a bounded number of chunks, then yields.
+            Step::Flush => assert!(asked.load(Ordering::Relaxed) <= turns * 1024),
+            Step::Read(_) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(asked.load(Ordering::Relaxed), 5000, "every chunk asked for");
+    assert!(turns >= 5, "{turns} turns");
+    assert!(out.ends_with(b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n0\r\n\r\n"), "{}", String::from_utf8_lossy(&out));
 }

@@ -364,6 +364,7 @@ impl<S: Service> Session<S> {
         self.now = Moment::now();
         self.release_written(queue, service);
         let copied_before = queue.copied_len();
+        let mut chunks_asked = 0;
         loop {
             if matches!(self.state, State::Closed) {
                 return Step::Close;
@@ -409,7 +410,16 @@ impl<S: Service> Session<S> {
                     Err(waiting) => return Step::Read(waiting),
                 },
                 State::Ready(pending) => self.answer(queue, service, pending),
-                State::Streaming(streaming) => self.stream(queue, service, streaming),
+                // A turn asks for so many chunks at most: a stream of empty
+                // or tiny ones lets the worker's other connections run.
+                State::Streaming(streaming) if chunks_asked == CHUNKS_PER_TURN => {
+                    self.state = State::Streaming(streaming);
+                    return Step::Flush;
+                }
+                State::Streaming(streaming) => {
+                    chunks_asked += 1;
+                    self.stream(queue, service, streaming)
+                }
                 // `process` without `resume`: the job is gone; closing is
                 // all that is left.
                 State::Deferred(_) => State::Closed,
@@ -900,6 +910,9 @@ pub const TURN: usize = 64 * 1024;
 /// Bytes a streamed response keeps queued before it asks for its next
 /// chunk: a paused reader holds this and one chunk, not the stream.
 pub const STREAM_AHEAD: usize = TURN;
+
+/// Chunks one [`Session::process`] asks a stream for at most.
+const CHUNKS_PER_TURN: usize = 1024;
 
 /// The write buffer a connection's base covers: room for a small response
 /// (a refusal, a health check), answered whatever others hold.
