@@ -65,7 +65,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::Duration;
 
-use common::{connect, read_response, serve_in_memory as serve, start, trivial, undated};
+use common::{connect, read_response, serve_in_memory as serve, start, trivial, undated, Raw};
 use unflat_server::{Running, Strategy};
 
 /// What a vector must get.
@@ -1497,15 +1497,21 @@ fn run(server: &Running, vector: &Vector) -> Result<(), String> {
     result.map_err(|e| format!("{name}: {e}"))
 }
 
-fn check(s: &mut TcpStream, vector: &Vector) -> Result<(), String> {
-    let mut buf = Vec::new();
-    let r = read_response(s, &mut buf, is_head(&vector.bytes)).map_err(|e| e.to_string())?;
-    let got = format!(
+/// A response in one line, for a failure's message: status, `Connection`,
+/// the body's start.
+fn summary(r: &Raw) -> String {
+    format!(
         "{} {:?} {:.120}",
         r.status,
         r.header("connection"),
         show(&r.body)
-    );
+    )
+}
+
+fn check(s: &mut TcpStream, vector: &Vector) -> Result<(), String> {
+    let mut buf = Vec::new();
+    let r = read_response(s, &mut buf, is_head(&vector.bytes)).map_err(|e| e.to_string())?;
+    let got = summary(&r);
     match vector.expect {
         Served { status, body } => {
             if r.status != status {
@@ -1603,12 +1609,7 @@ fn check_in_memory(out: &[u8], closed: bool, vector: &Vector) -> Result<(), Stri
     let mut buf = out.to_vec();
     let none = &mut &[][..];
     let r = read_response(none, &mut buf, is_head(&vector.bytes)).map_err(|e| e.to_string())?;
-    let got = format!(
-        "{} {:?} {:.120}",
-        r.status,
-        r.header("connection"),
-        show(&r.body)
-    );
+    let got = summary(&r);
     match vector.expect {
         Served { status, body } => {
             if closed || r.header("connection") == Some("close") {

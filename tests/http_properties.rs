@@ -11,7 +11,7 @@
 mod common;
 
 use bytes::{Buf, BytesMut};
-use common::trivial::Form;
+use common::trivial::{chunked, Form};
 use common::{read_response, serve_in_memory as serve, trivial, undated, Raw};
 use proptest::prelude::*;
 use unflat::queue::WriteQueue;
@@ -87,32 +87,6 @@ fn check_responses(mut out: &[u8], head_requests: &[bool]) -> Result<usize, Test
         }
     }
     Ok(n)
-}
-
-/// The chunked body at the start of `out`, decoded strictly (sizes in the
-/// shortest upper-case hex, no extensions, no trailer fields): the size of
-/// each chunk, the body, and the bytes it took; `None` when it is
-/// malformed or cut short.
-fn chunked(out: &[u8]) -> Option<(Vec<usize>, Vec<u8>, usize)> {
-    let (mut sizes, mut body, mut at) = (Vec::new(), Vec::new(), 0);
-    loop {
-        let line = out[at..].windows(2).position(|w| w == b"\r\n")?;
-        let digits = std::str::from_utf8(&out[at..at + line]).ok()?;
-        let size = usize::from_str_radix(digits, 16).ok()?;
-        if digits != format!("{size:X}") {
-            return None;
-        }
-        at += line + 2;
-        if out.get(at + size..at + size + 2)? != b"\r\n" {
-            return None;
-        }
-        if size == 0 {
-            return Some((sizes, body, at + 2));
-        }
-        sizes.push(size);
-        body.extend_from_slice(&out[at..at + size]);
-        at += size + 2;
-    }
 }
 
 /// Requests, good and bad, the generator draws from.

@@ -243,6 +243,12 @@ fn counting_config() -> Config {
     }
 }
 
+/// `service`'s stack, for a session driven in memory.
+fn in_memory(service: Counting) -> Stack<Counting> {
+    let addr = "127.0.0.1:0".parse().unwrap();
+    Stack::with_service(counting_config(), addr, None, |_| service)
+}
+
 #[test]
 fn a_stream_is_asked_for_no_faster_than_the_queue_drains() {
     let made = Arc::new(AtomicUsize::new(0));
@@ -250,12 +256,7 @@ fn a_stream_is_asked_for_no_faster_than_the_queue_drains() {
         made: made.clone(),
         asked: Arc::default(),
     };
-    let stack = Stack::with_service(
-        counting_config(),
-        "127.0.0.1:0".parse().unwrap(),
-        None,
-        |_| service,
-    );
+    let stack = in_memory(service);
     let protocol = stack.protocol();
     let mut session = Session::new(protocol);
     let mut queue = WriteQueue::new();
@@ -349,12 +350,7 @@ fn a_stream_of_empty_chunks_sends_none_and_lets_others_run() {
         made: Arc::default(),
         asked: asked.clone(),
     };
-    let stack = Stack::with_service(
-        counting_config(),
-        "127.0.0.1:0".parse().unwrap(),
-        None,
-        |_| service,
-    );
+    let stack = in_memory(service);
     let protocol = stack.protocol();
     let mut session = Session::new(protocol);
     let mut queue = WriteQueue::new();

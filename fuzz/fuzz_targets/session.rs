@@ -82,7 +82,7 @@ fn parses_from(out: &[u8], at: usize, failed: &mut std::collections::HashSet<usi
     let framed = if !has_body {
         false
     } else if !te.is_empty() {
-        chunked_end(out, next).is_some_and(|end| parses_from(out, end, failed))
+        trivial::chunked(&out[next..]).is_some_and(|(_, _, took)| parses_from(out, next + took, failed))
     } else if cl.is_empty() {
         closes
     } else {
@@ -95,27 +95,6 @@ fn parses_from(out: &[u8], at: usize, failed: &mut std::collections::HashSet<usi
     ok
 }
 
-/// Where the chunked body that begins at `at` ends: every size line in the
-/// shortest upper-case hex, every chunk followed by CRLF, no trailer
-/// fields; `None` when it is malformed or cut short.
-fn chunked_end(out: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let line = out[at..].windows(2).position(|w| w == b"\r\n")?;
-        let digits = std::str::from_utf8(&out[at..at + line]).ok()?;
-        let size = usize::from_str_radix(digits, 16).ok()?;
-        if digits != format!("{size:X}") {
-            return None;
-        }
-        at += line + 2;
-        if out.get(at + size..at + size + 2)? != b"\r\n" {
-            return None;
-        }
-        at += size + 2;
-        if size == 0 {
-            return Some(at);
-        }
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the read size, the rest is the stream.
