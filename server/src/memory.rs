@@ -372,10 +372,7 @@ impl Budget {
     /// Makes the lease cover the request being answered holding `held`
     /// bytes, beside a queue of `queue`; on failure nothing changes.
     pub fn hold(&mut self, held: usize, queue: usize) -> Result<(), Full> {
-        self.lease
-            .cover(self.outside() - self.held + held + queue)?;
-        self.held = held;
-        Ok(())
+        self.resize(|b| &mut b.held, held, queue)
     }
 
     /// Notes what the request being answered holds now, without covering
@@ -388,10 +385,7 @@ impl Budget {
     /// Makes the lease cover the read buffer grown to `bytes`, beside a
     /// queue of `queue`, or fails (the buffer must then not grow).
     pub fn grow_read_buffer(&mut self, bytes: usize, queue: usize) -> Result<(), Full> {
-        self.lease
-            .cover(self.outside() - self.read_buffer + bytes + queue)?;
-        self.read_buffer = bytes;
-        Ok(())
+        self.resize(|b| &mut b.read_buffer, bytes, queue)
     }
 
     /// Makes the lease cover `bytes` the socket may hold of the write about
@@ -399,9 +393,20 @@ impl Budget {
     /// hold no more than its own buffers allow); [`Budget::settle`] gives
     /// it back.
     pub fn cover_sending(&mut self, bytes: usize, queue: usize) -> Result<(), Full> {
-        self.lease
-            .cover(self.outside() - self.sending + bytes + queue)?;
-        self.sending = bytes;
+        self.resize(|b| &mut b.sending, bytes, queue)
+    }
+
+    /// Makes the lease cover the buffer `part` names at `bytes`, beside a
+    /// queue of `queue`, then records it; on failure nothing changes.
+    fn resize(
+        &mut self,
+        part: fn(&mut Budget) -> &mut usize,
+        bytes: usize,
+        queue: usize,
+    ) -> Result<(), Full> {
+        let now = *part(self);
+        self.lease.cover(self.outside() - now + bytes + queue)?;
+        *part(self) = bytes;
         Ok(())
     }
 
