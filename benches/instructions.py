@@ -4,20 +4,28 @@
 Each COMMAND starts a server; the word PORT in it is replaced by a port the
 kernel reports free (bound to port 0 and read back). Every server runs
 twice under `valgrind --tool=callgrind`, answering 1000 and then 3000
-sequential keep-alive `GET /end-string/{N}?kind=K` requests (`&body=rope`
-added with `--body rope`) from one connection (with `--pipeline DEPTH`,
-DEPTH requests in each write, TechEmpower's plaintext shape; every answer
-of a write read before the next); the difference between the two runs,
-divided by 2000, is what one request costs in user space — start-up and
-shutdown cancel out. Unlike CPU time under wrk, the count does not depend
+sequential keep-alive requests for `/end-string/{N}` from one connection
+(with `--pipeline DEPTH`, DEPTH requests in each write, TechEmpower's
+plaintext shape; every answer of a write read before the next); the
+difference between the two runs, divided by 2000, is what one request
+costs in user space — start-up and shutdown cancel out.
+
+The table has a column for each request of `--request` (all three unless
+given):
+
+    plain        GET /end-string/{N} with one Host line
+    techempower  the same target with the head TechEmpower's plaintext
+                 run sends: Host, its long Accept, Connection: keep-alive
+    query        GET /end-string/{N}?kind=K&body=B (`--kind`, `--body`)
+                 with one Host line Unlike CPU time under wrk, the count does not depend
 on what else the machine is doing, so small differences between variants
 show. With `--top K`, also prints the K functions with the most inclusive
 instructions per request (with `--self`, the most self instructions: a
 function's own, its calls not counted; build with
 `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only` for file names).
 
-Prints on stdout each variant's instructions per request and its ratio to
-the first; progress (run k of N, time elapsed and left) goes to stderr.
+Prints on stdout each variant's instructions per request for each request
+and its ratio to the first variant's; progress (run k of N, time elapsed and left) goes to stderr.
 Writes no files (callgrind's go to a temporary directory). Under valgrind
 a server runs many times slower: each of the 2 runs per variant takes
 seconds, longer over TLS and for long bodies. Needs valgrind.
@@ -78,10 +86,30 @@ def connect(port, proc, ca):
     sys.exit("server did not accept within 30 s")
 
 
-def drive(sock, n, path, depth):
+# TechEmpower's plaintext request head after its request line (its
+# pipeline.lua's fields, with this machine's host).
+TECHEMPOWER = (
+    "Host: localhost\r\n"
+    "Accept: text/plain,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7\r\n"
+    "Connection: keep-alive\r\n"
+)
+REQUESTS = ("plain", "techempower", "query")
+
+
+def request_bytes(which, length, kind, body):
+    """The bytes of one request of the table's kind `which`."""
+    path = f"/end-string/{length}"
+    fields = "Host: localhost\r\n"
+    if which == "techempower":
+        fields = TECHEMPOWER
+    elif which == "query":
+        path += f"?kind={kind}&body={body}"
+    return f"GET {path} HTTP/1.1\r\n{fields}\r\n".encode()
+
+
+def drive(sock, n, request, depth):
     """Sends n requests, `depth` in each write (1: one at a time), reading
     every response of a write whole before the next."""
-    request = f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
     buf = b""
     sent = 0
     while sent < n:
@@ -113,14 +141,14 @@ def read_response(sock, buf):
         buf += data
 
 
-def count(command, n, path, out, ca, depth):
+def count(command, n, request, out, ca, depth):
     port = free_port()
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
     argv += [a.replace("PORT", str(port)) for a in shlex.split(command)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         with connect(port, proc, ca) as sock:
-            drive(sock, n, path, depth)
+            drive(sock, n, request, depth)
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
@@ -151,6 +179,17 @@ def inclusive(out, own=False):
     return table
 
 
+def requests(text):
+    """An argparse type: a comma-separated list of the table's requests."""
+    chosen = [r.strip() for r in text.split(",")]
+    for r in chosen:
+        if r not in REQUESTS:
+            raise argparse.ArgumentTypeError(f"{r!r} is not one of {', '.join(REQUESTS)}")
+    if len(set(chosen)) < len(chosen):
+        raise argparse.ArgumentTypeError(f"{text!r} names a request twice")
+    return chosen
+
+
 def readable(path):
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"{path}: no such file, or not readable")
@@ -162,10 +201,12 @@ def main():
     a.add_argument("variants", metavar="NAME=COMMAND", nargs="+", type=variant,
                    help="a variant: its name, and the command that starts its server on PORT")
     a.add_argument("--len", type=positive, default=4, help="body length in characters (default: 4)")
+    a.add_argument("--request", metavar="R[,R…]", type=requests, default=list(REQUESTS),
+                   help="the requests of the table: plain, techempower, query (default: all three)")
     a.add_argument("--kind", choices=["ascii", "latin1", "twobyte"], default="ascii",
-                   help="the text of the body (default: ascii)")
+                   help="the query request's text of the body (default: ascii)")
     a.add_argument("--body", choices=["flat", "rope"], default="flat",
-                   help="how unflat-server keeps the body (default: flat)")
+                   help="the query request's body form in unflat-server (default: flat)")
     a.add_argument("--tls", metavar="CA_PEM", type=readable,
                    help="speak TLS, trusting only this certificate (for localhost)")
     a.add_argument("--pipeline", metavar="DEPTH", type=positive, default=1,
@@ -182,33 +223,35 @@ def main():
         a.error(f"a variant is named twice: {', '.join(names)}")
     if not shutil.which("valgrind"):
         sys.exit("instructions.py: valgrind is not installed (apt-get install valgrind)")
-    length, kind, body, top, ca, depth, variants = o.len, o.kind, o.body, o.top, o.tls, o.pipeline, o.variants
-    path = f"/end-string/{length}?kind={kind}" + ("&body=rope" if body == "rope" else "")
-    results = []
-    progress = Progress("instructions.py", len(variants) * len(RUNS))
+    length, top, ca, depth, variants, chosen = o.len, o.top, o.tls, o.pipeline, o.variants, o.request
+    per = {}
+    progress = Progress("instructions.py", len(variants) * len(chosen) * len(RUNS))
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
-            outs = [os.path.join(tmp, f"{name}.{n}.out") for n in RUNS]
-            totals = []
-            for n, out in zip(RUNS, outs):
-                progress.step(f"{name}, {n} requests under callgrind")
-                totals.append(count(command, n, path, out, ca, depth))
-            per = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
-            results.append((name, per))
-            if top:
-                a, b = inclusive(outs[0], o.own), inclusive(outs[1], o.own)
-                rows = sorted(((b[k] - a.get(k, 0)) / (RUNS[1] - RUNS[0]), k) for k in b)
-                how = "self" if o.own else "inclusive"
-                print(f"{name}: instructions per request, {how}, top {top}")
-                for v, k in rows[::-1][:top]:
-                    print(f"  {v:8.0f}  {k[:160]}")
-    first = results[0][1]
+            for which in chosen:
+                request = request_bytes(which, length, o.kind, o.body)
+                outs = [os.path.join(tmp, f"{name}.{which}.{n}.out") for n in RUNS]
+                totals = []
+                for n, out in zip(RUNS, outs):
+                    progress.step(f"{name}, {which}, {n} requests under callgrind")
+                    totals.append(count(command, n, request, out, ca, depth))
+                per[name, which] = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
+                if top:
+                    a, b = inclusive(outs[0], o.own), inclusive(outs[1], o.own)
+                    rows = sorted(((b[k] - a.get(k, 0)) / (RUNS[1] - RUNS[0]), k) for k in b)
+                    how = "self" if o.own else "inclusive"
+                    print(f"{name}, {which}: instructions per request, {how}, top {top}")
+                    for v, k in rows[::-1][:top]:
+                        print(f"  {v:8.0f}  {k[:160]}")
     over = ", over TLS" if ca else ""
     over += f", {depth} pipelined per write" if depth > 1 else ""
-    print(f"len {length}, kind={kind}, body={body}{over}: user-space instructions per request (callgrind)")
-    for name, per in results:
-        print(f"  {name:>10} {per:10.0f}  {per / first:5.2f}× {results[0][0]}")
-
+    query = f" (query: kind={o.kind}&body={o.body})" if "query" in chosen else ""
+    first = variants[0][0]
+    print(f"len {length}{over}: user-space instructions per request (callgrind){query}")
+    print(f"  {'':>10}" + "".join(f" {w:>12} {'× ' + first:>10}" for w in chosen))
+    for name, _ in variants:
+        cells = "".join(f" {per[name, w]:12.0f} {per[name, w] / per[first, w]:9.2f}×" for w in chosen)
+        print(f"  {name:>10}{cells}")
 
 if __name__ == "__main__":
     main()

@@ -190,17 +190,24 @@ impl WriteQueue {
     /// Room for `n` more bytes at the end of the write buffer. The written
     /// front is reclaimed first, so a queue that never drains holds what is
     /// pending, not all it sent; growth is by a quarter, to stay close to it.
+    #[inline]
     fn room(&mut self, n: usize) -> &mut [u8] {
+        // Inlined: nearly every push fits the buffer as it is.
         if self.buf.len() < self.filled + n {
-            self.compact();
+            self.make_room(n);
         }
+        &mut self.buf[self.filled..self.filled + n]
+    }
+
+    #[cold]
+    fn make_room(&mut self, n: usize) {
+        self.compact();
         let need = self.filled + n;
         if self.buf.len() < need {
             let grown = need.max(self.buf.len() + self.buf.len() / 4).max(4096);
             self.buf.reserve_exact(grown - self.buf.len());
             self.buf.resize(grown, 0);
         }
-        &mut self.buf[self.filled..need]
     }
 
     /// Moves the unwritten copied bytes to the start of the write buffer.
@@ -226,6 +233,7 @@ impl WriteQueue {
     }
 
     /// Queues `n` bytes just written at `buf[filled..]`.
+    #[inline]
     fn commit(&mut self, n: usize) {
         if n == 0 {
             return;

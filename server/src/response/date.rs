@@ -10,11 +10,11 @@ thread_local! {
     static DATE: Cell<DateLine> = Cell::new(DateLine::at(SystemTime::now()));
 }
 
-/// The current `Date` line, rendered at most once a second per thread.
-pub(super) fn date_line() -> DateLine {
+/// The `Date` line of `second` (since the Unix epoch), rendered at most
+/// once a second per thread.
+pub(super) fn date_line_at(second: u64) -> DateLine {
     DATE.with(|d| {
         let line = d.get();
-        let second = unix_second();
         if second == line.second() {
             return line;
         }
@@ -28,13 +28,13 @@ pub(super) fn date_line() -> DateLine {
 /// is read once per response, the precise one showed in the profile, and a
 /// one-second `Date` loses nothing by lagging a tick.
 #[cfg(target_os = "linux")]
-fn unix_second() -> u64 {
+pub(super) fn unix_second() -> u64 {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
     u64::try_from(now.tv_sec).unwrap_or(0)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn unix_second() -> u64 {
+pub(super) fn unix_second() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -11,6 +11,12 @@ use super::{encode, Body};
 /// Queues `head` and `body`.
 pub(super) fn write<H: Rope>(queue: &mut WriteQueue, head: &Measured<H>, body: &Body<'_>) {
     encode(queue, head, Encoding::Latin1);
+    self::body(queue, body);
+}
+
+/// Queues `body`, behind its head.
+#[inline]
+pub(super) fn body(queue: &mut WriteQueue, body: &Body<'_>) {
     let before = queue.remaining();
     match body {
         Body::Empty | Body::Unsent(_) | Body::Stream => {}

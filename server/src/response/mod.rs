@@ -15,17 +15,20 @@ mod date;
 mod direct;
 mod flatten;
 mod stream;
+mod template;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 
-use unflat::head::{Head, Line, Persistence, Prefix, RequestMethod, Status};
+use unflat::head::{DateLine, Head, Line, Persistence, Prefix, RequestMethod, Status};
 use unflat::queue::{Push, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use crate::memory::{Budget, Full, Memory};
 pub use stream::{Chunk, Stream};
+use template::Key;
 
 /// How responses are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -187,14 +190,21 @@ impl<'a> Response<'a> {
 /// The start of every response of one kind — status line, field lines and
 /// `X-Content-Type-Options` — rendered once and copied into each head as one
 /// [`Prefix`]: the bytes of [`Start::Lines`], for less work per response.
+/// The whole heads made from it are kept as templates (`template.rs`).
 #[derive(Debug)]
-pub struct Prepared(Prefix);
+pub struct Prepared(Prefix, u64);
 
 impl Prepared {
     /// The start of a response of `status` with `fields`.
     pub fn new(status: Status, fields: [Option<&Line>; 2]) -> Prepared {
+        // A number of its own, never reused, names its templates: an address
+        // could be another start's once this one is dropped.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         let lines: Vec<&Line> = fields.into_iter().flatten().chain(fixed(status)).collect();
-        Prepared(Prefix::new(status, &lines).expect("routes give no framing lines"))
+        Prepared(
+            Prefix::new(status, &lines).expect("routes give no framing lines"),
+            NEXT.fetch_add(1, Ordering::Relaxed),
+        )
     }
 }
 
@@ -313,41 +323,21 @@ impl Writer {
         exchange: Exchange,
         budget: &mut Budget,
     ) -> Result<Written, Full> {
-        let date = date::date_line();
         let status = r.status();
-        // Room for the three lines a response has at most, and no more:
-        // the head is built on the stack for every response.
-        let mut head = match r.start {
-            Start::Lines(status, fields) => {
-                let mut head = ResponseHead::with_room(status, exchange.method());
-                for line in fields.into_iter().flatten().chain(fixed(status)) {
-                    head.line(line).expect("room for three lines");
-                }
-                head
-            }
-            Start::Prepared(start) => ResponseHead::prefixed_with_room(&start.0, exchange.method()),
-        };
-        head.date(&date);
         let streamed = matches!(r.body, Body::Stream);
-        let mut keep_alive = exchange.keep_alive;
-        if !status.has_no_body() {
-            if !streamed {
-                head.content_length(r.body.content_length() as u64)
-                    .expect("one framing on a status with a body");
-            } else if exchange.takes_chunked {
-                head.chunked().expect("one framing on a status with a body");
-            } else if exchange.sends_content() {
-                // HTTP/1.0 has no chunks: the body ends with the connection.
-                keep_alive = false;
-            }
-        }
-        head.persistence(if keep_alive {
-            Persistence::KeepAlive(&self.keep_alive)
+        let framing = if status.has_no_body() {
+            Key::NONE
+        } else if !streamed {
+            r.body.content_length() as u64
+        } else if exchange.takes_chunked {
+            Key::CHUNKED
         } else {
-            Persistence::Close
-        });
-        let body_allowed = head.body_allowed();
-        let head = Measured::new(&head);
+            // HTTP/1.0 has no chunks: the body ends with the connection.
+            Key::UNTIL_CLOSE
+        };
+        let keep_alive =
+            exchange.keep_alive && !(framing == Key::UNTIL_CLOSE && exchange.sends_content());
+        let body_allowed = exchange.sends_content() && !status.has_no_body();
         let body = if body_allowed {
             debug_assert!(
                 !matches!(r.body, Body::Unsent(_)),
@@ -357,7 +347,38 @@ impl Writer {
         } else {
             &Body::Empty
         };
-        let shares = self.put(queue, &head, body, b"", budget)?;
+        let second = date::unix_second();
+        let templated = match (self.strategy, r.start) {
+            // The same bytes as the head below, from a template.
+            (Strategy::Direct, Start::Prepared(start)) => {
+                let key = Key {
+                    start: start.1,
+                    framing,
+                    flags: u8::from(keep_alive) | u8::from(exchange.head_request) << 1,
+                };
+                let render = |dst: &mut [u8; template::MOST]| {
+                    let date = date::date_line_at(second);
+                    let head = self.head(r.start, exchange, framing, keep_alive, &date);
+                    let len = storage_size(&head, Encoding::Latin1);
+                    (len <= dst.len()).then(|| {
+                        unflat::write(&head, Encoding::Latin1, Mode::Strict, dst)
+                            .expect("a head is one-byte text")
+                    })
+                };
+                template::with_head(key, second, render, |bytes| {
+                    put_templated(queue, bytes, body, budget)
+                })
+            }
+            _ => None,
+        };
+        let shares = match templated {
+            Some(shares) => shares?,
+            None => {
+                let date = date::date_line_at(second);
+                let head = self.head(r.start, exchange, framing, keep_alive, &date);
+                self.put(queue, &Measured::new(&head), body, b"", budget)?
+            }
+        };
         let streams = streamed && body_allowed;
         if !streams {
             queue.end_response();
@@ -369,6 +390,47 @@ impl Writer {
             keep_alive,
             streams,
         })
+    }
+
+    /// The head of a response that begins with `start`, framed by
+    /// `framing` (a [`Key`] framing), dated by `date`.
+    fn head<'h>(
+        &'h self,
+        start: Start<'h>,
+        exchange: Exchange,
+        framing: u64,
+        keep_alive: bool,
+        date: &'h DateLine,
+    ) -> ResponseHead<'h> {
+        // Room for the three lines a response has at most, and no more:
+        // the head is built on the stack for every response.
+        let mut head = match start {
+            Start::Lines(status, fields) => {
+                let mut head = ResponseHead::with_room(status, exchange.method());
+                for line in fields.into_iter().flatten().chain(fixed(status)) {
+                    head.line(line).expect("room for three lines");
+                }
+                head
+            }
+            Start::Prepared(start) => ResponseHead::prefixed_with_room(&start.0, exchange.method()),
+        };
+        head.date(date);
+        match framing {
+            Key::NONE | Key::UNTIL_CLOSE => {}
+            Key::CHUNKED => {
+                head.chunked().expect("one framing on a status with a body");
+            }
+            n => {
+                head.content_length(n)
+                    .expect("one framing on a status with a body");
+            }
+        }
+        head.persistence(if keep_alive {
+            Persistence::KeepAlive(&self.keep_alive)
+        } else {
+            Persistence::Close
+        });
+        head
     }
 
     /// Queues `head`, `body` and `tail` once `budget` covers them (else
@@ -403,6 +465,25 @@ impl Writer {
         debug_assert!(queue.footprint() <= after, "the queue within its bound");
         Ok(self.strategy == Strategy::Direct && pushes.shares)
     }
+}
+
+/// Queues the head `head`, a template's bytes, and `body` by the direct
+/// strategy once `budget` covers them (else queues nothing); whether the
+/// queue shares memory of the body.
+fn put_templated(
+    queue: &mut WriteQueue,
+    head: &[u8],
+    body: &Body<'_>,
+    budget: &mut Budget,
+) -> Result<bool, Full> {
+    let pushes = bound::direct_pushes(queue, head.len(), body);
+    let after = queue.footprint_after(pushes);
+    budget.cover(after)?;
+    queue.reserve(pushes.copied);
+    queue.copy(head);
+    direct::body(queue, body);
+    debug_assert!(queue.footprint() <= after, "the queue within its bound");
+    Ok(pushes.shares)
 }
 
 /// Encodes text that cannot fail to encode: heads are one-byte (their
@@ -464,6 +545,45 @@ mod tests {
                         written(strategy, &lines, exchange),
                         "{status:?} {strategy:?} {exchange:?}"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn templates_write_the_bytes_of_each_head_however_shapes_alternate() {
+        // More shapes than a thread keeps templates of, each asked for in
+        // turn three times: a template is never another shape's bytes.
+        let text = Line::parse("Content-Type", "text/plain").unwrap();
+        let octets = Line::parse("Content-Type", "application/octet-stream").unwrap();
+        let starts = [
+            Prepared::new(Status::OK, [Some(&text), None]),
+            Prepared::new(Status::OK, [Some(&octets), None]),
+        ];
+        let bodies: Vec<Bytes> = [0, 4, 10, 1000].map(|n| Bytes::from(vec![b'x'; n])).into();
+        for _ in 0..3 {
+            for (start, line) in starts.iter().zip([&text, &octets]) {
+                for body in &bodies {
+                    for (keep_alive, head_request, takes_chunked) in [
+                        (true, false, true),
+                        (false, false, true),
+                        (true, true, false),
+                    ] {
+                        let exchange = Exchange {
+                            keep_alive,
+                            head_request,
+                            takes_chunked,
+                        };
+                        let lines =
+                            Response::new(Status::OK, [Some(line), None], Body::SharedText(body));
+                        let start = Response::prepared(start, Body::SharedText(body));
+                        assert_eq!(
+                            written(Strategy::Direct, &start, exchange),
+                            written(Strategy::Direct, &lines, exchange),
+                            "{} bytes, {exchange:?}",
+                            body.len()
+                        );
+                    }
                 }
             }
         }

@@ -1,0 +1,99 @@
+//! Response heads from templates: the whole head of a response — status
+//! line, the service's prepared fields, `Date`, framing and persistence —
+//! rendered once per second per worker thread and copied as one piece into
+//! every later response that would render the same bytes. A repeated
+//! request's response is then one copy and its body.
+
+use std::cell::RefCell;
+
+/// Templates kept per thread: a few shapes of response alternate (two
+/// lengths, keep-alive and close) without rendering each time.
+const SLOTS: usize = 4;
+
+/// The longest head kept as a template; a longer one is rendered each time.
+pub(super) const MOST: usize = 256;
+
+/// What makes two heads the same bytes, besides the second of their `Date`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Key {
+    /// The [`Prepared`](super::Prepared) start's own number, never reused.
+    pub start: u64,
+    /// The framing line: a `Content-Length` value, or one of the markers.
+    pub framing: u64,
+    /// Keep-alive (bit 0) and a `HEAD` request (bit 1).
+    pub flags: u8,
+}
+
+impl Key {
+    /// `framing` of a response framed by the connection's close.
+    pub const UNTIL_CLOSE: u64 = u64::MAX;
+    /// `framing` of a chunked response.
+    pub const CHUNKED: u64 = u64::MAX - 1;
+    /// `framing` of a status that has no body (1xx, 204, 304).
+    pub const NONE: u64 = u64::MAX - 2;
+}
+
+struct Template {
+    key: Key,
+    /// The `Date` second the bytes show; `u64::MAX` for an empty slot.
+    second: u64,
+    len: usize,
+    bytes: [u8; MOST],
+}
+
+struct Templates {
+    slots: [Template; SLOTS],
+    /// The slot the next new template replaces.
+    next: usize,
+}
+
+const EMPTY: Template = Template {
+    key: Key {
+        start: 0,
+        framing: 0,
+        flags: 0,
+    },
+    second: u64::MAX,
+    len: 0,
+    bytes: [0; MOST],
+};
+
+thread_local! {
+    static TEMPLATES: RefCell<Templates> = const {
+        RefCell::new(Templates { slots: [EMPTY; SLOTS], next: 0 })
+    };
+}
+
+/// Hands `then` the head of `key` whose `Date` shows `second`: the
+/// template's bytes, or, when there is none, what `render` writes into a
+/// new one (it returns the length, or `None` when the head does not fit in
+/// [`MOST`] bytes; `then` is not called then).
+pub(super) fn with_head<R>(
+    key: Key,
+    second: u64,
+    render: impl FnOnce(&mut [u8; MOST]) -> Option<usize>,
+    then: impl FnOnce(&[u8]) -> R,
+) -> Option<R> {
+    TEMPLATES.with(|t| {
+        let mut t = t.borrow_mut();
+        let found = t
+            .slots
+            .iter()
+            .position(|s| s.key == key && s.second == second);
+        let at = match found {
+            Some(at) => at,
+            None => {
+                let at = t.next;
+                t.next = (at + 1) % SLOTS;
+                let slot = &mut t.slots[at];
+                // Emptied first: a render that fails leaves no stale bytes.
+                slot.second = u64::MAX;
+                let len = render(&mut slot.bytes)?;
+                (slot.key, slot.second, slot.len) = (key, second, len);
+                at
+            }
+        };
+        let slot = &t.slots[at];
+        Some(then(&slot.bytes[..slot.len]))
+    })
+}
