@@ -43,18 +43,23 @@ pub(super) fn check_fields(
 ) -> Result<Checked, Reject> {
     let mut seen = Seen::default();
     for f in fields {
-        let (name, value) = (f.name, trim(f.value));
-        if name.eq_ignore_ascii_case("content-length") {
-            seen.content_length(value)?;
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            seen.transfer_encoding(value, version)?;
-        } else if name.eq_ignore_ascii_case("host") {
-            seen.host(value)?;
-        } else if name.eq_ignore_ascii_case("connection") {
-            seen.connection(value);
-        } else if name.eq_ignore_ascii_case("expect") && version == 1 {
-            // Expect is only defined for HTTP/1.1 (RFC 9110 §10.1.1).
-            seen.expect(value)?;
+        // Classified by length first: one comparison of the name at most,
+        // none for a name no rule reads, and its value is not looked at.
+        let name = f.name.as_bytes();
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => seen.host(trim(f.value))?,
+            6 if name.eq_ignore_ascii_case(b"expect") && version == 1 => {
+                // Expect is only defined for HTTP/1.1 (RFC 9110 §10.1.1).
+                seen.expect(trim(f.value))?;
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => seen.connection(f.value),
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                seen.content_length(f.value)?;
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                seen.transfer_encoding(f.value, version)?;
+            }
+            _ => {}
         }
     }
     seen.finish(version)

@@ -162,8 +162,16 @@ impl AccessLog {
 
     /// Renders the line of the response `a` tells of (to a head never read
     /// when it has no label), to be written by [`AccessLog::sent`].
+    #[inline]
     pub(super) fn queued<L>(&mut self, a: &Answered<L>) {
-        if a.label.is_none() && self.on.is_some() {
+        // Inlined: with the log off, one test is all a response pays.
+        if self.on.is_some() {
+            self.render(a);
+        }
+    }
+
+    fn render<L>(&mut self, a: &Answered<L>) {
+        if a.label.is_none() {
             self.note_parts("-", "-", "-", &[]);
         }
         let Some(log) = &mut self.on else {

@@ -43,21 +43,35 @@ fn not_a_count(what: &str, s: &str) -> Answer {
 }
 
 /// Passes every `name=value` pair of `query`, decoded, to `set`; a pair
-/// without `=` is refused. Decoding borrows from the query unless a pair
-/// holds an escape or a `+`: a plain query allocates nothing.
+/// without `=` is refused. A query without an escape or a `+`, what nearly
+/// every one is, is looked at once for them and its pairs are handed over
+/// as they are: nothing decoded, nothing allocated.
 pub(super) fn query_pairs(
     query: Option<&str>,
     mut set: impl FnMut(&str, &str) -> Result<(), Answer>,
 ) -> Result<(), Answer> {
+    let plain = query.is_some_and(|q| !has_escapes(q));
     for pair in query_parts(query).filter(|p| !p.is_empty()) {
-        let Some((name, value)) = decode_pair(pair)? else {
+        let Some((name, value)) = split_once_byte(pair, b'=') else {
             return Err(bad_request(format!(
                 "query parameter {pair:?} has no value"
             )));
         };
-        set(&name, &value)?;
+        if plain {
+            set(name, value)?;
+        } else {
+            let (name, value) = decode_escaped(pair, name, value)?;
+            set(&name, &value)?;
+        }
     }
     Ok(())
+}
+
+/// Whether `s` holds a byte that needs decoding: an escape, or `+`. A fold
+/// over a table, with no early exit, so that the loop unrolls: a query is
+/// a few dozen bytes and nearly never has one.
+fn has_escapes(s: &str) -> bool {
+    s.bytes().fold(false, |e, b| e | ESCAPES[usize::from(b)])
 }
 
 /// The `&`-separated parts of a query, empty ones included (none for no
@@ -109,23 +123,17 @@ type Pair<'q> = (Cow<'q, str>, Cow<'q, str>);
 /// One `name=value` pair, percent-decoded with `+` as a space; `None`
 /// when it has no `=`. A name or value that is not UTF-8 once decoded is
 /// refused, naming the parameter.
-#[inline]
 fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, Answer> {
     let Some((name, value)) = split_once_byte(pair, b'=') else {
         return Ok(None);
     };
-    // A fold over a table, with no early exit, so that the loop unrolls:
-    // a pair is a few bytes and nearly never has an escape.
-    if pair.bytes().fold(false, |e, b| e | ESCAPES[usize::from(b)]) {
+    if has_escapes(pair) {
         return decode_escaped(pair, name, value).map(Some);
     }
-    // Nothing to decode, and ASCII (the request's checks): what nearly
-    // every query is, answered without the decoder's walk.
     Ok(Some((Cow::Borrowed(name), Cow::Borrowed(value))))
 }
 
-/// [`decode_pair`] for a pair with an escape or a `+`: `raw_name` and
-/// `raw_value` are its two sides.
+/// A pair decoded: `raw_name` and `raw_value` are its two sides.
 #[cold]
 fn decode_escaped<'q>(pair: &'q str, raw_name: &str, raw_value: &str) -> Result<Pair<'q>, Answer> {
     // form_urlencoded keeps a `%` that begins no escape as it is; here it
