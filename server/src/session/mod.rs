@@ -358,6 +358,19 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
     ) -> Step<S::Reply> {
+        let step = self.turn(input, queue, service);
+        service.service.turn_ended(&mut self.conn);
+        step
+    }
+
+    /// [`Session::process`]'s work: its requests answered.
+    #[inline(always)]
+    fn turn(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+    ) -> Step<S::Reply> {
         // One clock read per call, however many requests it answers: the
         // latency histogram's clock ticks in milliseconds, and what one
         // call answers takes microseconds.
@@ -872,6 +885,7 @@ impl<S: Service> Session<S> {
         service.memory.refused();
         let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
         self.state = self.refuse(queue, service, refusal, head_request, label);
+        service.service.turn_ended(&mut self.conn);
     }
 
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
@@ -900,6 +914,7 @@ impl<S: Service> Session<S> {
             reason,
         };
         self.state = self.reject(queue, service, reject, head_request, about);
+        service.service.turn_ended(&mut self.conn);
     }
 }
 

@@ -84,6 +84,16 @@ pub trait Service: Send + Sync + 'static {
         let _ = (answered, conn);
     }
 
+    /// Told once per turn of the session ([`Session::process`]), after
+    /// the [`Service::answered`] calls of the batch of pipelined requests
+    /// it answered and before their responses are written: what a service
+    /// gathers per connection in `answered` is counted here, once a batch.
+    ///
+    /// [`Session::process`]: super::Session::process
+    fn turn_ended(&self, conn: &mut Self::Conn) {
+        let _ = conn;
+    }
+
     /// Told after a write that the connection's socket has taken `total`
     /// bytes of its output so far: every response whose
     /// [`Answered::ends`] is at most `total` is written whole.

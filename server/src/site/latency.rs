@@ -44,15 +44,15 @@ impl Shard {
         }
     }
 
-    /// Counts a response of `status` to `route` that took `us`
-    /// microseconds.
+    /// Counts `n` responses of `status` to `route` that took `us`
+    /// microseconds each.
     #[inline]
-    pub(super) fn observe(&self, route: Route, status: Status, us: u64) {
+    pub(super) fn observe(&self, route: Route, status: Status, us: u64, n: u64) {
         let bucket = BOUNDS_US.partition_point(|&bound| bound < us);
         let class = class(status);
         let r = route.index();
-        self.buckets[r][class][bucket].fetch_add(1, Ordering::Relaxed);
-        self.sum_us[r][class].fetch_add(us, Ordering::Relaxed);
+        self.buckets[r][class][bucket].fetch_add(n, Ordering::Relaxed);
+        self.sum_us[r][class].fetch_add(us.saturating_mul(n), Ordering::Relaxed);
     }
 }
 
@@ -128,9 +128,9 @@ mod tests {
     #[test]
     fn a_response_lands_in_the_first_bucket_at_or_above_it() {
         let shard = Shard::new();
-        shard.observe(Route::Help, Status::OK, 5_000);
-        shard.observe(Route::Help, Status::OK, 5_001);
-        shard.observe(Route::Help, Status::NOT_FOUND, 60_000_000);
+        shard.observe(Route::Help, Status::OK, 5_000, 1);
+        shard.observe(Route::Help, Status::OK, 5_001, 1);
+        shard.observe(Route::Help, Status::NOT_FOUND, 60_000_000, 1);
         let at =
             |c: usize, b: usize| shard.buckets[Route::Help.index()][c][b].load(Ordering::Relaxed);
         assert_eq!((at(1, 0), at(1, 1)), (1, 1));

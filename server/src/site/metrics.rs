@@ -86,6 +86,16 @@ struct Counters {
     bodies: Arc<Bodies>,
 }
 
+/// Responses a connection has queued and not yet counted, all of one
+/// route, status and latency ([`Metrics::tally`]).
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// `alike` packed, for one comparison (valid while `n > 0`).
+    key: u64,
+    alike: Option<(Route, Status, u64)>,
+    n: u64,
+}
+
 impl Metrics {
     /// Counters at zero, reading `memory`, `bodies` and `transport` when
     /// scraped.
@@ -118,13 +128,49 @@ impl Metrics {
     /// microseconds after the request's head was complete.
     #[inline]
     pub fn request(&self, route: Route, status: Status, us: u64) {
+        self.requests(route, status, us, 1);
+    }
+
+    /// Counts `n` responses of `status` to requests of `route`, each queued
+    /// `us` microseconds after its request's head was complete.
+    #[inline]
+    fn requests(&self, route: Route, status: Status, us: u64, n: u64) {
         let shard = self.counters.shards.mine();
-        shard.latency.observe(route, status, us);
+        shard.latency.observe(route, status, us, n);
         let code = usize::from(status.code()).saturating_sub(100);
         match SLOT_OF.get(code) {
-            Some(&slot @ 1..) => add(&shard.requests[route.index()][usize::from(slot) - 1], 1),
-            Some(_) => add(&self.counters.requests[route.index()][code], 1),
+            Some(&slot @ 1..) => add(&shard.requests[route.index()][usize::from(slot) - 1], n),
+            Some(_) => add(&self.counters.requests[route.index()][code], n),
             None => {}
+        }
+    }
+
+    /// Counts a response as [`Metrics::request`] does, into the
+    /// connection's `tally` first: the responses of a batch of pipelined
+    /// requests alike in route, status and latency are counted as one
+    /// ([`Metrics::count`] at the batch's end).
+    #[inline]
+    pub fn tally(&self, tally: &mut Tally, route: Route, status: Status, us: u64) {
+        // One comparison per response: route, status and latency packed.
+        let key = (us << 16) | u64::from(status.code()) << 4 | route.index() as u64;
+        if tally.n > 0 && tally.key == key && us < 1 << 47 {
+            tally.n += 1;
+            return;
+        }
+        self.count(tally);
+        *tally = Tally {
+            key,
+            alike: Some((route, status, us)),
+            n: 1,
+        };
+    }
+
+    /// Adds what `tally` holds to the counters, and empties it.
+    #[inline]
+    pub fn count(&self, tally: &mut Tally) {
+        if let Some((route, status, us)) = tally.alike.take() {
+            self.requests(route, status, us, tally.n);
+            tally.n = 0;
         }
     }
 
@@ -308,5 +354,60 @@ impl Counters {
             ConstCounter::new(n).encode(family.encode_family(&[("shared", label)])?)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics() -> Metrics {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        let bodies = Bodies::new(memory.clone(), 2000, 1);
+        Metrics::new(Strategy::Direct, memory, bodies, Arc::default())
+    }
+
+    /// The server's own series (the process's figures differ from one
+    /// rendering to the next).
+    fn series(m: &Metrics) -> Vec<String> {
+        let text = m.render(Exposition::Prometheus);
+        text.lines()
+            .filter(|l| {
+                l.starts_with("unflat_") && !l.contains("bytes") && !l.contains("connections")
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn a_tally_counts_what_each_response_counted_one_by_one_counts() {
+        let responses = [
+            (Route::EndString, Status::OK, 0),
+            (Route::EndString, Status::OK, 0),
+            (Route::EndString, Status::OK, 3000),
+            (Route::EndString, Status::NOT_FOUND, 3000),
+            (Route::Help, Status::NOT_FOUND, 3000),
+            (Route::Help, Status::NOT_FOUND, 3000),
+            (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
+            (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
+        ];
+        let (one_by_one, tallied) = (metrics(), metrics());
+        let mut tally = Tally::default();
+        for (i, &(route, status, us)) in responses.iter().enumerate() {
+            one_by_one.request(route, status, us);
+            tallied.tally(&mut tally, route, status, us);
+            if i == 4 {
+                // A batch ends between responses alike.
+                tallied.count(&mut tally);
+            }
+        }
+        assert_ne!(
+            series(&one_by_one),
+            series(&tallied),
+            "the last batch not yet counted"
+        );
+        tallied.count(&mut tally);
+        tallied.count(&mut tally);
+        assert_eq!(series(&one_by_one), series(&tallied));
     }
 }

@@ -27,6 +27,7 @@ pub use access::LogFormat;
 pub use body::Built;
 pub use exposition::Exposition;
 pub use metrics::Metrics;
+use metrics::Tally;
 pub use reply::Answer;
 pub use routes::Route;
 
@@ -138,6 +139,7 @@ impl Site {
 pub struct Conn {
     memo: Memo,
     log: AccessLog,
+    tally: Tally,
 }
 
 /// Routes choose the reply, bodies are built off the workers (the job),
@@ -152,6 +154,7 @@ impl Service for Site {
         Conn {
             memo: Memo::default(),
             log,
+            tally: Tally::default(),
         }
     }
 
@@ -198,8 +201,14 @@ impl Service for Site {
         let route = answered.label.unwrap_or(Route::Unmatched);
         // The clock ticks in milliseconds: no Duration on the way.
         let us = answered.took_ms().saturating_mul(1000);
-        self.metrics.request(route, answered.status, us);
+        self.metrics
+            .tally(&mut conn.tally, route, answered.status, us);
         conn.log.queued(&answered);
+    }
+
+    #[inline]
+    fn turn_ended(&self, conn: &mut Conn) {
+        self.metrics.count(&mut conn.tally);
     }
 
     #[inline]
