@@ -8,7 +8,8 @@
 //! core, which names nothing of the demo — then [`site`] (the demo, a
 //! [`Service`](session::Service) of the core), [`config`], [`server`],
 //! [`cli`]. docs/design.md has the map of every file.
-// Only `net/acked.rs` needs `unsafe` (a kernel counter).
+// Only `net/acked.rs` (a kernel counter) and `h1/scan.rs` (ASCII bytes
+// read as text, fields written into uninitialised slots) need `unsafe`.
 #![deny(unsafe_code)]
 
 pub mod cli;

@@ -9,12 +9,14 @@ mod body;
 mod chunked;
 mod fields;
 mod request;
+mod scan;
 mod uri;
 
 use unflat::head::Status;
 
 pub use body::{BodyDecoder, Decoded};
 pub use request::{begins_head_request, parse_head, Parsed, RequestHead};
+pub use scan::{scan, Scanned};
 pub use uri::begins_escape;
 
 /// Most header fields a request may have, whatever `--max-fields` says

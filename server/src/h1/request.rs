@@ -1,4 +1,5 @@
-//! The request head, without IO: parsed by httparse and checked against
+//! The request head, without IO: scanned in one walk (`scan.rs`, httparse's
+//! grammar) and checked against
 //! RFC 9112 — its target by the URI grammar (`uri.rs`), its fields by the
 //! framing, Host, Connection and Expect rules (`fields.rs`).
 //!
@@ -12,6 +13,7 @@ use std::mem::MaybeUninit;
 use unflat::head::{Framing, Status};
 
 use super::fields::check_fields;
+use super::scan::{scan, Scanned};
 use super::uri::parse_target;
 use super::{reject, HeadLimits, Reject};
 
@@ -79,10 +81,9 @@ pub fn parse_head<'b>(
     limits: HeadLimits,
 ) -> Parsed<'b> {
     let max_fields = limits.fields.min(fields.len());
-    let mut req = httparse::Request::new(&mut []);
-    let len = match req.parse_with_uninit_headers(input, &mut fields[..max_fields]) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => {
+    let scanned = match scan(input, &mut fields[..max_fields]) {
+        Ok(Some(scanned)) => scanned,
+        Ok(None) => {
             return match over_limits(input, limits) {
                 Some(r) => refused(r, input),
                 None => Parsed::Partial,
@@ -90,12 +91,13 @@ pub fn parse_head<'b>(
         }
         Err(e) => return on_error(e, input, limits),
     };
-    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
-        return refused(
-            reject(Status::BAD_REQUEST, "incomplete request line"),
-            input,
-        );
-    };
+    let Scanned {
+        method,
+        target,
+        version,
+        fields,
+        len,
+    } = scanned;
     let rejected = |reject| Parsed::Rejected {
         reject,
         head_request: method == "HEAD",
@@ -109,7 +111,6 @@ pub fn parse_head<'b>(
         Ok(parts) => parts,
         Err(r) => return rejected(r),
     };
-    let fields: &'b [httparse::Header<'b>] = req.headers;
     match check_fields(fields, version) {
         Ok(checked) => Parsed::Complete(RequestHead {
             method,

@@ -90,9 +90,9 @@ struct Counters {
 /// route, status and latency ([`Metrics::tally`]).
 #[derive(Debug, Default)]
 pub struct Tally {
-    /// `alike` packed, for one comparison (valid while `n > 0`).
+    /// Latency in µs (from bit 16), status code (bits 4 to 15) and route
+    /// index (bits 0 to 3), valid while `n > 0`.
     key: u64,
-    alike: Option<(Route, Status, u64)>,
     n: u64,
 }
 
@@ -151,27 +151,34 @@ impl Metrics {
     /// ([`Metrics::count`] at the batch's end).
     #[inline]
     pub fn tally(&self, tally: &mut Tally, route: Route, status: Status, us: u64) {
-        // One comparison per response: route, status and latency packed.
+        // One comparison per response: route, status and latency packed
+        // (a latency past 2^47 µs, or a tally of none, never matches).
         let key = (us << 16) | u64::from(status.code()) << 4 | route.index() as u64;
         if tally.n > 0 && tally.key == key && us < 1 << 47 {
             tally.n += 1;
             return;
         }
         self.count(tally);
-        *tally = Tally {
-            key,
-            alike: Some((route, status, us)),
-            n: 1,
-        };
+        if us >= 1 << 47 {
+            // Too long to pack: counted alone, now.
+            self.requests(route, status, us, 1);
+            return;
+        }
+        *tally = Tally { key, n: 1 };
     }
 
     /// Adds what `tally` holds to the counters, and empties it.
     #[inline]
     pub fn count(&self, tally: &mut Tally) {
-        if let Some((route, status, us)) = tally.alike.take() {
-            self.requests(route, status, us, tally.n);
-            tally.n = 0;
+        if tally.n == 0 {
+            return;
         }
+        let key = tally.key;
+        let route = Route::ALL[(key & 0xf) as usize];
+        if let Ok(status) = Status::from_code(((key >> 4) & 0xfff) as u16) {
+            self.requests(route, status, key >> 16, tally.n);
+        }
+        tally.n = 0;
     }
 
     /// The counters and the process's figures in the text format `format`.
@@ -382,21 +389,22 @@ mod tests {
     #[test]
     fn a_tally_counts_what_each_response_counted_one_by_one_counts() {
         let responses = [
+            // Too long a latency to pack: counted at once.
+            (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
+            (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
             (Route::EndString, Status::OK, 0),
             (Route::EndString, Status::OK, 0),
             (Route::EndString, Status::OK, 3000),
             (Route::EndString, Status::NOT_FOUND, 3000),
             (Route::Help, Status::NOT_FOUND, 3000),
             (Route::Help, Status::NOT_FOUND, 3000),
-            (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
-            (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
         ];
         let (one_by_one, tallied) = (metrics(), metrics());
         let mut tally = Tally::default();
         for (i, &(route, status, us)) in responses.iter().enumerate() {
             one_by_one.request(route, status, us);
             tallied.tally(&mut tally, route, status, us);
-            if i == 4 {
+            if i == 6 {
                 // A batch ends between responses alike.
                 tallied.count(&mut tally);
             }

@@ -1,0 +1,450 @@
+//! The request head's grammar in one walk over its bytes: what httparse's
+//! `Request::parse_with_uninit_headers` answers, the same in every case —
+//! the same head, the same `Partial`, the same error at the same byte (a
+//! test and a fuzz target hold the two equal) — for less work per request:
+//! eight bytes at a time through targets and field values, a target
+//! checked for UTF-8 only when it holds a byte above ASCII, and no
+//! dispatch per field. `benches/head_scan.rs` measures the two.
+// Bytes checked to be ASCII are read as text without a second check, and
+// the fields are written into the caller's uninitialised slots.
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+
+use httparse::{Error, Header};
+
+/// A head as [`scan`] found it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Scanned<'b> {
+    /// The method token.
+    pub method: &'b str,
+    /// The request target, as sent.
+    pub target: &'b str,
+    /// The minor version: 0 or 1.
+    pub version: u8,
+    /// The fields, their values without the whitespace around them.
+    pub fields: &'b [Header<'b>],
+    /// Bytes the head took, from the start of the input (leading empty
+    /// lines included).
+    pub len: usize,
+}
+
+/// Scans the request head at the start of `input`, its fields into
+/// `fields`: `Ok(None)` when more bytes are needed, or the error httparse
+/// gives, [`Error::TooManyHeaders`] when the fields do not fit.
+pub fn scan<'b>(
+    input: &'b [u8],
+    fields: &'b mut [MaybeUninit<Header<'b>>],
+) -> Result<Option<Scanned<'b>>, Error> {
+    let mut at = Walk { input, i: 0 };
+    // Empty lines before the request line (RFC 9112 §2.2).
+    loop {
+        match at.peek() {
+            Some(b'\r') => {
+                at.i += 1;
+                at.expect(b'\n', Error::NewLine)?;
+            }
+            Some(b'\n') => at.i += 1,
+            Some(_) => break,
+            None => return Ok(None),
+        }
+    }
+    let start = at.i;
+    // method SP: one token.
+    match at.peek() {
+        Some(b) if TOKEN[usize::from(b)] => at.i += 1,
+        Some(_) => return Err(Error::Token),
+        None => return Ok(None),
+    }
+    loop {
+        match at.peek() {
+            Some(b' ') => break,
+            Some(b) if TOKEN[usize::from(b)] => at.i += 1,
+            Some(_) => return Err(Error::Token),
+            None => return Ok(None),
+        }
+    }
+    // SAFETY: token bytes are ASCII.
+    let method = unsafe { std::str::from_utf8_unchecked(&input[start..at.i]) };
+    at.i += 1;
+    // request-target SP: visible bytes, and any above ASCII.
+    let target_start = at.i;
+    let above_ascii = at.skip_target();
+    match at.peek() {
+        Some(b' ') if at.i > target_start => {}
+        Some(_) => return Err(Error::Token),
+        None => return Ok(None),
+    }
+    let target = &input[target_start..at.i];
+    let target = if above_ascii {
+        std::str::from_utf8(target).map_err(|_| Error::Token)?
+    } else {
+        // SAFETY: every byte is ASCII.
+        unsafe { std::str::from_utf8_unchecked(target) }
+    };
+    at.i += 1;
+    // HTTP-version: as httparse, a whole `HTTP/1.0` or `HTTP/1.1`, or a
+    // prefix of `HTTP/1.` that has not ended yet.
+    let version = match input.get(at.i..at.i + 8) {
+        Some(b"HTTP/1.0") => 0,
+        Some(b"HTTP/1.1") => 1,
+        Some(_) => return Err(Error::Version),
+        None => {
+            let rest = &input[at.i..];
+            return if b"HTTP/1.".starts_with(rest) {
+                Ok(None)
+            } else {
+                Err(Error::Version)
+            };
+        }
+    };
+    at.i += 8;
+    if !at.newline(Error::NewLine)? {
+        return Ok(None);
+    }
+    let mut count = 0;
+    loop {
+        // An empty line ends the head.
+        let Some(b) = at.peek() else {
+            return Ok(None);
+        };
+        if b == b'\r' || b == b'\n' {
+            if !at.newline(Error::NewLine)? {
+                return Ok(None);
+            }
+            break;
+        }
+        // field-name ":"
+        if !TOKEN[usize::from(b)] {
+            return Err(Error::HeaderName);
+        }
+        let name_start = at.i;
+        at.i += 1;
+        while at.peek().is_some_and(|b| TOKEN[usize::from(b)]) {
+            at.i += 1;
+        }
+        match at.peek() {
+            Some(b':') => {}
+            Some(_) => return Err(Error::HeaderName),
+            None => return Ok(None),
+        }
+        // SAFETY: token bytes are ASCII.
+        let name = unsafe { std::str::from_utf8_unchecked(&input[name_start..at.i]) };
+        at.i += 1;
+        // OWS field-value OWS, then the line's end.
+        while matches!(at.peek(), Some(b' ' | b'\t')) {
+            at.i += 1;
+        }
+        let value_start = at.i;
+        at.skip_value();
+        let mut value = &input[value_start..at.i];
+        if !at.newline(Error::HeaderValue)? {
+            return Ok(None);
+        }
+        if let [.., b' ' | b'\t'] = value {
+            while let [rest @ .., b' ' | b'\t'] = value {
+                value = rest;
+            }
+        }
+        let Some(slot) = fields.get_mut(count) else {
+            return Err(Error::TooManyHeaders);
+        };
+        *slot = MaybeUninit::new(Header { name, value });
+        count += 1;
+    }
+    let (written, _) = fields.split_at_mut(count);
+    // SAFETY: the first `count` slots were written above, and
+    // `MaybeUninit<T>` has `T`'s layout.
+    let fields = unsafe { &*(written as *const [MaybeUninit<Header<'b>>] as *const [Header<'b>]) };
+    Ok(Some(Scanned {
+        method,
+        target,
+        version,
+        fields,
+        len: at.i,
+    }))
+}
+
+/// A position in the input.
+struct Walk<'b> {
+    input: &'b [u8],
+    i: usize,
+}
+
+impl<'b> Walk<'b> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.input.get(self.i).copied()
+    }
+
+    /// Consumes `want`, or fails with `err` at another byte (`Ok(false)`:
+    /// the input ended first).
+    #[inline]
+    fn expect(&mut self, want: u8, err: Error) -> Result<bool, Error> {
+        match self.peek() {
+            Some(b) if b == want => {
+                self.i += 1;
+                Ok(true)
+            }
+            Some(_) => Err(err),
+            None => Ok(false),
+        }
+    }
+
+    /// Consumes a line's end, CRLF or a bare LF; fails with `err` at any
+    /// other byte (`Ok(false)`: the input ended first).
+    #[inline(always)]
+    fn newline(&mut self, err: Error) -> Result<bool, Error> {
+        // CRLF, what nearly every line ends with, in one comparison.
+        if self.input.get(self.i..self.i + 2) == Some(b"\r\n") {
+            self.i += 2;
+            return Ok(true);
+        }
+        match self.peek() {
+            Some(b'\r') => {
+                self.i += 1;
+                self.expect(b'\n', err)
+            }
+            Some(b'\n') => {
+                self.i += 1;
+                Ok(true)
+            }
+            Some(_) => Err(err),
+            None => Ok(false),
+        }
+    }
+
+    /// Moves past the bytes a target may hold (`!` to `~`, and any above
+    /// ASCII), a block at a time; whether any was above ASCII.
+    #[inline]
+    fn skip_target(&mut self) -> bool {
+        let mut high = false;
+        while let Some(block) = self.block() {
+            let (stop, above) = block::target(block);
+            if stop != 0 {
+                let n = stop.trailing_zeros();
+                // The bytes before the stop are the target's.
+                high |= above & ((1 << n) - 1) != 0;
+                self.i += n as usize;
+                return high;
+            }
+            high |= above != 0;
+            self.i += block::LEN;
+        }
+        while let Some(b) = self.peek() {
+            if b < 0x21 || b == 0x7f {
+                break;
+            }
+            high |= b >= 0x80;
+            self.i += 1;
+        }
+        high
+    }
+
+    /// Moves past the bytes a field value may hold (HTAB, SP, `!` to `~`,
+    /// and any above ASCII), a block at a time.
+    #[inline(always)]
+    fn skip_value(&mut self) {
+        loop {
+            while let Some(block) = self.block() {
+                let stop = block::value(block);
+                if stop != 0 {
+                    self.i += stop.trailing_zeros() as usize;
+                    break;
+                }
+                self.i += block::LEN;
+            }
+            // Within the last block, or at a control byte: HTAB is the one
+            // a value may hold.
+            match self.peek() {
+                Some(b) if VALUE[usize::from(b)] => self.i += 1,
+                _ => return,
+            }
+        }
+    }
+
+    /// The next block of bytes, if there is a whole one.
+    #[inline(always)]
+    fn block(&self) -> Option<&'b [u8; block::LEN]> {
+        let (block, _) = self.input.get(self.i..)?.split_first_chunk()?;
+        Some(block)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+use sse2 as block;
+#[cfg(not(target_arch = "x86_64"))]
+use swar as block;
+
+/// Blocks of 16 bytes with SSE2, which every x86-64 has.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+
+    pub const LEN: usize = 16;
+
+    /// A bit per byte (bit k for byte k): those a field value may not hold
+    /// or that end it (controls but HTAB, which the walk takes alone, and
+    /// DEL).
+    #[inline]
+    pub fn value(block: &[u8; LEN]) -> u32 {
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of
+        // `block`, unaligned.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            // Signed: bytes above ASCII are negative, not controls.
+            let ctl = _mm_and_si128(
+                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                _mm_cmpgt_epi8(v, _mm_set1_epi8(-1)),
+            );
+            let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+            _mm_movemask_epi8(_mm_or_si128(ctl, del)) as u32
+        }
+    }
+
+    /// A bit per byte that ends a target (SP, a control, DEL), and a bit
+    /// per byte above ASCII.
+    #[inline]
+    pub fn target(block: &[u8; LEN]) -> (u32, u32) {
+        // SAFETY: as in `value`.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            let low = _mm_and_si128(
+                _mm_cmplt_epi8(v, _mm_set1_epi8(0x21)),
+                _mm_cmpgt_epi8(v, _mm_set1_epi8(-1)),
+            );
+            let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+            (
+                _mm_movemask_epi8(_mm_or_si128(low, del)) as u32,
+                _mm_movemask_epi8(v) as u32,
+            )
+        }
+    }
+}
+
+/// Blocks of 8 bytes in a `u64` elsewhere (SWAR): the lowest flagged byte
+/// is exact, which is all a walk asks.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+mod swar {
+    pub const LEN: usize = 8;
+
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+
+    /// The high bit of each byte of `word` below `n` (at most 0x80).
+    fn below(word: u64, n: u8) -> u64 {
+        word.wrapping_sub(LO * u64::from(n)) & !word & HI
+    }
+
+    /// The high bit of each byte of `word` equal to `b`.
+    fn equal(word: u64, b: u8) -> u64 {
+        below(word ^ (LO * u64::from(b)), 1)
+    }
+
+    /// One bit per byte, bit k for byte k, from a mask of high bits.
+    fn bits(mask: u64) -> u32 {
+        (0..8).fold(0, |bits, k| {
+            bits | (((mask >> (8 * k + 7)) & 1) as u32) << k
+        })
+    }
+
+    /// As the x86-64 `value`.
+    pub fn value(block: &[u8; LEN]) -> u32 {
+        let word = u64::from_le_bytes(*block);
+        let stop = below(word, 0x20) | equal(word, 0x7f);
+        // Only the lowest flagged byte is exact: keep it alone.
+        bits(stop & stop.wrapping_neg())
+    }
+
+    /// As the x86-64 `target`.
+    pub fn target(block: &[u8; LEN]) -> (u32, u32) {
+        let word = u64::from_le_bytes(*block);
+        let stop = below(word, 0x21) | equal(word, 0x7f);
+        (bits(stop & stop.wrapping_neg()), bits(word & HI))
+    }
+}
+
+/// tchar (RFC 9110 §5.6.2): methods and field names.
+static TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    let extra = b"!#$%&'*+-.^_`|~";
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// The bytes of a field value: HTAB, SP, VCHAR, obs-text.
+static VALUE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = b == 0x09 || (b >= 0x20 && b != 0x7f);
+        b += 1;
+    }
+    t
+};
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::{sse2, swar};
+
+    /// The first flagged byte of 16, by SWAR's two halves.
+    fn first(flags: (u32, u32)) -> u32 {
+        match flags {
+            (0, 0) => 32,
+            (0, hi) => 8 + hi.trailing_zeros(),
+            (lo, _) => lo.trailing_zeros(),
+        }
+    }
+
+    /// Both ways of looking at a block find the same first stop, and the
+    /// same bytes above ASCII before it, over blocks of the bytes that
+    /// matter and of any byte.
+    #[test]
+    fn sse2_and_swar_blocks_agree() {
+        let edges = [
+            0x00, 0x09, 0x0a, 0x0d, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xff, b'a',
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for round in 0..200_000 {
+            let mut block = [0u8; 16];
+            for b in &mut block {
+                // xorshift: a fixed sequence, the same on every run.
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = if round % 2 == 0 {
+                    edges[(x % edges.len() as u64) as usize]
+                } else {
+                    x as u8
+                };
+            }
+            let (lo, hi) = block.split_at(8);
+            let (lo, hi): (&[u8; 8], &[u8; 8]) = (lo.try_into().unwrap(), hi.try_into().unwrap());
+            let stop = |s: u32| if s == 0 { 32 } else { s.trailing_zeros() };
+            assert_eq!(
+                stop(sse2::value(&block)),
+                first((swar::value(lo), swar::value(hi))),
+                "{block:?}"
+            );
+            let (s, above) = sse2::target(&block);
+            let ((s_lo, a_lo), (s_hi, a_hi)) = (swar::target(lo), swar::target(hi));
+            let n = stop(s);
+            assert_eq!(n, first((s_lo, s_hi)), "{block:?}");
+            let before = |bits: u64| bits & ((1u64 << n.min(16)) - 1);
+            assert_eq!(
+                before(u64::from(above)),
+                before(u64::from(a_lo) | u64::from(a_hi) << 8),
+                "{block:?}"
+            );
+        }
+    }
+}
