@@ -164,6 +164,29 @@ impl WriteQueue {
         self.commit(bytes.len());
     }
 
+    /// Queues the bytes of each of `parts`, in order, into the write buffer:
+    /// what a [`WriteQueue::copy`] of each does, with one look at the
+    /// buffer's room (a head from a template and a short body behind it).
+    ///
+    /// ```
+    /// use bytes::Buf;
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy_all(&[b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n", b"four"]);
+    /// assert_eq!(q.chunk(), b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfour");
+    /// ```
+    #[inline]
+    pub fn copy_all(&mut self, parts: &[&[u8]]) {
+        let n = parts.iter().map(|p| p.len()).sum();
+        let mut room = self.room(n);
+        for part in parts {
+            let (to, rest) = room.split_at_mut(part.len());
+            to.copy_from_slice(part);
+            room = rest;
+        }
+        self.commit(n);
+    }
+
     /// Queues `bytes` as an iovec at its own memory (a clone kept until
     /// written), or copies them below [`Policy::copy_below`]: a small body
     /// shared by every worker then costs no contended atomic.

@@ -480,8 +480,17 @@ fn put_templated(
     let after = queue.footprint_after(pushes);
     budget.cover(after)?;
     queue.reserve(pushes.copied);
-    queue.copy(head);
-    direct::body(queue, body);
+    match *body {
+        // A body the queue copies goes in with the head, in one copy.
+        Body::Bytes(b) => queue.copy_all(&[head, b]),
+        Body::SharedText(b) | Body::SharedBytes(b) if !pushes.shares => {
+            queue.copy_all(&[head, b]);
+        }
+        _ => {
+            queue.copy(head);
+            direct::body(queue, body);
+        }
+    }
     debug_assert!(queue.footprint() <= after, "the queue within its bound");
     Ok(pushes.shares)
 }
