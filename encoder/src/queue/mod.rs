@@ -330,6 +330,14 @@ impl Buf for WriteQueue {
     /// assert_eq!(lens, [5, 10_000, 5]);
     /// ```
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        // One copied run, what a queue of short responses nearly always
+        // holds: its iovec without the walk.
+        if let (1, Some(seg @ Segment::Copied { .. }), Some(first)) =
+            (self.segments.len(), self.segments.front(), dst.first_mut())
+        {
+            *first = IoSlice::new(seg.chunk(&self.buf));
+            return 1;
+        }
         let mut n = 0;
         for seg in &self.segments {
             if seg.iovecs(&self.buf, dst, &mut n).is_break() {
@@ -366,6 +374,13 @@ impl Buf for WriteQueue {
         );
         self.pending -= n;
         self.ledger.wrote(n);
+        if self.pending == 0 && self.framed == 0 {
+            // All written, and no frame to hand on: what a write of short
+            // responses nearly always does.
+            self.copied_pending = 0;
+            self.segments.clear();
+            n = 0;
+        }
         while n > 0 {
             let front = self
                 .segments
