@@ -782,6 +782,8 @@ fn instructions(o: &Opts, p: &Plan, bin: &Path) -> BTreeMap<(String, usize, Stri
                     "python3",
                 );
                 cmd.arg(root().join("benches/instructions.py")).args([
+                    "--request",
+                    "query",
                     "--len",
                     &len.to_string(),
                     "--kind",

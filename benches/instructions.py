@@ -16,8 +16,9 @@ given):
     plain        GET /end-string/{N} with one Host line
     techempower  the same target with the head TechEmpower's plaintext
                  run sends: Host, its long Accept, Connection: keep-alive
-    query        GET /end-string/{N}?kind=K&body=B (`--kind`, `--body`)
-                 with one Host line Unlike CPU time under wrk, the count does not depend
+    query        GET /end-string/{N}?kind=K (`--kind`; `&body=rope` added
+                 with `--body rope`), as the wrk scripts send it, with one
+                 Host line Unlike CPU time under wrk, the count does not depend
 on what else the machine is doing, so small differences between variants
 show. With `--top K`, also prints the K functions with the most inclusive
 instructions per request (with `--self`, the most self instructions: a
@@ -103,7 +104,7 @@ def request_bytes(which, length, kind, body):
     if which == "techempower":
         fields = TECHEMPOWER
     elif which == "query":
-        path += f"?kind={kind}&body={body}"
+        path += f"?kind={kind}" + ("&body=rope" if body == "rope" else "")
     return f"GET {path} HTTP/1.1\r\n{fields}\r\n".encode()
 
 
@@ -245,7 +246,7 @@ def main():
                         print(f"  {v:8.0f}  {k[:160]}")
     over = ", over TLS" if ca else ""
     over += f", {depth} pipelined per write" if depth > 1 else ""
-    query = f" (query: kind={o.kind}&body={o.body})" if "query" in chosen else ""
+    query = f" (query: kind={o.kind}, body={o.body})" if "query" in chosen else ""
     first = variants[0][0]
     print(f"len {length}{over}: user-space instructions per request (callgrind){query}")
     print(f"  {'':>10}" + "".join(f" {w:>12} {'× ' + first:>10}" for w in chosen))

@@ -11,8 +11,7 @@
 //! of a response per thread however many connections ask for it, so large
 //! bodies stay in the CPU caches as a shared body would.
 //!
-//! It serves `GET /end-string/{len}` with no query, `kind=ascii` or
-//! `kind=ascii&body=flat` (the one body it has); anything
+//! It serves `GET /end-string/{len}` with no query or `kind=ascii`; anything
 //! else gets a plain 404 or 400. Pipelined requests are answered in order,
 //! a batch — every complete request a read brought, up to 64 — with one
 //! vectored write of the built responses, allocating nothing. It is a
@@ -205,8 +204,8 @@ fn route(method: &str, target: &str) -> Route {
     if method != "GET" {
         return Err((BAD_REQUEST, "only GET\n"));
     }
-    if !matches!(query, "" | "kind=ascii" | "kind=ascii&body=flat") {
-        return Err((BAD_REQUEST, "the only query is kind=ascii[&body=flat]\n"));
+    if !matches!(query, "" | "kind=ascii") {
+        return Err((BAD_REQUEST, "the only query is kind=ascii\n"));
     }
     match len.parse::<usize>() {
         Ok(len) if len <= MAX_LEN => Ok(len),

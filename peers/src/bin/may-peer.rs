@@ -3,8 +3,7 @@
 //! buffer per connection into which every response of a pipelined batch is
 //! encoded, body included, then written at once.
 //!
-//! It serves `GET /end-string/{len}?kind=ascii|latin1|twobyte[&body=flat]`
-//! (its bodies are all flat) for the
+//! It serves `GET /end-string/{len}?kind=ascii|latin1|twobyte` for the
 //! lengths given by `--lens` (the benchmark's by default), with the headers
 //! unflat-server sends (Content-Type, Content-Length, Date, Connection:
 //! keep-alive, Keep-Alive) plus may_minihttp's own `Server: M`. Its
@@ -62,9 +61,7 @@ impl HttpService for EndString {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let kind = match query {
             "" => Some("ascii"),
-            q => q
-                .strip_prefix("kind=")
-                .map(|k| k.strip_suffix("&body=flat").unwrap_or(k)),
+            q => q.strip_prefix("kind="),
         };
         let len = path
             .strip_prefix("/end-string/")
@@ -84,7 +81,7 @@ impl HttpService for EndString {
             },
             _ => {
                 rsp.status_code(404, "Not Found")
-                    .body("only GET /end-string/{len}?kind=ascii|latin1|twobyte[&body=flat]\n");
+                    .body("only GET /end-string/{len}?kind=ascii|latin1|twobyte\n");
             }
         }
         Ok(())
