@@ -2,9 +2,9 @@
 //! `Request::parse_with_uninit_headers` answers, the same in every case —
 //! the same head, the same `Partial`, the same error at the same byte (a
 //! test and a fuzz target hold the two equal) — for less work per request:
-//! eight bytes at a time through targets and field values, a target
-//! checked for UTF-8 only when it holds a byte above ASCII, and no
-//! dispatch per field. `benches/head_scan.rs` measures the two.
+//! a block at a time through targets and field values, a target checked
+//! for UTF-8 only when it holds a byte above ASCII, and no dispatch per
+//! field. `benches/head_scan.rs` measures the two.
 // Bytes checked to be ASCII are read as text without a second check, and
 // the fields are written into the caller's uninitialised slots.
 #![allow(unsafe_code)]
@@ -288,29 +288,27 @@ mod sse2 {
     /// DEL).
     #[inline]
     pub fn value(block: &[u8; LEN]) -> u32 {
-        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of
-        // `block`, unaligned.
-        unsafe {
-            let v = _mm_loadu_si128(block.as_ptr().cast());
-            // Signed: bytes above ASCII are negative, not controls.
-            let ctl = _mm_and_si128(
-                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
-                _mm_cmpgt_epi8(v, _mm_set1_epi8(-1)),
-            );
-            let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
-            _mm_movemask_epi8(_mm_or_si128(ctl, del)) as u32
-        }
+        stops(block, 0x20).0
     }
 
     /// A bit per byte that ends a target (SP, a control, DEL), and a bit
     /// per byte above ASCII.
     #[inline]
     pub fn target(block: &[u8; LEN]) -> (u32, u32) {
-        // SAFETY: as in `value`.
+        stops(block, 0x21)
+    }
+
+    /// A bit per byte below `below` (ASCII only) or DEL, and a bit per
+    /// byte above ASCII.
+    #[inline]
+    fn stops(block: &[u8; LEN], below: i8) -> (u32, u32) {
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of
+        // `block`, unaligned.
         unsafe {
             let v = _mm_loadu_si128(block.as_ptr().cast());
+            // Signed: bytes above ASCII are negative, not controls.
             let low = _mm_and_si128(
-                _mm_cmplt_epi8(v, _mm_set1_epi8(0x21)),
+                _mm_cmplt_epi8(v, _mm_set1_epi8(below)),
                 _mm_cmpgt_epi8(v, _mm_set1_epi8(-1)),
             );
             let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
