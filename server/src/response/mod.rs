@@ -565,13 +565,20 @@ mod tests {
         // turn three times: a template is never another shape's bytes.
         let text = Line::parse("Content-Type", "text/plain").unwrap();
         let octets = Line::parse("Content-Type", "application/octet-stream").unwrap();
+        // A head longer than a template holds: written without one.
+        let long = Line::parse(
+            "Content-Type",
+            &format!("text/plain; x={}", "y".repeat(300)),
+        )
+        .unwrap();
         let starts = [
             Prepared::new(Status::OK, [Some(&text), None]),
             Prepared::new(Status::OK, [Some(&octets), None]),
+            Prepared::new(Status::OK, [Some(&long), None]),
         ];
         let bodies: Vec<Bytes> = [0, 4, 10, 1000].map(|n| Bytes::from(vec![b'x'; n])).into();
         for _ in 0..3 {
-            for (start, line) in starts.iter().zip([&text, &octets]) {
+            for (start, line) in starts.iter().zip([&text, &octets, &long]) {
                 for body in &bodies {
                     for (keep_alive, head_request, takes_chunked) in [
                         (true, false, true),

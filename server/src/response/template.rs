@@ -37,7 +37,9 @@ struct Template {
     key: Key,
     /// The `Date` second the bytes show; `u64::MAX` for an empty slot.
     second: u64,
-    len: usize,
+    /// `None` for a head found too long to keep: it is not rendered into
+    /// a slot again that second.
+    len: Option<usize>,
     bytes: [u8; MOST],
 }
 
@@ -54,7 +56,7 @@ const EMPTY: Template = Template {
         flags: 0,
     },
     second: u64::MAX,
-    len: 0,
+    len: None,
     bytes: [0; MOST],
 };
 
@@ -67,7 +69,7 @@ thread_local! {
 /// Hands `then` the head of `key` whose `Date` shows `second`: the
 /// template's bytes, or, when there is none, what `render` writes into a
 /// new one (it returns the length, or `None` when the head does not fit in
-/// [`MOST`] bytes; `then` is not called then).
+/// [`MOST`] bytes: `then` is not called, and the slot remembers it).
 pub(super) fn with_head<R>(
     key: Key,
     second: u64,
@@ -86,14 +88,11 @@ pub(super) fn with_head<R>(
                 let at = t.next;
                 t.next = (at + 1) % SLOTS;
                 let slot = &mut t.slots[at];
-                // Emptied first: a render that fails leaves no stale bytes.
-                slot.second = u64::MAX;
-                let len = render(&mut slot.bytes)?;
-                (slot.key, slot.second, slot.len) = (key, second, len);
+                (slot.key, slot.second, slot.len) = (key, second, render(&mut slot.bytes));
                 at
             }
         };
         let slot = &t.slots[at];
-        Some(then(&slot.bytes[..slot.len]))
+        Some(then(&slot.bytes[..slot.len?]))
     })
 }
