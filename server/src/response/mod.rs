@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 
-use unflat::head::{DateLine, Head, Line, Persistence, Prefix, RequestMethod, Status};
+use unflat::head::{DateLine, Framing, Head, Line, Persistence, Prefix, RequestMethod, Status};
 use unflat::queue::{Push, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
@@ -325,18 +325,16 @@ impl Writer {
     ) -> Result<Written, Full> {
         let status = r.status();
         let streamed = matches!(r.body, Body::Stream);
-        let framing = if status.has_no_body() {
-            Key::NONE
-        } else if !streamed {
-            r.body.content_length() as u64
-        } else if exchange.takes_chunked {
-            Key::CHUNKED
+        // HTTP/1.0 has no chunks: a stream to it ends with the connection.
+        let until_close = streamed && !exchange.takes_chunked && !status.has_no_body();
+        let framing = if status.has_no_body() || until_close {
+            Framing::None
+        } else if streamed {
+            Framing::Chunked
         } else {
-            // HTTP/1.0 has no chunks: the body ends with the connection.
-            Key::UNTIL_CLOSE
+            Framing::Length(r.body.content_length() as u64)
         };
-        let keep_alive =
-            exchange.keep_alive && !(framing == Key::UNTIL_CLOSE && exchange.sends_content());
+        let keep_alive = exchange.keep_alive && !(until_close && exchange.sends_content());
         let body_allowed = exchange.sends_content() && !status.has_no_body();
         let body = if body_allowed {
             debug_assert!(
@@ -393,12 +391,12 @@ impl Writer {
     }
 
     /// The head of a response that begins with `start`, framed by
-    /// `framing` (a [`Key`] framing), dated by `date`.
+    /// `framing`, dated by `date`.
     fn head<'h>(
         &'h self,
         start: Start<'h>,
         exchange: Exchange,
-        framing: u64,
+        framing: Framing,
         keep_alive: bool,
         date: &'h DateLine,
     ) -> ResponseHead<'h> {
@@ -416,11 +414,11 @@ impl Writer {
         };
         head.date(date);
         match framing {
-            Key::NONE | Key::UNTIL_CLOSE => {}
-            Key::CHUNKED => {
+            Framing::None => {}
+            Framing::Chunked => {
                 head.chunked().expect("one framing on a status with a body");
             }
-            n => {
+            Framing::Length(n) => {
                 head.content_length(n)
                     .expect("one framing on a status with a body");
             }

@@ -6,6 +6,8 @@
 
 use std::cell::RefCell;
 
+use unflat::head::Framing;
+
 /// Templates kept per thread: a few shapes of response alternate (two
 /// lengths, keep-alive and close) without rendering each time.
 const SLOTS: usize = 4;
@@ -18,19 +20,11 @@ pub(super) const MOST: usize = 256;
 pub(super) struct Key {
     /// The [`Prepared`](super::Prepared) start's own number, never reused.
     pub start: u64,
-    /// The framing line: a `Content-Length` value, or one of the markers.
-    pub framing: u64,
+    /// The framing line (none for a bodiless status, and for a body the
+    /// close ends).
+    pub framing: Framing,
     /// Keep-alive (bit 0) and a `HEAD` request (bit 1).
     pub flags: u8,
-}
-
-impl Key {
-    /// `framing` of a response framed by the connection's close.
-    pub const UNTIL_CLOSE: u64 = u64::MAX;
-    /// `framing` of a chunked response.
-    pub const CHUNKED: u64 = u64::MAX - 1;
-    /// `framing` of a status that has no body (1xx, 204, 304).
-    pub const NONE: u64 = u64::MAX - 2;
 }
 
 struct Template {
@@ -52,7 +46,7 @@ struct Templates {
 const EMPTY: Template = Template {
     key: Key {
         start: 0,
-        framing: 0,
+        framing: Framing::None,
         flags: 0,
     },
     second: u64::MAX,
