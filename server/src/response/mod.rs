@@ -23,7 +23,7 @@ use std::sync::{Arc, LazyLock};
 use bytes::Bytes;
 
 use unflat::head::{DateLine, Framing, Head, Line, Persistence, Prefix, RequestMethod, Status};
-use unflat::queue::{Push, SharedRope, WriteQueue};
+use unflat::queue::{Push, Pushes, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use crate::memory::{Budget, Full, Memory};
@@ -308,7 +308,7 @@ impl Writer {
         debug_assert!(status.code() < 200, "an interim status");
         let head = Head::new(status, RequestMethod::Other);
         let len = storage_size(&head, Encoding::Latin1);
-        budget.cover(queue.footprint_after(queue.pushes(Push::Copy(len))))?;
+        covered(queue, queue.pushes(Push::Copy(len)), 0, budget)?;
         encode(queue, &head, Encoding::Latin1);
         Ok(())
     }
@@ -450,9 +450,7 @@ impl Writer {
             0 => pushes,
             n => pushes.then(queue.pushes(Push::Copy(n))),
         };
-        let after = queue.footprint_after(pushes);
-        budget.cover(transient + after)?;
-        queue.reserve(pushes.copied);
+        let after = covered(queue, pushes, transient, budget)?;
         match self.strategy {
             Strategy::Direct => direct::write(queue, head, body),
             Strategy::Flatten => flatten::write(queue, head, body, &self.memory)?,
@@ -465,6 +463,21 @@ impl Writer {
     }
 }
 
+/// Makes `budget` cover what `queue` will occupy after `pushes` (and a
+/// `transient` copy made on the way), then makes room for their copied
+/// bytes at once; the bound, for the check once they are queued.
+fn covered(
+    queue: &mut WriteQueue,
+    pushes: Pushes,
+    transient: usize,
+    budget: &mut Budget,
+) -> Result<usize, Full> {
+    let after = queue.footprint_after(pushes);
+    budget.cover(transient + after)?;
+    queue.reserve(pushes.copied);
+    Ok(after)
+}
+
 /// Queues the head `head`, a template's bytes, and `body` by the direct
 /// strategy once `budget` covers them (else queues nothing); whether the
 /// queue shares memory of the body.
@@ -475,9 +488,7 @@ fn put_templated(
     budget: &mut Budget,
 ) -> Result<bool, Full> {
     let pushes = bound::direct_pushes(queue, head.len(), body);
-    let after = queue.footprint_after(pushes);
-    budget.cover(after)?;
-    queue.reserve(pushes.copied);
+    let after = covered(queue, pushes, 0, budget)?;
     match *body {
         // A body the queue copies goes in with the head, in one copy.
         Body::Bytes(b) => queue.copy_all(&[head, b]),

@@ -151,19 +151,18 @@ impl Metrics {
     /// ([`Metrics::count`] at the batch's end).
     #[inline]
     pub fn tally(&self, tally: &mut Tally, route: Route, status: Status, us: u64) {
-        // One comparison per response: route, status and latency packed
-        // (a latency past 2^47 µs, or a tally of none, never matches).
+        if us >= 1 << 47 {
+            // Too long a latency to pack: counted alone, now.
+            self.requests(route, status, us, 1);
+            return;
+        }
+        // One comparison per response: route, status and latency packed.
         let key = (us << 16) | u64::from(status.code()) << 4 | route.index() as u64;
-        if tally.n > 0 && tally.key == key && us < 1 << 47 {
+        if tally.n > 0 && tally.key == key {
             tally.n += 1;
             return;
         }
         self.count(tally);
-        if us >= 1 << 47 {
-            // Too long to pack: counted alone, now.
-            self.requests(route, status, us, 1);
-            return;
-        }
         *tally = Tally { key, n: 1 };
     }
 
