@@ -332,10 +332,10 @@ impl Buf for WriteQueue {
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         // One copied run, what a queue of short responses nearly always
         // holds: its iovec without the walk.
-        if let (1, Some(seg @ Segment::Copied { .. }), Some(first)) =
+        if let (1, Some(&Segment::Copied { start, end }), Some(first)) =
             (self.segments.len(), self.segments.front(), dst.first_mut())
         {
-            *first = IoSlice::new(seg.chunk(&self.buf));
+            *first = IoSlice::new(&self.buf[start..end]);
             return 1;
         }
         let mut n = 0;
@@ -378,7 +378,12 @@ impl Buf for WriteQueue {
             // All written, and no frame to hand on: what a write of short
             // responses nearly always does.
             self.copied_pending = 0;
-            self.segments.clear();
+            // Nearly always one segment: popped, without `clear`'s walk.
+            if self.segments.len() == 1 {
+                self.segments.pop_back();
+            } else {
+                self.segments.clear();
+            }
             n = 0;
         }
         while n > 0 {

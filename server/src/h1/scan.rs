@@ -246,13 +246,25 @@ impl<'b> Walk<'b> {
     #[inline(always)]
     fn skip_value(&mut self) {
         loop {
-            while let Some(block) = self.block() {
-                let stop = block::value(block);
-                if stop != 0 {
-                    self.i += stop.trailing_zeros() as usize;
-                    break;
+            loop {
+                if let Some(block) = self.block() {
+                    let stop = block::value(block);
+                    if stop != 0 {
+                        self.i += stop.trailing_zeros() as usize;
+                        break;
+                    }
+                    self.i += block::LEN;
+                    continue;
                 }
-                self.i += block::LEN;
+                // A head read alone ends its input: its last value is in
+                // the block that ends there, the bytes walked shifted out
+                // and the input's end a stop of its own.
+                #[cfg(target_arch = "x86_64")]
+                if let Some((block, walked)) = self.last_block() {
+                    let stop = (block::value(block) >> walked) | 1 << (block::LEN - walked);
+                    self.i += stop.trailing_zeros() as usize;
+                }
+                break;
             }
             // Within the last block, or at a control byte: HTAB is the one
             // a value may hold.
@@ -261,6 +273,17 @@ impl<'b> Walk<'b> {
                 _ => return,
             }
         }
+    }
+
+    /// The block that ends where the input ends, and how many of its bytes
+    /// are walked already; `None` for an input shorter than a block. Only
+    /// where a block's bits are all exact (SSE2; SWAR's lowest alone is).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn last_block(&self) -> Option<(&'b [u8; block::LEN], usize)> {
+        let start = self.input.len().checked_sub(block::LEN)?;
+        let (block, _) = self.input[start..].split_first_chunk()?;
+        Some((block, self.i.saturating_sub(start).min(block::LEN)))
     }
 
     /// The next block of bytes, if there is a whole one.

@@ -42,6 +42,13 @@ const YIELD_AFTER: usize = 256 << 10;
 /// iovecs tried first per `write_vectored`.
 const FEW_IOVECS: usize = 8;
 
+/// How long an idle connection keeps its buffers before it puts them in
+/// the worker's pool (`idle.rs`). Past it, the timer fires once more for a
+/// connection that is busy again (about one wake-up per `GRACE` per busy
+/// connection); a longer grace keeps the buffers of connections that went
+/// quiet longer.
+const GRACE: Duration = Duration::from_millis(20);
+
 /// Linux's `UIO_MAXIOV` (and macOS's `IOV_MAX`): the most slices one
 /// `writev` takes; a longer array would be filled for nothing.
 const IOV_MAX: usize = 1024;
@@ -202,6 +209,16 @@ enum Got {
     Answered,
 }
 
+/// How an idle wait ended.
+enum Idle {
+    /// The read it made.
+    Read(Result<Got, Ended>),
+    /// Idle past its deadline, the server stopping, or asked to give way.
+    End,
+    /// Readable, the read buffer short of room.
+    Short,
+}
+
 /// A connection being served: its socket, its buffers, its session.
 struct Connection<'a, S: Service, IO> {
     io: &'a mut IO,
@@ -214,6 +231,8 @@ struct Connection<'a, S: Service, IO> {
     session: Session<S>,
     /// Whether the queue had a frame buffer when it was put away.
     had_frame: bool,
+    /// Whether an idle wait keeps the buffers for [`GRACE`] first.
+    keeps: bool,
 }
 
 impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
@@ -236,6 +255,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             queue: WriteQueue::with_policy(connections.policy),
             session,
             had_frame: false,
+            keeps: false,
         }
     }
 
@@ -250,31 +270,18 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         mut stopped: Pin<&mut Stopped<'_>>,
     ) -> Result<Got, Ended> {
         let service = &self.connections.protocol;
-        if IO::READY_WITHOUT_BUFFER
+        if IO::UNBUFFERED
             && waiting == Waiting::Idle
             && self.input.is_empty()
             && !self.queue.has_remaining()
         {
-            // Nothing unread, nothing queued: the buffers wait in the pool.
-            self.put_buffers_away();
-            let io = &mut *self.io;
-            let ready = poll_fn(|cx| {
-                if let Poll::Ready(ready) = io.poll_read_ready(cx) {
-                    return Poll::Ready(Some(ready));
-                }
-                if timer.poll_passed(deadline, cx).is_ready()
-                    || stopped.as_mut().poll(cx).is_ready()
-                    || registration.poll_asked(cx).is_ready()
-                {
-                    return Poll::Ready(None);
-                }
-                Poll::Pending
-            })
-            .await;
-            self.take_buffers_out();
-            match ready {
-                Some(ready) => ready?,
-                None => return Ok(Got::End),
+            match self
+                .wait_idle(deadline, timer, registration, stopped.as_mut())
+                .await
+            {
+                Idle::Read(read) => return read,
+                Idle::End => return Ok(Got::End),
+                Idle::Short => {}
             }
         }
         if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
@@ -306,6 +313,60 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                 Ok(Got::Answered)
             }
         }
+    }
+
+    /// Waits for the next request, and reads it in the poll that finds it
+    /// ready (no `select!`, no second readiness check). The buffers go to
+    /// the pool at once, or, for a client whose last request came within
+    /// [`GRACE`] (a keep-alive loop), once the wait outlasts it: such a
+    /// client costs no visit to the pool. A connection served once and
+    /// left open holds no buffers, however many open at once.
+    async fn wait_idle(
+        &mut self,
+        deadline: Moment,
+        timer: &Timer,
+        registration: &Registration<'_>,
+        mut stopped: Pin<&mut Stopped<'_>>,
+    ) -> Idle {
+        // The idle deadline is its wait's start plus `--idle-timeout`: the
+        // grace from the same start, without reading the clock again.
+        let idle = self.connections.timeouts.idle;
+        let grace = deadline.before(idle.saturating_sub(GRACE));
+        let mut away = false;
+        poll_fn(|cx| {
+            if away {
+                self.take_buffers_out();
+                away = false;
+                // Asked again within the grace after a response: the next
+                // wait keeps them. (A first request proves no loop.)
+                self.keeps = self.session.served() > 0 && Moment::now() < grace;
+            }
+            if self.input.capacity() < READ_CHUNK / 4 {
+                // A pooled buffer's consumed front: `room_to_read` first.
+                return Poll::Ready(Idle::Short);
+            }
+            if let Poll::Ready(read) = self.io.poll_read_buf(cx, &mut self.input) {
+                return Poll::Ready(Idle::Read(match read {
+                    Ok(0) => Ok(Got::End), // the peer closed its side
+                    Ok(_) => Ok(Got::More),
+                    Err(e) => Err(e.into()),
+                }));
+            }
+            // The timer is armed for the grace first: the deadline is
+            // polled once the buffers are away.
+            if !away && (!self.keeps || timer.poll_passed(grace, cx).is_ready()) {
+                self.put_buffers_away();
+                (away, self.keeps) = (true, false);
+            }
+            if (away && timer.poll_passed(deadline, cx).is_ready())
+                || stopped.as_mut().poll(cx).is_ready()
+                || registration.poll_asked(cx).is_ready()
+            {
+                return Poll::Ready(Idle::End);
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Puts the empty buffers away (`idle.rs`); a read buffer that had grown
@@ -387,7 +448,18 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             };
             io.limit_send_memory(granted);
         }
-        let flushed = flush(io, queue, self.connections.timeouts.send, timer).await;
+        if IO::UNBUFFERED && queued > 0 {
+            // One call nearly always takes a short batch whole: made here,
+            // before `flush`'s futures are built.
+            match poll_fn(|cx| Poll::Ready(poll_write(io, queue, cx))).await {
+                Poll::Ready(Ok(n)) if n > 0 => queue.advance(n),
+                _ => {} // `flush` calls again, and fails or waits
+            }
+        }
+        let flushed = match queue.has_remaining() || !IO::UNBUFFERED {
+            true => flush(io, queue, self.connections.timeouts.send, timer).await,
+            false => Ok(()),
+        };
         let connections = self.connections;
         connections.transport.written(queued - queue.remaining());
         flushed?;
@@ -396,8 +468,8 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     }
 }
 
-/// Writes the whole queue, then flushes the socket (TLS holds records),
-/// failing when a call makes no progress for `send_timeout`.
+/// Writes the whole queue, then flushes a socket that buffers (TLS holds
+/// records), failing when a call makes no progress for `send_timeout`.
 pub async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
@@ -416,6 +488,9 @@ pub async fn flush<S: Socket>(
             since_yield = 0;
             tokio::task::yield_now().await;
         }
+    }
+    if S::UNBUFFERED {
+        return Ok(());
     }
     in_time(send_timeout, timer, io, |io, cx| {
         Pin::new(io).poll_flush(cx)

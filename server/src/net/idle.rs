@@ -4,7 +4,7 @@
 //! state, and a pool rather than freeing keeps a request at zero
 //! allocations. At most [`KEPT`] of each kind; each connection's base still
 //! covers its buffers. Only a socket with
-//! [`READY_WITHOUT_BUFFER`](super::Socket::READY_WITHOUT_BUFFER) does this.
+//! [`UNBUFFERED`](super::Socket::UNBUFFERED) does this.
 
 use std::cell::RefCell;
 

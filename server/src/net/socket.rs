@@ -4,11 +4,13 @@
 //! measures what the client takes. Writes use `sendmsg`, which skips the
 //! file layer's work of `writev` (docs/results/history.md).
 
+use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, Interest};
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, Interest};
 use tokio::net::TcpStream;
 
 /// Unsent bytes the kernel keeps for a connection before a write waits
@@ -29,15 +31,20 @@ pub fn limit_unsent(socket: &socket2::Socket) -> io::Result<()> {
 /// What a connection reads from and writes to. A vectored write defaults to
 /// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
 pub trait Socket: AsyncRead + AsyncWrite + Unpin {
-    /// Whether [`Socket::poll_read_ready`] says when a read would find
-    /// bytes, so that an idle connection may put its read buffer away (TLS,
-    /// which reads into buffers of its own, keeps `false`).
-    const READY_WITHOUT_BUFFER: bool = false;
+    /// Whether the socket keeps no buffers of its own: a read that finds
+    /// nothing leaves nothing behind, so an idle connection may put its read
+    /// buffer away, and a write is out when it returns, so there is nothing
+    /// to flush (TLS, which holds records, keeps `false`).
+    const UNBUFFERED: bool = false;
 
-    /// Waits until a read would find bytes, or the peer's close (only
-    /// called when [`Socket::READY_WITHOUT_BUFFER`]).
-    fn poll_read_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    /// Reads what has arrived into the spare capacity of `buf`; how many
+    /// bytes (0: the peer closed its side).
+    fn poll_read_buf(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        std::pin::pin!(self.read_buf(buf)).poll(cx)
     }
 
     /// Writes the slices, in order, as one call; how many bytes were taken.
@@ -74,10 +81,37 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
 }
 
 impl Socket for TcpStream {
-    const READY_WITHOUT_BUFFER: bool = true;
+    const UNBUFFERED: bool = true;
 
-    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        TcpStream::poll_read_ready(self, cx)
+    /// Tries the read first: a connection woken by its bytes reads them
+    /// without asking the readiness again.
+    fn poll_read_buf(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        let room = buf.capacity() - buf.len();
+        loop {
+            match self.try_read_buf(buf) {
+                Ok(n) => {
+                    if n < room {
+                        // Drained: the readiness is cleared, as tokio's own
+                        // read does after a short read, so the next wait
+                        // makes no `recv` that finds nothing. `try_io`
+                        // clears only if no event came since the read.
+                        let _ = self.try_io(Interest::READABLE, || {
+                            Err::<(), _>(io::ErrorKind::WouldBlock.into())
+                        });
+                    }
+                    return Poll::Ready(Ok(n));
+                }
+                // Not ready (no `recv` made) or stale: wait for the socket.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(TcpStream::poll_read_ready(self, cx))?;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
     }
 
     fn poll_send_vectored(
@@ -85,15 +119,18 @@ impl Socket for TcpStream {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        // Sent first, the readiness asked only when it is not there: a
+        // socket nearly always takes a short response at once.
         loop {
-            ready!(self.poll_write_ready(cx))?;
             let sent = self.try_io(Interest::WRITABLE, || {
                 socket2::SockRef::from(&*self).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
             });
             match sent {
-                // Readiness was stale; `try_io` cleared it, so the next poll
-                // waits for the socket.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                // Not writable (no call made), or the readiness was stale
+                // and `try_io` cleared it: wait for the socket.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.poll_write_ready(cx))?;
+                }
                 done => return Poll::Ready(done),
             }
         }

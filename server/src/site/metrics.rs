@@ -128,16 +128,16 @@ impl Metrics {
     /// microseconds after the request's head was complete.
     #[inline]
     pub fn request(&self, route: Route, status: Status, us: u64) {
-        self.requests(route, status, us, 1);
+        self.requests(route, status.code(), us, 1);
     }
 
-    /// Counts `n` responses of `status` to requests of `route`, each queued
-    /// `us` microseconds after its request's head was complete.
+    /// Counts `n` responses of status `code` to requests of `route`, each
+    /// queued `us` microseconds after its request's head was complete.
     #[inline]
-    fn requests(&self, route: Route, status: Status, us: u64, n: u64) {
+    fn requests(&self, route: Route, code: u16, us: u64, n: u64) {
         let shard = self.counters.shards.mine();
-        shard.latency.observe(route, status, us, n);
-        let code = usize::from(status.code()).saturating_sub(100);
+        shard.latency.observe(route, code, us, n);
+        let code = usize::from(code).saturating_sub(100);
         match SLOT_OF.get(code) {
             Some(&slot @ 1..) => add(&shard.requests[route.index()][usize::from(slot) - 1], n),
             Some(_) => add(&self.counters.requests[route.index()][code], n),
@@ -153,7 +153,7 @@ impl Metrics {
     pub fn tally(&self, tally: &mut Tally, route: Route, status: Status, us: u64) {
         if us >= 1 << 47 {
             // Too long a latency to pack: counted alone, now.
-            self.requests(route, status, us, 1);
+            self.requests(route, status.code(), us, 1);
             return;
         }
         // One comparison per response: route, status and latency packed.
@@ -174,9 +174,8 @@ impl Metrics {
         }
         let key = tally.key;
         let route = Route::ALL[(key & 0xf) as usize];
-        if let Ok(status) = Status::from_code(((key >> 4) & 0xfff) as u16) {
-            self.requests(route, status, key >> 16, tally.n);
-        }
+        // A status's code, as `tally` packed it.
+        self.requests(route, ((key >> 4) & 0xfff) as u16, key >> 16, tally.n);
         tally.n = 0;
     }
 
