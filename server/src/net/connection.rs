@@ -511,6 +511,19 @@ fn poll_write<S: Socket>(
     if n < FEW_IOVECS {
         return io.poll_send_vectored(cx, &few[..n]);
     }
+    poll_write_many(io, queue, cx)
+}
+
+/// [`poll_write`] of a queue with many slices. Apart, so that the common
+/// write's frame is small: a 16 KiB frame is probed page by page on every
+/// call.
+#[cold]
+#[inline(never)]
+fn poll_write_many<S: Socket>(
+    io: &mut S,
+    queue: &WriteQueue,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<usize>> {
     let mut many = [IoSlice::new(&[]); IOV_MAX];
     let n = queue.chunks_vectored(&mut many);
     io.poll_send_vectored(cx, &many[..n])
