@@ -146,7 +146,7 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
         );
     }
     // A client that asks again at once keeps its buffers through a short
-    // grace (server/src/net/connection.rs, `GRACE`); quiet past it, they
+    // hold (server/src/net/connection.rs, `HOLD`); quiet past it, they
     // go to the pool. What the pools keep, at most: `KEPT` (64) read
     // buffers of 16 KiB and write buffers of 8 KiB, with their lists, in
     // each of the 2 workers; held by each of 200 connections instead,

@@ -6,8 +6,9 @@
 //! and a write yields every `YIELD_AFTER` bytes, so no client keeps a worker.
 //! **Covered**: the read buffer grows, and a TLS socket holds a write, only
 //! once the budget covers it. **Cheap**: an idle connection puts its
-//! buffers away (`idle.rs`); one timer per connection, armed by a write
-//! only when the socket cannot take the bytes at once. Generic over its IO,
+//! buffers away (`idle.rs`), after a short hold when its client asks again
+//! at once; one timer per connection, armed by a write only when the
+//! socket cannot take the bytes at once. Generic over its IO,
 //! so tests drive it with in-memory sockets.
 
 use std::future::{poll_fn, Future};
@@ -42,12 +43,12 @@ const YIELD_AFTER: usize = 256 << 10;
 /// iovecs tried first per `write_vectored`.
 const FEW_IOVECS: usize = 8;
 
-/// How long an idle connection keeps its buffers before it puts them in
-/// the worker's pool (`idle.rs`). Past it, the timer fires once more for a
-/// connection that is busy again (about one wake-up per `GRACE` per busy
-/// connection); a longer grace keeps the buffers of connections that went
+/// How long an idle connection whose client asked again at once holds its
+/// buffers before it puts them in the worker's pool (`idle.rs`). The timer
+/// fires at its end, so a busy connection is woken for nothing about once
+/// per `HOLD`; a longer hold keeps the buffers of connections that went
 /// quiet longer.
-const GRACE: Duration = Duration::from_millis(20);
+const HOLD: Duration = Duration::from_millis(20);
 
 /// Linux's `UIO_MAXIOV` (and macOS's `IOV_MAX`): the most slices one
 /// `writev` takes; a longer array would be filled for nothing.
@@ -231,7 +232,7 @@ struct Connection<'a, S: Service, IO> {
     session: Session<S>,
     /// Whether the queue had a frame buffer when it was put away.
     had_frame: bool,
-    /// Whether an idle wait keeps the buffers for [`GRACE`] first.
+    /// Whether an idle wait keeps the buffers for [`HOLD`] first.
     keeps: bool,
 }
 
@@ -318,7 +319,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     /// Waits for the next request, and reads it in the poll that finds it
     /// ready (no `select!`, no second readiness check). The buffers go to
     /// the pool at once, or, for a client whose last request came within
-    /// [`GRACE`] (a keep-alive loop), once the wait outlasts it: such a
+    /// [`HOLD`] (a keep-alive loop), once the wait outlasts it: such a
     /// client costs no visit to the pool. A connection served once and
     /// left open holds no buffers, however many open at once.
     async fn wait_idle(
@@ -329,17 +330,17 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         mut stopped: Pin<&mut Stopped<'_>>,
     ) -> Idle {
         // The idle deadline is its wait's start plus `--idle-timeout`: the
-        // grace from the same start, without reading the clock again.
+        // hold's end from the same start, without reading the clock again.
         let idle = self.connections.timeouts.idle;
-        let grace = deadline.before(idle.saturating_sub(GRACE));
+        let held = deadline.before(idle.saturating_sub(HOLD));
         let mut away = false;
         poll_fn(|cx| {
             if away {
                 self.take_buffers_out();
                 away = false;
-                // Asked again within the grace after a response: the next
+                // Asked again within the hold after a response: the next
                 // wait keeps them. (A first request proves no loop.)
-                self.keeps = self.session.served() > 0 && Moment::now() < grace;
+                self.keeps = self.session.served() > 0 && Moment::now() < held;
             }
             if self.input.capacity() < READ_CHUNK / 4 {
                 // A pooled buffer's consumed front: `room_to_read` first.
@@ -352,9 +353,9 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                     Err(e) => Err(e.into()),
                 }));
             }
-            // The timer is armed for the grace first: the deadline is
+            // The timer is armed for the hold's end first: the deadline is
             // polled once the buffers are away.
-            if !away && (!self.keeps || timer.poll_passed(grace, cx).is_ready()) {
+            if !away && (!self.keeps || timer.poll_passed(held, cx).is_ready()) {
                 self.put_buffers_away();
                 (away, self.keeps) = (true, false);
             }

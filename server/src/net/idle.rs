@@ -1,10 +1,11 @@
 //! The buffers a connection puts away while it waits for its next request
-//! (read buffer, the queue's [`Spare`], its frame buffer), in a pool per
-//! worker thread: an idle keep-alive connection holds only its task and
-//! state, and a pool rather than freeing keeps a request at zero
-//! allocations. At most [`KEPT`] of each kind; each connection's base still
-//! covers its buffers. Only a socket with
-//! [`UNBUFFERED`](super::Socket::UNBUFFERED) does this.
+//! (read buffer, the queue's [`Spare`], its frame buffer; after a short
+//! hold for a client that asks again at once), in a pool per worker
+//! thread: an idle keep-alive connection holds only its task and state,
+//! and a pool rather than freeing keeps a request at zero allocations. At
+//! most [`KEPT`] of each kind; each connection's base still covers its
+//! buffers. Only a socket with [`UNBUFFERED`](super::Socket::UNBUFFERED)
+//! does this.
 
 use std::cell::RefCell;
 
