@@ -247,24 +247,23 @@ impl<'b> Walk<'b> {
     fn skip_value(&mut self) {
         loop {
             loop {
-                if let Some(block) = self.block() {
-                    let stop = block::value(block);
-                    if stop != 0 {
+                let Some(block) = self.block() else {
+                    // A head read alone ends its input: its last value is
+                    // in the block that ends there, the bytes walked
+                    // shifted out and the input's end a stop of its own.
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some((block, walked)) = self.last_block() {
+                        let stop = (block::value(block) >> walked) | 1 << (block::LEN - walked);
                         self.i += stop.trailing_zeros() as usize;
-                        break;
                     }
-                    self.i += block::LEN;
-                    continue;
-                }
-                // A head read alone ends its input: its last value is in
-                // the block that ends there, the bytes walked shifted out
-                // and the input's end a stop of its own.
-                #[cfg(target_arch = "x86_64")]
-                if let Some((block, walked)) = self.last_block() {
-                    let stop = (block::value(block) >> walked) | 1 << (block::LEN - walked);
+                    break;
+                };
+                let stop = block::value(block);
+                if stop != 0 {
                     self.i += stop.trailing_zeros() as usize;
+                    break;
                 }
-                break;
+                self.i += block::LEN;
             }
             // Within the last block, or at a control byte: HTAB is the one
             // a value may hold.

@@ -285,7 +285,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                 Idle::Short => {}
             }
         }
-        if self.input.capacity() - self.input.len() < READ_CHUNK / 4 {
+        if self.short_of_room() {
             if let Err(full) = self.room_to_read() {
                 let (input, queue) = (&self.input, &mut self.queue);
                 self.session.no_room_to_read(input, queue, service, full);
@@ -342,7 +342,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                 // wait keeps them. (A first request proves no loop.)
                 self.keeps = self.session.served() > 0 && Moment::now() < held;
             }
-            if self.input.capacity() < READ_CHUNK / 4 {
+            if self.short_of_room() {
                 // A pooled buffer's consumed front: `room_to_read` first.
                 return Poll::Ready(Idle::Short);
             }
@@ -406,6 +406,12 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                 self.queue.reuse_frame_buffer(frame);
             }
         }
+    }
+
+    /// Whether the read buffer has too little room left for the next read
+    /// ([`Connection::room_to_read`] makes it).
+    fn short_of_room(&self) -> bool {
+        self.input.capacity() - self.input.len() < READ_CHUNK / 4
     }
 
     /// Makes room for the next read, the budget covering any growth first.
