@@ -372,3 +372,111 @@ fn a_stream_of_empty_chunks_sends_none_and_lets_others_run() {
     assert!(turns >= 5, "{turns} turns");
     assert!(out.ends_with(b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n0\r\n\r\n"), "{}", String::from_utf8_lossy(&out));
 }
+
+/// Streams `GET /{first}/{then}`: a chunk of `first` bytes, then one of
+/// `then` bytes, then its end; copied into the queue (`--copy-below` above
+/// both), so that the connection's memory must take each.
+#[derive(Debug, Default)]
+struct Sized;
+
+#[derive(Debug)]
+struct Two(Vec<usize>);
+
+impl Reply for Two {}
+
+impl Service for Sized {
+    type Reply = Two;
+    type Conn = ();
+    type Label = ();
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Two) {
+        let sizes = head.path[1..].split('/').rev();
+        ((), Two(sizes.map(|n| n.parse().unwrap()).collect()))
+    }
+
+    fn respond<'a>(&'a self, _: &'a mut Two, _: &'a [u8]) -> Result<Response<'a>, Full> {
+        Ok(Response::new(Status::OK, [None, None], Body::Stream))
+    }
+
+    fn next_chunk(&self, reply: &mut Two) -> Result<Option<Chunk>, Full> {
+        Ok(reply
+            .0
+            .pop()
+            .map(|n| Chunk::Bytes(Bytes::from(vec![b'x'; n]))))
+    }
+}
+
+/// A server of [`Sized`] whose connections may hold 1 MiB each.
+fn sized_server() -> Running<Sized> {
+    let config = Config {
+        connection_memory: Some(1 << 20),
+        copy_below: 8 << 20,
+        ..counting_config()
+    };
+    Running::start_with(config, |_| Sized).unwrap()
+}
+
+/// Reads `s` to its end: the bytes, and whether it ended in a reset.
+fn read_to_end_or_reset(s: &mut TcpStream) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => return (out, false),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (out, true),
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+/// A stream whose first chunk the connection's memory cannot take is
+/// refused whole, with a status that says so, to HTTP/1.1 and HTTP/1.0
+/// alike: its head is never sent without its first chunk.
+#[test]
+fn a_stream_that_cannot_start_is_refused_503_never_begun() {
+    let server = sized_server();
+    for version in ["1.1", "1.0"] {
+        let mut s = connect(&server);
+        write!(s, "GET /2097152/1 HTTP/{version}\r\nHost: t\r\n\r\n").unwrap();
+        let mut buf = Vec::new();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.status, 503, "HTTP/{version}");
+        assert_eq!(r.header("retry-after"), Some("1"), "HTTP/{version}");
+        assert_eq!(r.header("connection"), Some("close"), "HTTP/{version}");
+    }
+    // One that fits is streamed whole.
+    let mut s = connect(&server);
+    write!(s, "GET /1024/1024 HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    assert_streamed_head(&read_response(&mut s, &mut buf, true).unwrap(), true);
+    assert_eq!(read_chunked(&mut s, &mut buf).0, [1024, 1024]);
+}
+
+/// A stream begun and then cut short for memory never looks complete: a
+/// chunked body stops before its last chunk, and a body to HTTP/1.0, which
+/// only the close ends, ends in a reset rather than a clean close.
+#[test]
+fn a_stream_cut_short_never_ends_as_if_complete() {
+    let server = sized_server();
+    let mut s = connect(&server);
+    s.write_all(b"GET /1024/2097152 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    assert_streamed_head(&read_response(&mut s, &mut buf, true).unwrap(), true);
+    let (rest, _) = read_to_end_or_reset(&mut s);
+    buf.extend_from_slice(&rest);
+    assert!(buf.starts_with(b"400\r\n"), "the first chunk is sent");
+    assert!(!buf.ends_with(b"0\r\n\r\n"), "no last chunk after a cut");
+    assert_eq!(buf.len(), 5 + 1024 + 2, "nothing after the first chunk");
+
+    let mut s = connect(&server);
+    s.write_all(b"GET /1024/2097152 HTTP/1.0\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let (out, reset) = read_to_end_or_reset(&mut s);
+    assert!(out.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(
+        reset,
+        "HTTP/1.0: a cut body must end in a reset, not a clean close"
+    );
+}

@@ -67,7 +67,8 @@ pub fn lease<S: Service>(connections: &Connections<S>, socket: usize) -> Lease {
 /// Serves one accepted connection, over TLS when there is an acceptor.
 /// After a send timeout the connection is reset rather than closed (as
 /// nginx's `reset_timedout_connection`): the kernel discards the unsent
-/// bytes instead of holding them for a peer that does not read.
+/// bytes instead of holding them for a peer that does not read. So is a
+/// response cut short that only the close would end.
 pub async fn handle<S: Service>(
     stream: TcpStream,
     peer: SocketAddr,
@@ -97,6 +98,10 @@ pub async fn handle<S: Service>(
         (Err(Ended::SendTimeout), tcp) => {
             debug!(%peer, "send timeout: resetting the connection");
             connections.transport.send_timed_out();
+            let _ = tcp.set_zero_linger();
+        }
+        (Err(Ended::CutShort), tcp) => {
+            debug!(%peer, "a response cut short: resetting the connection");
             let _ = tcp.set_zero_linger();
         }
         (Err(e), _) => debug!(%peer, "connection ended: {e}"),
@@ -143,6 +148,9 @@ pub async fn serve<S: Service, IO: Socket>(
         let step = c
             .session
             .process(&mut c.input, &mut c.queue, &connections.protocol);
+        if let Step::Reset = step {
+            return Err(Ended::CutShort);
+        }
         c.write(&timer).await?;
         let waiting = match step {
             Step::Flush => {
@@ -151,6 +159,7 @@ pub async fn serve<S: Service, IO: Socket>(
                 continue;
             }
             Step::Close => break,
+            Step::Reset => unreachable!("returned above"),
             Step::Defer(job) => {
                 c.session.resume(job.run().await);
                 continue;

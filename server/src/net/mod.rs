@@ -56,6 +56,10 @@ pub enum Ended {
     /// The peer acknowledged nothing for `--send-timeout`: the caller
     /// should reset the connection rather than leave the kernel to drain it.
     SendTimeout,
+    /// A response was cut short where only the close would end it (a
+    /// stream to HTTP/1.0): the caller must reset the connection, so that
+    /// the client cannot take the body for whole.
+    CutShort,
     /// Any other IO error.
     Io(io::Error),
 }
@@ -64,6 +68,7 @@ impl std::fmt::Display for Ended {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Ended::SendTimeout => f.write_str("send timeout: the peer stopped reading"),
+            Ended::CutShort => f.write_str("a response cut short"),
             Ended::Io(e) => e.fmt(f),
         }
     }

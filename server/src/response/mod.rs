@@ -232,9 +232,52 @@ pub struct Written {
     /// Whether the connection stays open after the response: as asked,
     /// unless a stream to an HTTP/1.0 client is ended by closing it.
     pub keep_alive: bool,
-    /// Whether the body's chunks are still to be queued ([`Writer::chunk`],
-    /// [`Stream::new`]), the response not yet ended.
-    pub streams: bool,
+}
+
+/// How a response is framed for the request it answers.
+struct Shape {
+    framing: Framing,
+    /// Whether the connection stays open after it.
+    keep_alive: bool,
+    /// Whether its body is sent (not after `HEAD`, nor on 1xx, 204, 304).
+    body_allowed: bool,
+    /// Whether its body is a stream that is sent.
+    streams: bool,
+}
+
+impl Shape {
+    /// The one place framing and persistence are decided for a response.
+    fn of(r: &Response<'_>, exchange: Exchange) -> Shape {
+        let status = r.status();
+        let streamed = matches!(r.body, Body::Stream);
+        // HTTP/1.0 has no chunks: a stream to it ends with the connection.
+        let until_close = streamed && !exchange.takes_chunked && !status.has_no_body();
+        let framing = if status.has_no_body() || until_close {
+            Framing::None
+        } else if streamed {
+            Framing::Chunked
+        } else {
+            Framing::Length(r.body.content_length() as u64)
+        };
+        let body_allowed = exchange.sends_content() && !status.has_no_body();
+        Shape {
+            framing,
+            keep_alive: exchange.keep_alive && !(until_close && exchange.sends_content()),
+            body_allowed,
+            streams: streamed && body_allowed,
+        }
+    }
+}
+
+/// The head of a streamed response, rendered but not queued
+/// ([`Writer::stream_head`]).
+#[derive(Debug)]
+pub struct StreamHead {
+    bytes: Vec<u8>,
+    /// The status it sends.
+    pub status: Status,
+    /// Whether the connection stays open after the stream.
+    pub keep_alive: bool,
 }
 
 /// Room for the service's two field lines and `X-Content-Type-Options`;
@@ -324,18 +367,14 @@ impl Writer {
         budget: &mut Budget,
     ) -> Result<Written, Full> {
         let status = r.status();
-        let streamed = matches!(r.body, Body::Stream);
-        // HTTP/1.0 has no chunks: a stream to it ends with the connection.
-        let until_close = streamed && !exchange.takes_chunked && !status.has_no_body();
-        let framing = if status.has_no_body() || until_close {
-            Framing::None
-        } else if streamed {
-            Framing::Chunked
-        } else {
-            Framing::Length(r.body.content_length() as u64)
-        };
-        let keep_alive = exchange.keep_alive && !(until_close && exchange.sends_content());
-        let body_allowed = exchange.sends_content() && !status.has_no_body();
+        let Shape {
+            framing,
+            keep_alive,
+            body_allowed,
+            streams,
+        } = Shape::of(r, exchange);
+        debug_assert!(!streams, "a stream begins with Writer::stream_head");
+        let _ = streams;
         let body = if body_allowed {
             debug_assert!(
                 !matches!(r.body, Body::Unsent(_)),
@@ -377,16 +416,34 @@ impl Writer {
                 self.put(queue, &Measured::new(&head), body, b"", budget)?
             }
         };
-        let streams = streamed && body_allowed;
-        if !streams {
-            queue.end_response();
-        }
+        queue.end_response();
         Ok(Written {
             status,
             body_bytes: body.content_length(),
             references_body: shares,
             keep_alive,
-            streams,
+        })
+    }
+
+    /// The head of `r` rendered apart, when `r` is a stream whose body is
+    /// sent (`None`: write it with [`Writer::write`]): a stream's head is
+    /// queued only with what follows it ([`Writer::start_stream`]), so that
+    /// a stream the lease cannot start is refused whole, never begun.
+    pub fn stream_head(&self, r: &Response<'_>, exchange: Exchange) -> Option<StreamHead> {
+        let shape = Shape::of(r, exchange);
+        if !shape.streams {
+            return None;
+        }
+        let date = date::date_line_at(date::unix_second());
+        let head = self.head(r.start, exchange, shape.framing, shape.keep_alive, &date);
+        let mut bytes = vec![0; storage_size(&head, Encoding::Latin1)];
+        let n = unflat::write(&head, Encoding::Latin1, Mode::Strict, &mut bytes)
+            .expect("a head is one-byte text");
+        bytes.truncate(n);
+        Some(StreamHead {
+            bytes,
+            status: r.status(),
+            keep_alive: shape.keep_alive,
         })
     }
 

@@ -6,10 +6,10 @@
 use std::io::Write as _;
 
 use bytes::Bytes;
-use unflat::queue::{SharedRope, WriteQueue};
+use unflat::queue::{Push, Pushes, SharedRope, WriteQueue};
 use unflat::{Encoding, Latin1, Measured};
 
-use super::{Body, Writer};
+use super::{Body, Strategy, StreamHead, Writer};
 use crate::memory::{Budget, Full};
 
 /// One chunk of a streamed body ([`Body::Stream`]). Memory it shares is
@@ -77,7 +77,15 @@ impl Stream {
     pub fn sent(&self) -> usize {
         self.sent
     }
+
+    /// Whether its body is chunked, so that a cut is seen without the close.
+    pub fn is_chunked(&self) -> bool {
+        self.chunked
+    }
 }
+
+/// The last chunk of a chunked body, and the end of its (empty) trailer.
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// `{size in hex}\r\n`: 16 digits at most.
 const SIZE_LINE_MAX: usize = 18;
@@ -97,11 +105,7 @@ impl Writer {
         if len == 0 {
             return Ok(false);
         }
-        let body = match chunk {
-            Chunk::Bytes(b) => Body::SharedBytes(b),
-            Chunk::Rope(r) => Body::Rope(r, len),
-            Chunk::Text(t) => Body::Transcoded(t, len),
-        };
+        let body = chunk_body(chunk, len);
         let mut line = [0u8; SIZE_LINE_MAX];
         let line_len = if stream.chunked {
             let mut at = &mut line[..];
@@ -117,6 +121,45 @@ impl Writer {
         Ok(shares)
     }
 
+    /// Queues the head of a stream with its first chunk (`None`: the
+    /// stream is empty, and its end is covered instead), once `budget`
+    /// covers both; else queues nothing, so that the stream can still be
+    /// refused with a status of its own.
+    pub fn start_stream(
+        &self,
+        queue: &mut WriteQueue,
+        head: &StreamHead,
+        stream: &mut Stream,
+        first: Option<&Chunk>,
+        budget: &mut Budget,
+    ) -> Result<(), Full> {
+        let head_pushes = queue.pushes(Push::Copy(head.bytes.len()));
+        let (next, transient) = match first {
+            Some(chunk) => self.chunk_pushes(queue, stream, chunk),
+            None => (queue.pushes(Push::Copy(LAST_CHUNK.len())), 0),
+        };
+        // Covered and reserved together: the pushes below grow nothing.
+        super::covered(queue, head_pushes.then(next), transient, budget)?;
+        queue.copy(&head.bytes);
+        if let Some(chunk) = first {
+            self.chunk(queue, stream, chunk, budget)?;
+        }
+        Ok(())
+    }
+
+    /// What queueing `chunk` of `stream` adds to `queue` (as
+    /// [`Writer::chunk`] pushes it), for the direct strategy's bound; the
+    /// flatten strategy's, which copies the text, with its transient copy.
+    fn chunk_pushes(&self, queue: &WriteQueue, stream: &Stream, chunk: &Chunk) -> (Pushes, usize) {
+        let len = chunk.len();
+        let framing = if stream.chunked { SIZE_LINE_MAX + 2 } else { 0 };
+        let body = chunk_body(chunk, len);
+        match self.strategy {
+            Strategy::Direct => (super::bound::direct_pushes(queue, framing, &body), 0),
+            Strategy::Flatten => super::bound::flattened_pushes(queue, framing, &body),
+        }
+    }
+
     /// Ends `stream` (its last chunk when chunked) and the response, once
     /// `budget` covers it (else queues nothing).
     pub fn end_stream(
@@ -126,10 +169,19 @@ impl Writer {
         budget: &mut Budget,
     ) -> Result<(), Full> {
         if stream.chunked {
-            let last = Measured::new(Latin1(&b"0\r\n\r\n"[..]));
+            let last = Measured::new(Latin1(LAST_CHUNK));
             self.put(queue, &last, &Body::Empty, b"", budget)?;
         }
         queue.end_response();
         Ok(())
+    }
+}
+
+/// `chunk` as the body form the writer queues, `len` bytes long.
+fn chunk_body(chunk: &Chunk, len: usize) -> Body<'_> {
+    match chunk {
+        Chunk::Bytes(b) => Body::SharedBytes(b),
+        Chunk::Rope(r) => Body::Rope(r, len),
+        Chunk::Text(t) => Body::Transcoded(t, len),
     }
 }

@@ -36,7 +36,7 @@ use crate::h1::{
     FIELDS_CAP,
 };
 use crate::memory::{Budget, Full, Lease, Memory};
-use crate::response::{Chunk, Exchange, Stream, Writer, Written};
+use crate::response::{Chunk, Exchange, Stream, StreamHead, Writer, Written};
 
 /// What every session shares.
 #[derive(Debug)]
@@ -104,6 +104,10 @@ pub enum Step<R> {
     Defer(Job<R>),
     /// Flush the queue, then close the connection.
     Close,
+    /// Reset the connection without flushing: a response cut short whose
+    /// end only the close marks (HTTP/1.0's), which a clean close would
+    /// make look complete.
+    Reset,
 }
 
 /// What the session is waiting for, which decides the read timeout.
@@ -139,6 +143,8 @@ enum State<S: Service> {
     /// as the queue drains. Boxed: rare, and larger than the rest.
     Streaming(Box<Streaming<S>>),
     Closed,
+    /// A stream to HTTP/1.0 cut short: the connection is reset.
+    Reset,
 }
 
 /// A streamed response being queued ([`Service::next_chunk`]).
@@ -146,6 +152,9 @@ enum State<S: Service> {
 struct Streaming<S: Service> {
     reply: S::Reply,
     label: Option<S::Label>,
+    /// Its head, until it is queued with the first chunk.
+    head: Option<StreamHead>,
+    exchange: Exchange,
     status: Status,
     stream: Stream,
     keep_alive: bool,
@@ -379,8 +388,10 @@ impl<S: Service> Session<S> {
         let copied_before = queue.copied_len();
         let mut chunks_asked = 0;
         loop {
-            if matches!(self.state, State::Closed) {
-                return Step::Close;
+            match self.state {
+                State::Closed => return Step::Close,
+                State::Reset => return Step::Reset,
+                _ => {}
             }
             if queue.has_remaining()
                 && (queue.copied_len() > service.limits.max_queued_bytes
@@ -436,7 +447,7 @@ impl<S: Service> Session<S> {
                 // `process` without `resume`: the job is gone; closing is
                 // all that is left.
                 State::Deferred(_) => State::Closed,
-                State::Closed => State::Closed,
+                done @ (State::Closed | State::Reset) => done,
             };
             if let Some(job) = self.job.take() {
                 return Step::Defer(job);
@@ -674,10 +685,13 @@ impl<S: Service> Session<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
-            Outcome::Reply(reply) => service
-                .service
-                .respond(reply, request_body)
-                .and_then(|r| writer.write(queue, &r, p.exchange, budget)),
+            Outcome::Reply(reply) => match service.service.respond(reply, request_body) {
+                Ok(r) => match writer.stream_head(&r, p.exchange) {
+                    Some(head) => return self.begin_stream(queue, service, p, head),
+                    None => writer.write(queue, &r, p.exchange, budget),
+                },
+                Err(full) => Err(full),
+            },
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
                 writer.refuse(queue, status, reason, r.retry_after, p.exchange, budget)
@@ -703,18 +717,6 @@ impl<S: Service> Session<S> {
             self.record(service, queue, p.label, written);
             return State::Closed;
         };
-        if written.streams {
-            // Counted once it has ended.
-            return State::Streaming(Box::new(Streaming {
-                reply,
-                label: p.label,
-                status: written.status,
-                stream: Stream::new(p.exchange),
-                keep_alive: written.keep_alive,
-                next: None,
-                ended: false,
-            }));
-        }
         self.record(service, queue, p.label, written);
         if written.references_body {
             let end = queue.ledger().written() + queue.remaining() as u64;
@@ -727,10 +729,43 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// Queues what comes next of a streamed response: a chunk asked of the
-    /// service, or its end. When the lease cannot cover it, it waits for
-    /// the queue to drain; with nothing queued, the connection closes, the
-    /// response cut short (its head is sent: no status can say so now).
+    /// Sets out on a streamed response whose head is `head`, to be queued
+    /// only with its first chunk ([`Session::stream`]).
+    fn begin_stream(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut p: Pending<S>,
+        head: StreamHead,
+    ) -> State<S> {
+        self.served += 1;
+        self.budget.note_held(0);
+        if p.body.take().is_some() {
+            self.budget.trim(queue.footprint());
+        }
+        let Outcome::Reply(reply) = p.answer else {
+            unreachable!("a refusal is no stream")
+        };
+        let streaming = Box::new(Streaming {
+            reply,
+            label: p.label,
+            status: head.status,
+            keep_alive: head.keep_alive,
+            head: Some(head),
+            exchange: p.exchange,
+            stream: Stream::new(p.exchange),
+            next: None,
+            ended: false,
+        });
+        // The turn's loop asks for the first chunk (counted as any other).
+        State::Streaming(streaming)
+    }
+
+    /// Queues what comes next of a streamed response: its head with its
+    /// first chunk, a chunk asked of the service, or its end. When the
+    /// lease cannot cover it, it waits for the queue to drain; with nothing
+    /// queued, a stream not begun is refused (503), and one begun is cut
+    /// short so that no client can take it for whole ([`Session::cut_short`]).
     fn stream(
         &mut self,
         queue: &mut WriteQueue,
@@ -738,32 +773,43 @@ impl<S: Service> Session<S> {
         mut s: Box<Streaming<S>>,
     ) -> State<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
-        if !s.ended {
-            let chunk = match s.next.take() {
-                Some(chunk) => Some(chunk),
-                None => match service.service.next_chunk(&mut s.reply) {
-                    Ok(next) => next,
-                    Err(_) => return self.cut_short(service),
-                },
-            };
-            match chunk {
-                Some(chunk) => {
-                    return match writer.chunk(queue, &mut s.stream, &chunk, budget) {
-                        Ok(_) => State::Streaming(s),
-                        Err(_) if queue.has_remaining() => {
-                            s.next = Some(chunk);
-                            State::Streaming(s)
-                        }
-                        Err(_) => self.cut_short(service),
-                    };
+        if !s.ended && s.next.is_none() {
+            match service.service.next_chunk(&mut s.reply) {
+                Ok(Some(chunk)) => s.next = Some(chunk),
+                Ok(None) => s.ended = true,
+                Err(full) if s.head.is_some() => {
+                    return self.refuse_stream(queue, service, s, full)
                 }
-                None => s.ended = true,
+                Err(_) => return self.cut_short(service, &s),
             }
+        }
+        if let Some(head) = &s.head {
+            match writer.start_stream(queue, head, &mut s.stream, s.next.as_ref(), budget) {
+                Ok(()) => {
+                    s.head = None;
+                    s.next = None;
+                }
+                Err(_) if queue.has_remaining() => return State::Streaming(s),
+                Err(full) => return self.refuse_stream(queue, service, s, full),
+            }
+            if !s.ended {
+                return State::Streaming(s);
+            }
+        }
+        if let Some(chunk) = s.next.take() {
+            return match writer.chunk(queue, &mut s.stream, &chunk, budget) {
+                Ok(_) => State::Streaming(s),
+                Err(_) if queue.has_remaining() => {
+                    s.next = Some(chunk);
+                    State::Streaming(s)
+                }
+                Err(_) => self.cut_short(service, &s),
+            };
         }
         match writer.end_stream(queue, &s.stream, budget) {
             Ok(()) => {}
             Err(_) if queue.has_remaining() => return State::Streaming(s),
-            Err(_) => return self.cut_short(service),
+            Err(_) => return self.cut_short(service, &s),
         }
         let s = *s;
         let written = Written {
@@ -771,7 +817,6 @@ impl<S: Service> Session<S> {
             body_bytes: s.stream.sent(),
             references_body: true,
             keep_alive: s.keep_alive,
-            streams: false,
         };
         self.record(service, queue, s.label, written);
         let end = queue.ledger().written() + queue.remaining() as u64;
@@ -783,11 +828,33 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// Closes the connection in the middle of a streamed response, for want
-    /// of memory: the client sees its body end before its last chunk.
-    fn cut_short(&mut self, service: &Protocol<S>) -> State<S> {
+    /// Refuses with 503 a stream whose head is not queued yet, for want of
+    /// memory (`full`) to start it; the connection then closes.
+    fn refuse_stream(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        s: Box<Streaming<S>>,
+        full: Full,
+    ) -> State<S> {
         service.memory.refused();
-        State::Closed
+        let (head_request, label) = (s.exchange.head_request, s.label);
+        drop(s);
+        let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
+        self.refuse(queue, service, refusal, head_request, label)
+    }
+
+    /// Ends the connection in the middle of a streamed response, for want
+    /// of memory: a chunked body stops before its last chunk and the
+    /// connection closes; a body that only the close ends (HTTP/1.0) is
+    /// reset instead, since a clean close would make it look complete.
+    fn cut_short(&mut self, service: &Protocol<S>, s: &Streaming<S>) -> State<S> {
+        service.memory.refused();
+        if s.stream.is_chunked() {
+            State::Closed
+        } else {
+            State::Reset
+        }
     }
 
     /// Notes that the request about to be answered began now.

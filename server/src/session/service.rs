@@ -72,7 +72,11 @@ pub trait Service: Send + Sync + 'static {
     /// The next chunk of a [`Body::Stream`](crate::response::Body::Stream),
     /// or `None` at its end. Asked only while the queue holds less than
     /// [`STREAM_AHEAD`](super::STREAM_AHEAD), so a paused reader holds that
-    /// and one chunk. [`Full`] closes the connection, the body cut short.
+    /// and one chunk. The first is asked for before the head is queued:
+    /// [`Full`] then, or a first chunk the connection's memory cannot take,
+    /// answers 503 instead. Later, [`Full`] cuts the body short: a chunked
+    /// one ends without its last chunk and the connection closes; one to
+    /// HTTP/1.0, which only the close ends, is reset.
     fn next_chunk(&self, reply: &mut Self::Reply) -> Result<Option<Chunk>, Full> {
         let _ = reply;
         Ok(None)
