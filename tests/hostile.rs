@@ -17,6 +17,7 @@ fn short_timeouts() -> Config {
         head_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(1),
         send_timeout: Duration::from_secs(1),
+        min_send_rate_grace: Duration::from_secs(1),
         body_timeout: Duration::from_secs(1),
         ..config(Strategy::Direct)
     }
@@ -544,7 +545,7 @@ fn read_steadily(s: &mut impl Read, rate: usize, time: Duration) -> io::Result<u
 }
 
 /// Reads `s` to its end: whether it ended in a reset.
-fn ends_in_reset(s: &mut impl Read) -> bool {
+fn ends_in_reset(s: &mut (impl Read + ?Sized)) -> bool {
     let mut chunk = vec![0u8; 1 << 20];
     loop {
         match s.read(&mut chunk) {
@@ -580,6 +581,7 @@ fn a_steady_slow_reader_is_never_reset_and_a_stopped_one_is() {
             false => short_timeouts(),
             true => Config {
                 send_timeout: Duration::from_secs(1),
+                min_send_rate_grace: Duration::from_secs(1),
                 ..cert.config(Strategy::Direct)
             },
         };
@@ -594,7 +596,9 @@ fn a_steady_slow_reader_is_never_reset_and_a_stopped_one_is() {
             .unwrap();
         let read = read_steadily(&mut s, 50_000, Duration::from_secs(4));
         assert!(read.is_ok(), "tls {tls}: a steady reader cut: {read:?}");
-        std::thread::sleep(Duration::from_secs(3));
+        // Stopped past the send timeout, three times the longest wait
+        // between its steps (TLS records: up to a second) and the grace.
+        std::thread::sleep(Duration::from_secs(6));
         assert!(ends_in_reset(&mut s), "tls {tls}: a stopped reader kept");
     }
 }
@@ -621,4 +625,137 @@ fn a_send_timeout_resets_the_connection() {
         }
     };
     assert_eq!(outcome, "reset");
+}
+
+/// A connection to `server` with a receive buffer of `rcvbuf` bytes (0: the
+/// system's own, autotuned).
+fn connection_with_buffer(server: &Running, rcvbuf: usize) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    if rcvbuf > 0 {
+        s.set_recv_buffer_size(rcvbuf).unwrap();
+    }
+    s.connect(&server.addr().into()).unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    s
+}
+
+/// How a reader of a long body takes it.
+#[derive(Clone, Copy, Debug)]
+enum Reader {
+    /// `piece` bytes every `every`, for `time`.
+    Steady {
+        piece: usize,
+        every: Duration,
+        time: Duration,
+    },
+    /// Steady at 25 KB/s for 3 s, quiet for `pause`, steady for 3 s more.
+    Pausing { pause: Duration },
+    /// 100 KB read, then nothing for 12 s.
+    Stopped,
+}
+
+/// Sends `GET /large/64MiB` on `s` and reads it as `reader` does: whether
+/// the connection was reset, and after how long.
+fn read_as(s: &mut dyn Duplex, reader: Reader) -> (bool, Duration) {
+    s.write_all(b"GET /large/64MiB HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let begun = Instant::now();
+    let steady = |s: &mut dyn Duplex, piece: usize, every: Duration, time: Duration| {
+        let mut buf = vec![0u8; piece];
+        let until = Instant::now() + time;
+        while Instant::now() < until {
+            s.read_exact(&mut buf)?;
+            std::thread::sleep(every);
+        }
+        Ok::<(), io::Error>(())
+    };
+    let kb = Duration::from_millis(40);
+    let read = match reader {
+        Reader::Steady { piece, every, time } => steady(s, piece, every, time),
+        Reader::Pausing { pause } => steady(s, 1024, kb, Duration::from_secs(3)).and_then(|()| {
+            std::thread::sleep(pause);
+            steady(s, 1024, kb, Duration::from_secs(3))
+        }),
+        Reader::Stopped => {
+            let mut buf = vec![0u8; 100_000];
+            s.read_exact(&mut buf).unwrap();
+            // Past any rule's time (3 s, or 3 × the longest wait between
+            // steps, and 2 s of grace), then what was sent is read.
+            std::thread::sleep(Duration::from_secs(12));
+            return (ends_in_reset(s), begun.elapsed());
+        }
+    };
+    match read {
+        Ok(()) => (false, begun.elapsed()),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => (true, begun.elapsed()),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => (true, begun.elapsed()),
+        Err(e) => panic!("{reader:?}: {e}"),
+    }
+}
+
+/// Progress is what the client acknowledges, judged by two rules: a
+/// reader above `--min-send-rate` keeps its connection whatever its
+/// receive buffer, read size and rate (its window reopening in steps
+/// seconds apart on loopback), and so does one that pauses for less than
+/// `--send-timeout`; one that stops is reset, and so is one that trickles
+/// below the rate, over TCP and TLS; each reset below the rate counted.
+#[test]
+fn readers_above_the_minimum_rate_are_kept_and_stopped_or_slower_ones_reset() {
+    let cert = Cert::new("pace");
+    let tuned = |config: Config| Config {
+        send_timeout: Duration::from_secs(3),
+        min_send_rate: 1000,
+        min_send_rate_grace: Duration::from_secs(2),
+        ..config
+    };
+    let server = Running::start(tuned(config(Strategy::Direct))).unwrap();
+    let tls = Running::start(tuned(cert.config(Strategy::Direct))).unwrap();
+    let ms = Duration::from_millis;
+    let secs = Duration::from_secs;
+    let steady = |piece, every, time| Reader::Steady { piece, every, time };
+    // (receive buffer, reader, over TLS, reset expected)
+    let cases = [
+        (2 << 10, steady(64, ms(20), secs(10)), false, false),
+        (64 << 10, steady(1024, ms(40), secs(10)), false, false),
+        (64 << 10, steady(1024, ms(40), secs(10)), true, false),
+        (1 << 20, steady(16 << 10, ms(160), secs(10)), false, false),
+        (0, steady(4096, ms(100), secs(10)), false, false),
+        (16 << 10, Reader::Pausing { pause: ms(2000) }, false, false),
+        (2 << 10, Reader::Stopped, false, true),
+        (64 << 10, Reader::Stopped, false, true),
+        (1 << 20, Reader::Stopped, false, true),
+        (64 << 10, Reader::Stopped, true, true),
+        // Below the rate: 256 bytes a second. (Over TLS, a client takes a
+        // 16 KiB record from TCP at a time: what it acknowledges is whole
+        // records, one a minute at this rate, judged as a stopped reader.)
+        (2 << 10, steady(256, ms(1000), secs(40)), false, true),
+    ];
+    let threads: Vec<_> = cases
+        .into_iter()
+        .map(|(rcvbuf, reader, over_tls, _)| {
+            let tcp = connection_with_buffer(if over_tls { &tls } else { &server }, rcvbuf);
+            let der = cert.der.clone();
+            std::thread::spawn(move || {
+                let mut s: Box<dyn Duplex> = match over_tls {
+                    false => Box::new(tcp),
+                    true => Box::new(common::tls::over(tcp, &der)),
+                };
+                read_as(&mut *s, reader)
+            })
+        })
+        .collect();
+    for (thread, (rcvbuf, reader, over_tls, reset)) in threads.into_iter().zip(cases) {
+        let (was_reset, after) = thread.join().unwrap();
+        eprintln!("buffer {rcvbuf}, {reader:?}, tls {over_tls}: reset {was_reset} after {after:?}");
+        assert_eq!(
+            was_reset, reset,
+            "buffer {rcvbuf}, {reader:?}, tls {over_tls}: reset {was_reset} after {after:?}"
+        );
+    }
+    let transport = |s: &Running| s.stack().connections().transport.clone();
+    let (tcp, tls) = (transport(&server), transport(&tls));
+    let counts = (tcp.too_slow(), tcp.send_timeouts());
+    assert_eq!(counts, (1, 3), "the trickle below the rate, the stopped");
+    assert_eq!((tls.too_slow(), tls.send_timeouts()), (0, 1), "the stopped");
 }

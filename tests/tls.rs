@@ -210,6 +210,7 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
     let cert = Cert::new("nonreaders");
     let config = Config {
         send_timeout: Duration::from_secs(1),
+        min_send_rate_grace: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(1),
         ..cert.config(Strategy::Direct)
     };

@@ -191,10 +191,28 @@ pub struct Config {
     pub idle_timeout: Duration,
 
     /// Time a response may wait with the client acknowledging none of it
-    /// (it stopped reading) before the connection is reset.
+    /// (it stopped reading) before the connection is reset; longer for a
+    /// client whose acknowledgements came in steps further apart (three
+    /// times the longest wait between two), as a slow reader's do; and
+    /// --min-send-rate-grace more.
     #[arg(default_value = "30s", help_heading = "Timeouts")]
     #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub send_timeout: Duration,
+
+    /// Bytes per second a client must acknowledge on average, once it has
+    /// acknowledged a first step and after --min-send-rate-grace, while a
+    /// response waits for it; slower, the connection is reset (as Kestrel's
+    /// MinResponseDataRate).
+    #[arg(default_value = "240", help_heading = "Timeouts")]
+    #[range(Bounds::bytes(64, GIB))]
+    pub min_send_rate: u64,
+
+    /// Time before --min-send-rate counts, from the first acknowledgement of
+    /// a response that waits for its client; also added to --send-timeout,
+    /// for acknowledgements that come in uneven steps.
+    #[arg(default_value = "5s", help_heading = "Timeouts")]
+    #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
+    pub min_send_rate_grace: Duration,
 
     /// Time to receive a whole request body, trailers included, from the
     /// end of its head, plus a second for every --body-min-rate bytes
@@ -485,6 +503,8 @@ impl Config {
             head: self.head_timeout,
             idle: self.idle_timeout,
             send: self.send_timeout,
+            min_send_rate: self.min_send_rate,
+            min_send_rate_grace: self.min_send_rate_grace,
             body: self.body_timeout,
             body_min_rate: self.body_min_rate,
             max_body: self.max_body_time.max(self.body_timeout),

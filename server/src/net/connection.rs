@@ -27,6 +27,7 @@ use unflat::queue::WriteQueue;
 use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
 use super::idle;
+use super::pace::Pace;
 use super::shutdown::{Shutdown, Stopped};
 use super::timers::Timer;
 use super::tls::{self, Tls, TlsSocket};
@@ -100,6 +101,11 @@ pub async fn handle<S: Service>(
             connections.transport.send_timed_out();
             let _ = tcp.set_zero_linger();
         }
+        (Err(Ended::TooSlow), tcp) => {
+            debug!(%peer, "below --min-send-rate: resetting the connection");
+            connections.transport.read_too_slowly();
+            let _ = tcp.set_zero_linger();
+        }
         (Err(Ended::CutShort), tcp) => {
             debug!(%peer, "a response cut short: resetting the connection");
             let _ = tcp.set_zero_linger();
@@ -166,6 +172,8 @@ pub async fn serve<S: Service, IO: Socket>(
             }
             Step::Read(w) => w,
         };
+        // A request is read next: the send period, if any, is over.
+        c.pace.reset();
         if shutdown.is_triggered() {
             // Every response begun is written; requests not yet complete are
             // not started.
@@ -197,12 +205,11 @@ pub async fn serve<S: Service, IO: Socket>(
     }
     // Best effort, within the send timeout: a TLS close_notify waits for a
     // socket that a peer that stopped reading never makes writable.
-    let send = connections.timeouts.send;
-    let closed = in_time(send, &timer, &mut *c.io, |io, cx| {
+    let closed = in_time(&mut c.pace, &timer, &mut *c.io, |io, cx| {
         Pin::new(io).poll_shutdown(cx)
     });
     match closed.await {
-        Err(Ended::SendTimeout) => Err(Ended::SendTimeout),
+        Err(e @ (Ended::SendTimeout | Ended::TooSlow)) => Err(e),
         _ => Ok(()),
     }
 }
@@ -243,6 +250,8 @@ struct Connection<'a, S: Service, IO> {
     had_frame: bool,
     /// Whether an idle wait keeps the buffers for [`HOLD`] first.
     keeps: bool,
+    /// How the client's pace is judged while a write waits.
+    pace: Pace,
 }
 
 impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
@@ -266,6 +275,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             session,
             had_frame: false,
             keeps: false,
+            pace: Pace::new(connections.timeouts.pace()),
         }
     }
 
@@ -452,7 +462,12 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     /// Writes the queue whole ([`flush`]), the socket's memory for it
     /// covered first, and settles the session after.
     async fn write(&mut self, timer: &Timer) -> Result<(), Ended> {
-        let (io, queue, session) = (&mut *self.io, &mut self.queue, &mut self.session);
+        let (io, queue, session, pace) = (
+            &mut *self.io,
+            &mut self.queue,
+            &mut self.session,
+            &mut self.pace,
+        );
         let queued = queue.remaining();
         if queued > 0 {
             let want = io.send_memory(queued);
@@ -473,7 +488,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             }
         }
         let flushed = match queue.has_remaining() || !IO::UNBUFFERED {
-            true => flush(io, queue, self.connections.timeouts.send, timer).await,
+            true => flush(io, queue, pace, timer).await,
             false => Ok(()),
         };
         let connections = self.connections;
@@ -485,16 +500,16 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
 }
 
 /// Writes the whole queue, then flushes a socket that buffers (TLS holds
-/// records), failing when a call makes no progress for `send_timeout`.
-pub async fn flush<S: Socket>(
+/// records), failing when `pace` judges the client stopped or too slow.
+pub(super) async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
-    send_timeout: Duration,
+    pace: &mut Pace,
     timer: &Timer,
 ) -> Result<(), Ended> {
     let mut since_yield = 0;
     while queue.has_remaining() {
-        let written = in_time(send_timeout, timer, io, |io, cx| poll_write(io, queue, cx)).await?;
+        let written = in_time(pace, timer, io, |io, cx| poll_write(io, queue, cx)).await?;
         match written {
             0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
             n => queue.advance(n),
@@ -508,7 +523,7 @@ pub async fn flush<S: Socket>(
     if S::UNBUFFERED {
         return Ok(());
     }
-    in_time(send_timeout, timer, io, |io, cx| {
+    in_time(pace, timer, io, |io, cx| {
         Pin::new(io).poll_flush(cx)
     })
     .await

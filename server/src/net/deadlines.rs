@@ -1,6 +1,6 @@
 //! Every deadline a connection keeps: the [`Timeouts`], the deadline each
-//! wait gets ([`Deadlines`]), and the send timeout around a write
-//! ([`in_time`]). **No timer work for a request that arrives in time**: the
+//! wait gets ([`Deadlines`]), and the client's pace judged around a write
+//! ([`in_time`], `pace.rs`). **No timer work for a request that arrives in time**: the
 //! one [`Timer`] is moved only when it would fire late; one that fires early
 //! is moved then, once ([`Timer::poll_passed`]), so a keep-alive
 //! connection's timer moves about once per `--idle-timeout`.
@@ -10,6 +10,7 @@ use std::io;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use super::pace::{Pace, PaceRules};
 use super::timers::Timer;
 use super::{Ended, Socket};
 use crate::clock::Moment;
@@ -27,6 +28,10 @@ pub struct Timeouts {
     pub idle: Duration,
     /// For a write to make progress (`--send-timeout`).
     pub send: Duration,
+    /// Bytes per second a client must acknowledge (`--min-send-rate`).
+    pub min_send_rate: u64,
+    /// Before the rate counts (`--min-send-rate-grace`).
+    pub min_send_rate_grace: Duration,
     /// To receive a whole request body, from the end of its head, before
     /// what its payload earns (`--body-timeout`).
     pub body: Duration,
@@ -94,32 +99,41 @@ impl Deadlines {
     }
 }
 
-/// Polls `op` on `io` until it is ready, failing with [`Ended::SendTimeout`]
-/// when it stays pending for `send_timeout` with the peer acknowledging
-/// nothing ([`Socket::acknowledged`]): a slow reader keeps its connection,
-/// one that stops does not. Arms `timer` only when `op` is pending.
+impl Timeouts {
+    /// The rules a client's pace is held to ([`Pace`]).
+    pub fn pace(&self) -> PaceRules {
+        PaceRules {
+            send_timeout: self.send,
+            min_rate: self.min_send_rate,
+            grace: self.min_send_rate_grace,
+        }
+    }
+}
+
+/// Polls `op` on `io` until it is ready, failing as `pace` judges the
+/// client while it stays pending ([`Ended::SendTimeout`]: stopped,
+/// [`Ended::TooSlow`]: below the minimum rate): a slow reader keeps its
+/// connection, one that stops does not. Arms `timer` only when `op` is
+/// pending.
 pub(super) async fn in_time<S: Socket, T>(
-    send_timeout: Duration,
+    pace: &mut Pace,
     timer: &Timer,
     io: &mut S,
     mut op: impl FnMut(&mut S, &mut Context<'_>) -> Poll<io::Result<T>>,
 ) -> Result<T, Ended> {
-    let mut waiting: Option<(Moment, Option<u64>)> = None;
+    let mut next: Option<Moment> = None;
     poll_fn(|cx| loop {
         if let Poll::Ready(r) = op(io, cx) {
             return Poll::Ready(r.map_err(Ended::from));
         }
-        let (deadline, acked) =
-            *waiting.get_or_insert_with(|| (Moment::in_(send_timeout), io.acknowledged()));
-        if timer.poll_passed(deadline, cx).is_pending() {
+        let check = *next.get_or_insert_with(|| pace.waiting(Moment::now(), io.acknowledged()));
+        if timer.poll_passed(check, cx).is_pending() {
             return Poll::Pending;
         }
-        let now = io.acknowledged();
-        if now.is_none() || now == acked {
-            return Poll::Ready(Err(Ended::SendTimeout));
+        match pace.check(Moment::now(), io.acknowledged()) {
+            Ok(check) => next = Some(check),
+            Err(ended) => return Poll::Ready(Err(ended)),
         }
-        // Acknowledged since: a new deadline from now, then poll again.
-        waiting = Some((Moment::in_(send_timeout), now));
     })
     .await
 }

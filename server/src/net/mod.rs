@@ -9,6 +9,7 @@ mod connection;
 mod deadlines;
 mod give_way;
 mod idle;
+mod pace;
 pub mod shutdown;
 mod socket;
 pub mod timers;
@@ -20,8 +21,9 @@ use std::sync::Arc;
 
 use unflat::queue::Policy;
 
-pub use connection::{flush, handle, lease, serve};
+pub use connection::{handle, lease, serve};
 pub use deadlines::Timeouts;
+pub use pace::PaceRules;
 pub use give_way::IdleConnections;
 pub use shutdown::Shutdown;
 pub use socket::{limit_unsent, Socket, UNSENT_MOST};
@@ -53,9 +55,13 @@ pub struct Connections<S> {
 /// Why a connection ended, when it was not a clean close.
 #[derive(Debug)]
 pub enum Ended {
-    /// The peer acknowledged nothing for `--send-timeout`: the caller
-    /// should reset the connection rather than leave the kernel to drain it.
+    /// The peer acknowledged nothing for `--send-timeout` (or longer, for
+    /// a slow reader; `pace.rs`): the caller should reset the connection
+    /// rather than leave the kernel to drain it.
     SendTimeout,
+    /// The peer acknowledged less than `--min-send-rate` on average: reset
+    /// too.
+    TooSlow,
     /// A response was cut short where only the close would end it (a
     /// stream to HTTP/1.0): the caller must reset the connection, so that
     /// the client cannot take the body for whole.
@@ -69,6 +75,7 @@ impl std::fmt::Display for Ended {
         match self {
             Ended::SendTimeout => f.write_str("send timeout: the peer stopped reading"),
             Ended::CutShort => f.write_str("a response cut short"),
+            Ended::TooSlow => f.write_str("the peer read below --min-send-rate"),
             Ended::Io(e) => e.fmt(f),
         }
     }

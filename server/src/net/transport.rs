@@ -1,5 +1,6 @@
 //! The transport's counters, kept by the core for whoever exposes them:
-//! connections open, bytes the sockets took, send timeouts. Bytes are counted
+//! connections open, bytes the sockets took, send timeouts, readers reset
+//! below the minimum rate. Bytes are counted
 //! per worker thread ([`PerWorker`]): a cache line every core writes per
 //! request stops a server scaling (docs/results/history.md).
 
@@ -12,6 +13,7 @@ pub struct Transport {
     written: PerWorker<AtomicU64>,
     open: AtomicU64,
     send_timeouts: AtomicU64,
+    too_slow: AtomicU64,
 }
 
 impl Default for Transport {
@@ -20,6 +22,7 @@ impl Default for Transport {
             written: PerWorker::new(|| AtomicU64::new(0)),
             open: AtomicU64::new(0),
             send_timeouts: AtomicU64::new(0),
+            too_slow: AtomicU64::new(0),
         }
     }
 }
@@ -42,6 +45,17 @@ impl Transport {
     /// Counts a connection reset after `--send-timeout`.
     pub fn send_timed_out(&self) {
         self.send_timeouts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection reset below `--min-send-rate`.
+    pub fn read_too_slowly(&self) {
+        self.too_slow.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections reset so far because the peer acknowledged less than
+    /// `--min-send-rate`.
+    pub fn too_slow(&self) -> u64 {
+        self.too_slow.load(Ordering::Relaxed)
     }
 
     /// Connections accepted and not yet closed.

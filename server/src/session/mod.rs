@@ -687,7 +687,7 @@ impl<S: Service> Session<S> {
         let written = match &mut p.answer {
             Outcome::Reply(reply) => match service.service.respond(reply, request_body) {
                 Ok(r) => match writer.stream_head(&r, p.exchange) {
-                    Some(head) => return self.begin_stream(queue, service, p, head),
+                    Some(head) => return self.begin_stream(queue, p, head),
                     None => writer.write(queue, &r, p.exchange, budget),
                 },
                 Err(full) => Err(full),
@@ -734,7 +734,6 @@ impl<S: Service> Session<S> {
     fn begin_stream(
         &mut self,
         queue: &mut WriteQueue,
-        service: &Protocol<S>,
         mut p: Pending<S>,
         head: StreamHead,
     ) -> State<S> {

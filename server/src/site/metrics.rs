@@ -299,6 +299,13 @@ impl Counters {
             "Connections reset because the peer took no bytes for --send-timeout.",
             None,
             resets.metric_type(),
+        )?)?;
+        let slow = ConstCounter::new(transport.too_slow());
+        slow.encode(encoder.encode_descriptor(
+            "min_send_rate_resets",
+            "Connections reset because the peer acknowledged less than --min-send-rate.",
+            None,
+            slow.metric_type(),
         )?)
     }
 
