@@ -523,10 +523,7 @@ pub(super) async fn flush<S: Socket>(
     if S::UNBUFFERED {
         return Ok(());
     }
-    in_time(pace, timer, io, |io, cx| {
-        Pin::new(io).poll_flush(cx)
-    })
-    .await
+    in_time(pace, timer, io, |io, cx| Pin::new(io).poll_flush(cx)).await
 }
 
 /// One vectored write of the queue's pending bytes. The iovec arrays live

@@ -23,8 +23,8 @@ use unflat::queue::Policy;
 
 pub use connection::{handle, lease, serve};
 pub use deadlines::Timeouts;
-pub use pace::PaceRules;
 pub use give_way::IdleConnections;
+pub use pace::PaceRules;
 pub use shutdown::Shutdown;
 pub use socket::{limit_unsent, Socket, UNSENT_MOST};
 pub use transport::{Open, PerWorker, Transport};

@@ -207,7 +207,10 @@ mod tests {
         assert!(pace.check(now(), Some(100_000)).is_ok());
         let p = pace.period.as_mut().unwrap();
         p.last = p.last.before(Duration::from_secs(2));
-        assert!(matches!(pace.check(now(), Some(100_000)), Err(Ended::SendTimeout)));
+        assert!(matches!(
+            pace.check(now(), Some(100_000)),
+            Err(Ended::SendTimeout)
+        ));
     }
 
     #[test]

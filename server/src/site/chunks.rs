@@ -30,7 +30,9 @@ pub struct Chunks {
 }
 
 impl Chunks {
-    /// `body` in `count` chunks (at least one).
+    /// `body` in `count` chunks: at least one, and no more than it has
+    /// characters, so that no chunk is empty and a count above the length
+    /// costs no more than the length.
     pub fn new(body: Arc<Built>, count: usize) -> Chunks {
         let units = match &body.text {
             Text::Ascii(b) | Text::Payload(b) => b.len(),
@@ -40,7 +42,7 @@ impl Chunks {
         Chunks {
             body,
             units,
-            count: count.max(1),
+            count: count.min(units).max(1),
             next: 0,
         }
     }
@@ -51,8 +53,8 @@ impl Chunks {
     }
 
     /// The next chunk, `None` after the last. Chunk `i` holds characters
-    /// `i * len / K` up to `(i + 1) * len / K`: some are empty when `K`
-    /// exceeds the length (the writer skips them).
+    /// `i * len / K` up to `(i + 1) * len / K`, `K` the count as clamped:
+    /// none is empty but the one chunk of an empty body.
     pub fn next_chunk(&mut self) -> Option<Chunk> {
         if self.next == self.count {
             return None;
@@ -146,10 +148,12 @@ mod tests {
                 let mut n = 0;
                 while let Some(chunk) = chunks.next_chunk() {
                     assert_eq!(chunk.len(), utf8(&chunk).len());
+                    assert!(!chunk.is_empty(), "{count}: an empty chunk");
                     joined.extend(utf8(&chunk));
                     n += 1;
                 }
-                assert_eq!(n, count);
+                // Never more chunks than characters, none of them empty.
+                assert_eq!(n, count.min(10));
                 let expected = match &whole.text {
                     Text::Ascii(_) => "a".repeat(10),
                     _ => text.clone(),
@@ -157,6 +161,13 @@ mod tests {
                 assert_eq!(String::from_utf8(joined).unwrap(), expected, "{count}");
             }
         }
+    }
+
+    #[test]
+    fn an_empty_body_is_one_empty_chunk_whatever_the_count() {
+        let mut chunks = Chunks::new(built(Text::Ascii(Bytes::new()), 0), MAX_CHUNKS);
+        assert!(chunks.next_chunk().is_some_and(|c| c.is_empty()));
+        assert!(chunks.next_chunk().is_none());
     }
 
     #[test]

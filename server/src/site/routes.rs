@@ -50,12 +50,12 @@ const TABLE: [Listing; 7] = [
     Listing {
         route: Route::EndString,
         path: "/end-string/",
-        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks)",
+        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks, at most one per character)",
     },
     Listing {
         route: Route::Large,
         path: "/large/",
-        usage: "GET|HEAD /large/{size}      size bytes (a number, or with a unit: 64KiB, 1MiB)",
+        usage: "GET|HEAD /large/{size}      size bytes: digits, or with a unit (kB, MB, GB: 1000s; KiB, MiB, GiB: 1024s; 1.5KiB)",
     },
     Listing {
         route: Route::Echo,
