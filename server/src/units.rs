@@ -19,7 +19,8 @@ const UNITS: [(&str, u64); 9] = [
 
 /// A size as a user writes it: digits (`65536`), or digits and a unit
 /// (`64KiB`, `1MB`), a fraction allowed before a unit when it makes whole
-/// bytes (`1.5KiB` is 1536). No sign, no space, no exponent.
+/// bytes (`1.5KiB` is 1536), one space allowed before the unit (`1 GiB`).
+/// No sign, no exponent, nothing around it.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let bad = || {
         format!("{s:?} is not a whole number of bytes, nor a size with a unit (64KiB, 1MiB, 2GiB)")
@@ -28,6 +29,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
+    // One space may part the number from its unit, as people write it.
+    let unit = unit
+        .strip_prefix(' ')
+        .filter(|u| !u.is_empty())
+        .unwrap_or(unit);
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     if whole.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
@@ -77,6 +83,7 @@ mod tests {
             ("2GiB", 2 << 30),
             ("1.5KiB", 1536),
             ("0.5MB", 500_000),
+            ("1 GiB", 1 << 30),
             ("18446744073709551615", u64::MAX),
         ] {
             assert_eq!(parse_size(s), Ok(n), "{s}");
@@ -90,7 +97,7 @@ mod tests {
             "1M",
             " 1",
             "1 ",
-            "1 KiB",
+            "1  KiB",
             "1.5",
             "1.",
             ".5KiB",

@@ -23,7 +23,7 @@ pub use range::{parse_addr, parse_duration, parse_size, Bounds, Field, Unit, Val
 use range::{GIB, MIB, TIB};
 
 use crate::h1::{HeadLimits, FIELDS_CAP};
-use crate::net::{tls, Timeouts};
+use crate::net::{tls, PaceRules, Timeouts};
 use crate::response::Strategy;
 use crate::session;
 use crate::site::{self, LogFormat};
@@ -502,9 +502,11 @@ impl Config {
             handshake: self.handshake_timeout,
             head: self.head_timeout,
             idle: self.idle_timeout,
-            send: self.send_timeout,
-            min_send_rate: self.min_send_rate,
-            min_send_rate_grace: self.min_send_rate_grace,
+            pace: PaceRules {
+                send_timeout: self.send_timeout,
+                min_rate: self.min_send_rate,
+                grace: self.min_send_rate_grace,
+            },
             body: self.body_timeout,
             body_min_rate: self.body_min_rate,
             max_body: self.max_body_time.max(self.body_timeout),

@@ -27,7 +27,7 @@ use unflat::queue::WriteQueue;
 use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
 use super::idle;
-use super::pace::Pace;
+use super::pace::{Pace, PaceRules};
 use super::shutdown::{Shutdown, Stopped};
 use super::timers::Timer;
 use super::tls::{self, Tls, TlsSocket};
@@ -205,7 +205,8 @@ pub async fn serve<S: Service, IO: Socket>(
     }
     // Best effort, within the send timeout: a TLS close_notify waits for a
     // socket that a peer that stopped reading never makes writable.
-    let closed = in_time(&mut c.pace, &timer, &mut *c.io, |io, cx| {
+    let rules = &connections.timeouts.pace;
+    let closed = in_time(&mut c.pace, rules, &timer, &mut *c.io, |io, cx| {
         Pin::new(io).poll_shutdown(cx)
     });
     match closed.await {
@@ -275,7 +276,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             session,
             had_frame: false,
             keeps: false,
-            pace: Pace::new(connections.timeouts.pace()),
+            pace: Pace::default(),
         }
     }
 
@@ -488,7 +489,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             }
         }
         let flushed = match queue.has_remaining() || !IO::UNBUFFERED {
-            true => flush(io, queue, pace, timer).await,
+            true => flush(io, queue, pace, &self.connections.timeouts.pace, timer).await,
             false => Ok(()),
         };
         let connections = self.connections;
@@ -505,11 +506,12 @@ pub(super) async fn flush<S: Socket>(
     io: &mut S,
     queue: &mut WriteQueue,
     pace: &mut Pace,
+    rules: &PaceRules,
     timer: &Timer,
 ) -> Result<(), Ended> {
     let mut since_yield = 0;
     while queue.has_remaining() {
-        let written = in_time(pace, timer, io, |io, cx| poll_write(io, queue, cx)).await?;
+        let written = in_time(pace, rules, timer, io, |io, cx| poll_write(io, queue, cx)).await?;
         match written {
             0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
             n => queue.advance(n),
@@ -523,7 +525,7 @@ pub(super) async fn flush<S: Socket>(
     if S::UNBUFFERED {
         return Ok(());
     }
-    in_time(pace, timer, io, |io, cx| Pin::new(io).poll_flush(cx)).await
+    in_time(pace, rules, timer, io, |io, cx| Pin::new(io).poll_flush(cx)).await
 }
 
 /// One vectored write of the queue's pending bytes. The iovec arrays live

@@ -26,12 +26,9 @@ pub struct Timeouts {
     pub head: Duration,
     /// To keep an idle keep-alive connection open (`--idle-timeout`).
     pub idle: Duration,
-    /// For a write to make progress (`--send-timeout`).
-    pub send: Duration,
-    /// Bytes per second a client must acknowledge (`--min-send-rate`).
-    pub min_send_rate: u64,
-    /// Before the rate counts (`--min-send-rate-grace`).
-    pub min_send_rate_grace: Duration,
+    /// How a client that a write waits for is judged (`--send-timeout`,
+    /// `--min-send-rate`, `--min-send-rate-grace`).
+    pub pace: PaceRules,
     /// To receive a whole request body, from the end of its head, before
     /// what its payload earns (`--body-timeout`).
     pub body: Duration,
@@ -99,17 +96,6 @@ impl Deadlines {
     }
 }
 
-impl Timeouts {
-    /// The rules a client's pace is held to ([`Pace`]).
-    pub fn pace(&self) -> PaceRules {
-        PaceRules {
-            send_timeout: self.send,
-            min_rate: self.min_send_rate,
-            grace: self.min_send_rate_grace,
-        }
-    }
-}
-
 /// Polls `op` on `io` until it is ready, failing as `pace` judges the
 /// client while it stays pending ([`Ended::SendTimeout`]: stopped,
 /// [`Ended::TooSlow`]: below the minimum rate): a slow reader keeps its
@@ -117,6 +103,7 @@ impl Timeouts {
 /// pending.
 pub(super) async fn in_time<S: Socket, T>(
     pace: &mut Pace,
+    rules: &PaceRules,
     timer: &Timer,
     io: &mut S,
     mut op: impl FnMut(&mut S, &mut Context<'_>) -> Poll<io::Result<T>>,
@@ -126,11 +113,12 @@ pub(super) async fn in_time<S: Socket, T>(
         if let Poll::Ready(r) = op(io, cx) {
             return Poll::Ready(r.map_err(Ended::from));
         }
-        let check = *next.get_or_insert_with(|| pace.waiting(Moment::now(), io.acknowledged()));
+        let check =
+            *next.get_or_insert_with(|| pace.waiting(rules, Moment::now(), io.acknowledged()));
         if timer.poll_passed(check, cx).is_pending() {
             return Poll::Pending;
         }
-        match pace.check(Moment::now(), io.acknowledged()) {
+        match pace.check(rules, Moment::now(), io.acknowledged()) {
             Ok(check) => next = Some(check),
             Err(ended) => return Poll::Ready(Err(ended)),
         }

@@ -49,11 +49,12 @@ const STEP_SLACK: u32 = 3;
 /// The least time between two checks.
 const CHECK_LEAST: Duration = Duration::from_millis(100);
 
-/// One connection's judge of its client's pace.
-#[derive(Debug)]
+/// One connection's judge of its client's pace: what its send period has
+/// seen, if one is on. Boxed, and made only when a write waits, so that
+/// every idle connection's task holds a pointer, not the period.
+#[derive(Debug, Default)]
 pub(super) struct Pace {
-    rules: PaceRules,
-    period: Option<Period>,
+    period: Option<Box<Period>>,
 }
 
 /// What a send period has seen.
@@ -71,14 +72,6 @@ struct Period {
 }
 
 impl Pace {
-    /// A judge by `rules`, before any write waited.
-    pub(super) fn new(rules: PaceRules) -> Pace {
-        Pace {
-            rules,
-            period: None,
-        }
-    }
-
     /// Ends the send period: the connection reads a request.
     #[inline]
     pub(super) fn reset(&mut self) {
@@ -87,25 +80,30 @@ impl Pace {
 
     /// A write waits at `now`, the client having acknowledged `acked`
     /// (`None`: unknown); when to check next. Begins a period if none is on.
-    pub(super) fn waiting(&mut self, now: Moment, acked: Option<u64>) -> Moment {
-        let period = *self.period.get_or_insert_with(|| {
+    pub(super) fn waiting(&mut self, rules: &PaceRules, now: Moment, acked: Option<u64>) -> Moment {
+        let period = **self.period.get_or_insert_with(|| {
             let acked = acked.unwrap_or(0);
-            Period {
+            Box::new(Period {
                 base: acked,
                 last: now,
                 acked,
                 first_step: None,
                 longest: Duration::ZERO,
-            }
+            })
         });
-        self.next_check(&period, now)
+        rules.next_check(&period, now)
     }
 
     /// A check at `now`, the write still waiting and the client having
     /// acknowledged `acked`: when to check next, or how the connection ends.
-    pub(super) fn check(&mut self, now: Moment, acked: Option<u64>) -> Result<Moment, Ended> {
+    pub(super) fn check(
+        &mut self,
+        rules: &PaceRules,
+        now: Moment,
+        acked: Option<u64>,
+    ) -> Result<Moment, Ended> {
         let Some(period) = self.period.as_mut() else {
-            return Ok(self.waiting(now, acked));
+            return Ok(self.waiting(rules, now, acked));
         };
         if let Some(acked) = acked.filter(|&a| a > period.acked) {
             period.longest = period.longest.max(now.since(period.last));
@@ -113,21 +111,23 @@ impl Pace {
             period.acked = acked;
             period.first_step.get_or_insert(now);
         }
-        let period = *period;
-        if now >= self.stopped_at(&period) {
+        let period = **period;
+        if now >= rules.stopped_at(&period) {
             return Err(Ended::SendTimeout);
         }
-        if self.too_slow_at(&period).is_some_and(|at| now >= at) {
+        if rules.too_slow_at(&period).is_some_and(|at| now >= at) {
             return Err(Ended::TooSlow);
         }
-        Ok(self.next_check(&period, now))
+        Ok(rules.next_check(&period, now))
     }
+}
 
+impl PaceRules {
     /// When a client that acknowledges nothing more counts as stopped.
     fn stopped_at(&self, p: &Period) -> Moment {
         // The grace on top: a window's steps vary in size and in time (the
         // first one may come at once, the next one seconds later).
-        let wait = (p.longest * STEP_SLACK).max(self.rules.send_timeout) + self.rules.grace;
+        let wait = (p.longest * STEP_SLACK).max(self.send_timeout) + self.grace;
         p.last.after(wait)
     }
 
@@ -135,14 +135,14 @@ impl Pace {
     /// more; `None` before its first step.
     fn too_slow_at(&self, p: &Period) -> Option<Moment> {
         let first = p.first_step?;
-        let rate = self.rules.min_rate.max(1);
+        let rate = self.min_rate.max(1);
         let earned = Duration::from_millis((p.acked - p.base).saturating_mul(1000) / rate);
-        Some(first.after(self.rules.grace).after(earned))
+        Some(first.after(self.grace).after(earned))
     }
 
     /// The next check: at a deadline, or sooner, to see steps as they come.
     fn next_check(&self, p: &Period, now: Moment) -> Moment {
-        let every = (self.rules.send_timeout.min(self.rules.grace) / 4).max(CHECK_LEAST);
+        let every = (self.send_timeout.min(self.grace) / 4).max(CHECK_LEAST);
         let mut at = now.after(every).min(self.stopped_at(p));
         if let Some(slow) = self.too_slow_at(p) {
             at = at.min(slow);
@@ -170,26 +170,25 @@ mod tests {
     fn pace_since(ago: u64, base: u64) -> Pace {
         let began = now().before(Duration::from_millis(ago));
         Pace {
-            rules: RULES,
-            period: Some(Period {
+            period: Some(Box::new(Period {
                 base,
                 last: began,
                 acked: base,
                 first_step: None,
                 longest: Duration::ZERO,
-            }),
+            })),
         }
     }
 
     #[test]
     fn a_client_that_acknowledges_nothing_is_stopped_after_the_timeout_and_grace() {
-        assert!(pace_since(7_900, 0).check(now(), Some(0)).is_ok());
+        assert!(pace_since(7_900, 0).check(&RULES, now(), Some(0)).is_ok());
         assert!(matches!(
-            pace_since(8_100, 0).check(now(), Some(0)),
+            pace_since(8_100, 0).check(&RULES, now(), Some(0)),
             Err(Ended::SendTimeout)
         ));
         assert!(matches!(
-            pace_since(8_100, 0).check(now(), None),
+            pace_since(8_100, 0).check(&RULES, now(), None),
             Err(Ended::SendTimeout)
         ));
     }
@@ -204,11 +203,11 @@ mod tests {
         // Quiet for 16 s after a step that came 4 s after the one before:
         // within three times that and the grace.
         p.last = p.last.before(Duration::from_secs(16));
-        assert!(pace.check(now(), Some(100_000)).is_ok());
+        assert!(pace.check(&RULES, now(), Some(100_000)).is_ok());
         let p = pace.period.as_mut().unwrap();
         p.last = p.last.before(Duration::from_secs(2));
         assert!(matches!(
-            pace.check(now(), Some(100_000)),
+            pace.check(&RULES, now(), Some(100_000)),
             Err(Ended::SendTimeout)
         ));
     }
@@ -222,11 +221,14 @@ mod tests {
         p.first_step = Some(now().before(Duration::from_secs(8)));
         p.acked = 576;
         p.longest = Duration::from_secs(1);
-        assert!(matches!(pace.check(now(), Some(600)), Err(Ended::TooSlow)));
+        assert!(matches!(
+            pace.check(&RULES, now(), Some(600)),
+            Err(Ended::TooSlow)
+        ));
         // At the rate, it is kept.
         let mut pace = pace_since(0, 0);
         let p = pace.period.as_mut().unwrap();
         p.first_step = Some(now().before(Duration::from_secs(8)));
-        assert!(pace.check(now(), Some(8 * 240)).is_ok());
+        assert!(pace.check(&RULES, now(), Some(8 * 240)).is_ok());
     }
 }
