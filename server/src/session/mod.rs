@@ -836,11 +836,8 @@ impl<S: Service> Session<S> {
         s: Box<Streaming<S>>,
         full: Full,
     ) -> State<S> {
-        service.memory.refused();
-        let (head_request, label) = (s.exchange.head_request, s.label);
-        drop(s);
-        let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
-        self.refuse(queue, service, refusal, head_request, label)
+        let about = (s.exchange, s.label);
+        self.refused_for_memory(queue, service, about, s, full)
     }
 
     /// Ends the connection in the middle of a streamed response, for want
@@ -904,12 +901,25 @@ impl<S: Service> Session<S> {
         p: Pending<S>,
         full: Full,
     ) -> State<S> {
+        let about = (p.exchange, p.label);
+        self.refused_for_memory(queue, service, about, p, full)
+    }
+
+    /// Queues `503` with `Retry-After` for the request `about` describes,
+    /// once what it `held` (a request body it kept, a stream not begun) is
+    /// given back; the connection then closes.
+    fn refused_for_memory<H>(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        (exchange, label): (Exchange, Option<S::Label>),
+        held: H,
+        full: Full,
+    ) -> State<S> {
         service.memory.refused();
-        let (head_request, label) = (p.exchange.head_request, p.label);
-        // The request body it kept is given back before the refusal.
-        drop(p);
+        drop(held);
         let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
-        self.refuse(queue, service, refusal, head_request, label)
+        self.refuse(queue, service, refusal, exchange.head_request, label)
     }
 
     /// Queues `reply` as the last response of the connection. A refusal is
