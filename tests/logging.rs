@@ -217,3 +217,85 @@ fn accept_failures_are_logged_about_once_a_second_with_a_count() {
     assert_eq!(status, Some(200));
     drop(server);
 }
+
+/// With `--log-format json` and `--access-log-format json`, every line on
+/// stderr is one JSON object: the server's messages with `timestamp`,
+/// `level` and `message`, each response's with the fields a log pipeline
+/// reads, whatever bytes the request held.
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let (server, addr, err) = spawn(
+        &[
+            "--log-format",
+            "json",
+            "--access-log",
+            "--access-log-format",
+            "json",
+        ],
+        None,
+    );
+    let lines = lines(err);
+    let mut s = connect(&addr);
+    let mut buf = Vec::new();
+    let requests: [&[u8]; 3] = [
+        b"GET /end-string/3?kind=%74wobyte HTTP/1.1\r\nHost: a\r\n\r\n",
+        // A quote, a backslash and bytes above ASCII in field values.
+        b"GET /healthz HTTP/1.1\r\nHost: a\r\nUser-Agent: a \"q\" \\ \xc3\xa9\xff\r\nReferer: http://r/\r\n\r\n",
+        b"GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n",
+    ];
+    let statuses: Vec<_> = requests.iter().map(|r| ask(&mut s, &mut buf, r)).collect();
+    assert_eq!(statuses, [Some(200), Some(200), Some(404)]);
+    // A head that cannot be read: logged with no method or target.
+    assert_eq!(
+        ask(&mut connect(&addr), &mut buf, b"\x01 / HTTP/1.1\r\n\r\n"),
+        Some(400)
+    );
+    drop(s);
+    let mut access = Vec::new();
+    let mut messages = 0;
+    let until = Instant::now() + Duration::from_secs(10);
+    while access.len() < 4 && Instant::now() < until {
+        let Ok(line) = lines.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        let value: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not one JSON object: {e}: {line:?}"));
+        let object = value.as_object().expect("an object");
+        if object.contains_key("status") {
+            access.push(value);
+        } else {
+            assert!(
+                object["timestamp"].is_string() && object["level"].is_string(),
+                "{line}"
+            );
+            assert!(object["message"].is_string(), "{line}");
+            messages += 1;
+        }
+    }
+    drop(server);
+    assert!(messages >= 1, "the server's own lines, as JSON");
+    assert_eq!(access.len(), 4, "{access:?}");
+    for line in &access {
+        let time = line["time"].as_str().unwrap();
+        assert!(time.len() == 27 && time.ends_with('Z'), "{line}");
+        assert!(
+            line["duration"].as_f64().is_some_and(|d| d >= 0.0),
+            "{line}"
+        );
+        assert!(line["bytes"].is_u64() && line["peer"].is_string(), "{line}");
+    }
+    let field = |i: usize, name: &str| access[i][name].clone();
+    assert_eq!(field(0, "method"), "GET");
+    assert_eq!(field(0, "target"), "/end-string/3?kind=%74wobyte");
+    assert_eq!(
+        (field(0, "status"), field(0, "bytes")),
+        (200.into(), 9.into())
+    );
+    assert_eq!(field(1, "user_agent"), "a \"q\" \\ \u{c3}\u{a9}\u{ff}");
+    assert_eq!(field(1, "referer"), "http://r/");
+    assert_eq!(field(2, "status"), 404);
+    assert_eq!(
+        (field(3, "status"), field(3, "method")),
+        (400.into(), "-".into())
+    );
+}

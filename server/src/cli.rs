@@ -10,7 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 use tracing_subscriber::EnvFilter;
 
-use crate::config::Config;
+use crate::config::{Config, EventFormat};
 use crate::log;
 use crate::server::{Control, Server};
 
@@ -38,19 +38,23 @@ pub fn main() -> std::io::Result<()> {
         // --help and --version.
         Err(e) => e.exit(),
     };
-    tracing_subscriber::fmt()
+    let events = tracing_subscriber::fmt()
         .with_writer(log::Events)
-        .with_ansi(colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR"),
-        ))
         .with_env_filter(filter(
             &config,
             std::env::var("RUST_LOG")
                 .ok()
                 .filter(|v| !v.trim().is_empty()),
-        ))
-        .init();
+        ));
+    match config.log_format {
+        EventFormat::Text => events
+            .with_ansi(colour(
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ))
+            .init(),
+        EventFormat::Json => events.json().flatten_event(true).init(),
+    }
     if let Some(note) = config.cache_clamped() {
         warn!("{note}");
     }

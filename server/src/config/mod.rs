@@ -43,6 +43,16 @@ pub enum LogLevel {
     Trace,
 }
 
+/// How log messages are written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EventFormat {
+    /// A line of text each, coloured on a terminal.
+    Text,
+    /// One JSON object per line (`timestamp` in RFC 3339, `level`,
+    /// `target`, `message` and the event's fields), for a log pipeline.
+    Json,
+}
+
 impl LogLevel {
     /// The `tracing` filter directive.
     pub fn directive(self) -> &'static str {
@@ -291,6 +301,10 @@ pub struct Config {
     #[arg(value_enum, default_value_t = LogLevel::Info, help_heading = "Logging")]
     pub log_level: LogLevel,
 
+    /// How log messages are written: `text`, or `json`, one object per line.
+    #[arg(value_enum, default_value_t = EventFormat::Text, help_heading = "Logging")]
+    pub log_format: EventFormat,
+
     /// Write one line per response to stderr, whatever the log level,
     /// once its last byte is sent: peer, method, target, version, Host,
     /// status, body bytes, the time from the request head to the last
@@ -299,8 +313,10 @@ pub struct Config {
     pub access_log: bool,
 
     /// The access log's format: `unflat` (key=value pairs, with the
-    /// duration) or `combined` (the Combined Log Format of Apache and
-    /// nginx, which log tooling reads).
+    /// duration), `combined` (the Combined Log Format of Apache and nginx,
+    /// which log tooling reads) or `json` (one object per line: time,
+    /// peer, method, target, version, host, status, bytes, duration in
+    /// seconds, referer, user_agent).
     #[arg(value_enum, default_value_t = LogFormat::Unflat, help_heading = "Logging")]
     pub access_log_format: LogFormat,
 }

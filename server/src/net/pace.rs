@@ -29,7 +29,8 @@ use std::time::Duration;
 use super::Ended;
 use crate::clock::Moment;
 
-/// The rules a [`Pace`] holds a client to.
+/// The rules a client that a write waits for is held to (`Pace`, one per
+/// connection, judges by them).
 #[derive(Clone, Copy, Debug)]
 pub struct PaceRules {
     /// `--send-timeout`: the least time a stopped client is kept.

@@ -25,6 +25,10 @@ pub enum LogFormat {
     Unflat,
     /// The Combined Log Format (Apache's and nginx's `combined`).
     Combined,
+    /// One JSON object per line, for a log pipeline: `time` (RFC 3339),
+    /// `peer`, `method`, `target`, `version`, `host`, `status`, `bytes`,
+    /// `duration` (seconds, to the last byte), `referer`, `user_agent`.
+    Json,
 }
 
 /// The most bytes of a field value a line keeps (`Host`, `Referer`,
@@ -100,7 +104,7 @@ impl AccessLog {
                     format,
                     peer: match (peer, format) {
                         (None, _) => "-".to_string(),
-                        (Some(peer), LogFormat::Unflat) => peer.to_string(),
+                        (Some(peer), LogFormat::Unflat | LogFormat::Json) => peer.to_string(),
                         (Some(peer), LogFormat::Combined) => peer.ip().to_string(),
                     },
                     request: Noted {
@@ -148,8 +152,9 @@ impl AccessLog {
         };
         let n = &mut log.request;
         n.text.clear();
+        let json = log.format == LogFormat::Json;
         let mut push = |i: usize, text: &mut String, bytes: &[u8]| {
-            escape(text, bytes);
+            escape(text, bytes, json);
             n.ends[i] = text.len();
         };
         push(0, &mut n.text, method.as_bytes());
@@ -209,7 +214,26 @@ impl AccessLog {
                 }
                 write!(t, " \"{}\" \"{}\"", part(4), part(5))
             }
+            LogFormat::Json => write!(
+                t,
+                "\"peer\":\"{}\",\"method\":\"{}\",\"target\":\"{}\",\"version\":\"{}\",\"host\":\"{}\",\"status\":{status},\"bytes\":{bytes}",
+                log.peer,
+                part(0),
+                part(1),
+                part(2),
+                part(3),
+            ),
         };
+        if log.format == LogFormat::Json {
+            // The duration goes here, stamped when the line is written.
+            t.push('\u{0}');
+            let _ = write!(
+                t,
+                ",\"referer\":\"{}\",\"user_agent\":\"{}\"}}",
+                part(4),
+                part(5)
+            );
+        }
         if log.format == LogFormat::Unflat {
             // The duration goes between these and the fields that follow.
             t.push('\u{0}');
@@ -272,6 +296,17 @@ impl Log {
                 );
             }
             LogFormat::Combined => out.push_str(line),
+            LogFormat::Json => {
+                let (before, after) = line.split_once('\u{0}').unwrap_or((line, ""));
+                let micros = Moment::now().since(w.began).as_micros();
+                let _ = write!(
+                    out,
+                    "{{\"time\":\"{}\",{before},\"duration\":{}.{:06}{after}",
+                    humantime::format_rfc3339_micros(SystemTime::now()),
+                    micros / 1_000_000,
+                    micros % 1_000_000,
+                );
+            }
         }
         out.push('\n');
     }
@@ -296,8 +331,9 @@ fn noted_most(request_line: usize) -> usize {
 }
 
 /// Appends `bytes` with `"`, `\` and every byte outside printable ASCII as
-/// `\xHH`, cut at [`FIELD_MOST`] bytes.
-fn escape(text: &mut String, bytes: &[u8]) {
+/// `\xHH` (`json`: `\"`, `\\` and `\u00HH`, a JSON string's escapes), cut
+/// at [`FIELD_MOST`] bytes.
+fn escape(text: &mut String, bytes: &[u8], json: bool) {
     let bytes = &bytes[..bytes.len().min(FIELD_MOST)];
     let plain = |b: &u8| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\';
     if bytes.iter().all(plain) {
@@ -308,6 +344,11 @@ fn escape(text: &mut String, bytes: &[u8]) {
     for &b in bytes {
         if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
             text.push(char::from(b));
+        } else if json && (b == b'"' || b == b'\\') {
+            text.push('\\');
+            text.push(char::from(b));
+        } else if json {
+            let _ = write!(text, "\\u{b:04x}");
         } else {
             let _ = write!(text, "\\x{b:02X}");
         }
@@ -338,10 +379,13 @@ mod tests {
     #[test]
     fn field_values_are_escaped_and_cut() {
         let mut t = String::new();
-        escape(&mut t, b"a\"b\\c\x01\xff d");
+        escape(&mut t, b"a\"b\\c\x01\xff d", false);
         assert_eq!(t, "a\\x22b\\x5Cc\\x01\\xFF d");
+        let mut json = String::new();
+        escape(&mut json, b"a\"b\\c\x01\xff d", true);
+        assert_eq!(json, "a\\\"b\\\\c\\u0001\\u00ff d");
         let mut long = String::new();
-        escape(&mut long, &[b'x'; FIELD_MOST + 10]);
+        escape(&mut long, &[b'x'; FIELD_MOST + 10], false);
         assert_eq!(long.len(), FIELD_MOST);
     }
 
@@ -388,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_written_in_either_format() {
+    fn lines_are_written_in_each_format() {
         let fields = [
             httparse::Header {
                 name: "Host",
@@ -429,6 +473,23 @@ mod tests {
         combined.queued(&answered(None, 3, 200));
         let line = first(&mut combined);
         assert!(line.ends_with("] \"- - -\" 200 3 \"-\" \"-\"\n"), "{line}");
+        let mut json = log(LogFormat::Json);
+        json.note_parts("GET", "/a\"b", "HTTP/1.1", &fields);
+        json.queued(&answered(Some(()), 9, 100));
+        let line = first(&mut json);
+        let (time, rest) = line.split_once("\",\"peer\"").unwrap();
+        assert!(
+            time.starts_with("{\"time\":\"") && time.ends_with('Z'),
+            "{line}"
+        );
+        let (rest, duration) = rest.split_once(",\"duration\":").unwrap();
+        assert_eq!(
+            rest,
+            ":\"127.0.0.1:53844\",\"method\":\"GET\",\"target\":\"/a\\\"b\",\"version\":\"HTTP/1.1\",\"host\":\"localhost:3000\",\"status\":200,\"bytes\":9"
+        );
+        let (seconds, after) = duration.split_once(',').unwrap();
+        assert!(seconds.parse::<f64>().is_ok(), "{line}");
+        assert_eq!(after, "\"referer\":\"-\",\"user_agent\":\"curl/8.5.0\"}\n");
     }
 
     #[test]
