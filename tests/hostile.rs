@@ -759,3 +759,73 @@ fn readers_above_the_minimum_rate_are_kept_and_stopped_or_slower_ones_reset() {
     assert_eq!(counts, (1, 3), "the trickle below the rate, the stopped");
     assert_eq!((tls.too_slow(), tls.send_timeouts()), (0, 1), "the stopped");
 }
+
+/// `--shutdown-delay`: after SIGTERM the server goes on accepting and
+/// serving new connections for the delay (a load balancer still sends
+/// them), `/healthz` answering 503 and each response closing its
+/// connection; then the listener closes and the server exits. Four
+/// clients opening a connection per request see no connection refused
+/// and no request unanswered during the delay.
+#[test]
+fn a_shutdown_delay_serves_new_connections_after_sigterm() {
+    let (mut child, addr) =
+        common::spawn_server(&["--workers", "2", "--shutdown-delay", "2s", "--grace", "2s"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, stop) = (addr.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut served, mut closing) = (0u64, 0u64);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut s = TcpStream::connect(&addr).expect("a connection refused");
+                    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+                        .unwrap();
+                    let r = read_response(&mut s, &mut Vec::new(), false).expect("an answer");
+                    assert_eq!((r.status, &r.body[..]), (200, &b"aaa"[..]));
+                    served += 1;
+                    closing += u64::from(r.header("connection") == Some("close"));
+                }
+                (served, closing)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut probe = TcpStream::connect(&addr).unwrap();
+    probe
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let health = read_response(&mut probe, &mut Vec::new(), false).unwrap();
+    assert_eq!(health.status, 503, "/healthz during the delay");
+    // Most of the delay under load, then the load stops before it ends.
+    std::thread::sleep(Duration::from_millis(1400));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let counts: Vec<(u64, u64)> = load.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        killed.elapsed() < Duration::from_secs(2),
+        "the load outlasted the delay"
+    );
+    assert!(counts.iter().all(|&(_, closing)| closing > 0), "{counts:?}");
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(8),
+            "did not exit after the delay"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        killed.elapsed() >= Duration::from_secs(2),
+        "exited before the delay"
+    );
+    eprintln!("served during the delay: {counts:?}");
+}

@@ -246,8 +246,28 @@ impl<S: Service> Server<S> {
             while let Some(Control::Reload) = rx.recv().await {
                 reload(&tls, source.as_ref(), provider);
             }
-            // /healthz answers 503 from now on, while connections drain.
+            // /healthz answers 503 from now on, and responses close their
+            // connections; new ones are still served for the delay.
             stack.protocol().draining.begin();
+            let delay = stack.config.shutdown_delay;
+            if !delay.is_zero() {
+                info!(delay = ?delay, "shutting down: still accepting for --shutdown-delay");
+                let timer = net::timers::Timer::new();
+                let until = crate::clock::Moment::in_(delay);
+                timer.arm(until);
+                let delayed = timer.passed(until);
+                tokio::pin!(delayed);
+                loop {
+                    tokio::select! {
+                        () = &mut delayed => break,
+                        control = rx.recv() => match control {
+                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider),
+                            // A second Stop: the drain begins now.
+                            Some(Control::Stop) | None => break,
+                        },
+                    }
+                }
+            }
             trigger.trigger();
             loop {
                 tokio::select! {

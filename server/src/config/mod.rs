@@ -284,10 +284,20 @@ pub struct Config {
     #[range(Bounds::bytes(unflat::Encoder::MIN_DST as u64, 16 * MIB))]
     pub frame: usize,
 
-    /// Time to let responses in progress finish after Ctrl-C / SIGTERM.
+    /// Time to let responses in progress finish after Ctrl-C / SIGTERM
+    /// (after --shutdown-delay).
     #[arg(default_value = "30s", help_heading = "Timeouts")]
     #[range(Bounds::duration(Duration::ZERO, MAX_DURATION))]
     pub grace: Duration,
+
+    /// Time to keep accepting and serving after Ctrl-C / SIGTERM, /healthz
+    /// answering 503 and each response closing its connection, before the
+    /// listener closes and the --grace drain begins: a load balancer (a
+    /// Kubernetes Service) goes on sending new connections for a few
+    /// seconds after it is told. A second signal ends it at once.
+    #[arg(default_value = "0s", help_heading = "Timeouts")]
+    #[range(Bounds::duration(Duration::ZERO, MAX_DURATION))]
+    pub shutdown_delay: Duration,
 
     /// Bodies (/end-string and /large) kept in the cache for reuse, in
     /// bytes, within --memory-limit (default: a quarter of it); a larger

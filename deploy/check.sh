@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Checks deploy/ as far as a machine without a container engine allows:
+# the systemd unit with `systemd-analyze verify` (where it runs), and the
+# Containerfile's build-stage RUN lines run as a script, into a temporary
+# prefix, then the binary they installed started and asked for /healthz.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if command -v systemd-analyze >/dev/null 2>&1; then
+  unit_dir=$(mktemp -d)
+  trap 'rm -rf "$unit_dir"' EXIT
+  # ExecStart's binary must exist for verify: a stand-in at its path is
+  # not possible without root, so the unit is verified with its path
+  # pointed at the binary the build below makes.
+  sed "s|/usr/local/bin/unflat-server|$PWD/target/release/unflat-server|" \
+    deploy/unflat-server.service >"$unit_dir/unflat-server.service"
+  cargo build --release --locked -p unflat-server
+  out=$(systemd-analyze verify "$unit_dir/unflat-server.service" 2>&1 || true)
+  # Only lines about the unit itself count (not the host's other units).
+  bad=$(printf '%s\n' "$out" | grep -F "unflat-server.service" || true)
+  if [ -n "$bad" ]; then
+    printf 'systemd-analyze verify:\n%s\n' "$bad" >&2
+    exit 1
+  fi
+  echo "deploy: the systemd unit verifies"
+else
+  echo "deploy: no systemd-analyze here, the unit is not verified"
+fi
+
+# The build stage's RUN lines, in order, with /usr/local/bin moved under a
+# temporary prefix.
+prefix=$(mktemp -d)
+grep '^RUN ' deploy/Containerfile | sed 's/^RUN //' | while IFS= read -r line; do
+  line=${line//\/usr\/local\/bin/$prefix}
+  echo "deploy: $line"
+  bash -c "$line"
+done
+"$prefix/unflat-server" --addr 127.0.0.1:0 --workers 1 >"$prefix/banner" 2>/dev/null &
+pid=$!
+for _ in $(seq 100); do
+  grep -q 'http://' "$prefix/banner" && break
+  sleep 0.1
+done
+url=$(grep -o 'http://127.0.0.1:[0-9]*' "$prefix/banner" | head -1)
+status=$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")
+kill -TERM "$pid"
+wait "$pid"
+rm -rf "$prefix"
+[ "$status" = 200 ] || { echo "deploy: /healthz answered $status" >&2; exit 1; }
+echo "deploy: the Containerfile's build ran and its binary answered /healthz"
