@@ -32,12 +32,18 @@ pub fn out_dir() -> PathBuf {
 /// Builds the release binaries the harness starts (the server's, and the
 /// peers' of `peers/`, which is not a default member: hence
 /// `--workspace`), with the cargo that runs the harness, and returns the
-/// directory they are in.
+/// directory they are in. `UNFLAT_BENCH_PROFILE` names another profile for
+/// them (CI's smoke runs: `smoke`, thin LTO, quick to link); figures are
+/// measured with the release profile, the default.
 pub fn build_release(bins: &[&str]) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let profile = std::env::var("UNFLAT_BENCH_PROFILE")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "release".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root())
-        .args(["build", "--release", "--quiet", "--workspace"]);
+        .args(["build", "--profile", &profile, "--quiet", "--workspace"]);
     for b in bins {
         cmd.args(["--bin", b]);
     }
@@ -48,8 +54,8 @@ pub fn build_release(bins: &[&str]) -> PathBuf {
         bins.join(", ")
     );
     let status = cmd.status().expect("run cargo build");
-    assert!(status.success(), "cargo build --release failed");
-    root().join("target").join("release")
+    assert!(status.success(), "cargo build --profile {profile} failed");
+    root().join("target").join(profile)
 }
 
 /// `42 s`, `3 min 05 s`, `1 h 02 min`: for progress lines.
