@@ -336,6 +336,27 @@ fn sigterm_under_load_over_tls_completes_every_response_and_exits_zero() {
     sigterm_under_load(Some(&Cert::new("sigterm")));
 }
 
+/// Sends SIGTERM to `child`.
+fn sigterm(child: &std::process::Child) {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+}
+
+/// Waits for `child`, signalled at `killed`, to exit with status 0 within
+/// `within` of it.
+fn exits_zero_within(child: &mut std::process::Child, killed: Instant, within: Duration) {
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(killed.elapsed() < within, "did not exit within {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit status {status}");
+}
+
 /// SIGTERM to the server binary while four keep-alive clients (bodies of
 /// 10 B to 300 KB) ask as fast as they can, cleartext or over `tls`.
 fn sigterm_under_load(tls: Option<&Cert>) {
@@ -392,21 +413,8 @@ fn sigterm_under_load(tls: Option<&Cert>) {
         .collect();
     std::thread::sleep(Duration::from_millis(700));
     let killed = Instant::now();
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(10),
-            "did not exit within the grace period"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(status.success(), "exit status {status}");
+    sigterm(&child);
+    exits_zero_within(&mut child, killed, Duration::from_secs(10));
     let counts: Vec<u64> = load.into_iter().map(|t| t.join().unwrap()).collect();
     assert!(
         counts.iter().all(|&c| c > 0),
@@ -792,10 +800,7 @@ fn a_shutdown_delay_serves_new_connections_after_sigterm() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let killed = Instant::now();
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    sigterm(&child);
     std::thread::sleep(Duration::from_millis(300));
     let mut probe = TcpStream::connect(&addr).unwrap();
     probe
@@ -812,17 +817,7 @@ fn a_shutdown_delay_serves_new_connections_after_sigterm() {
         "the load outlasted the delay"
     );
     assert!(counts.iter().all(|&(_, closing)| closing > 0), "{counts:?}");
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(8),
-            "did not exit after the delay"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(status.success(), "exit status {status}");
+    exits_zero_within(&mut child, killed, Duration::from_secs(8));
     assert!(
         killed.elapsed() >= Duration::from_secs(2),
         "exited before the delay"
