@@ -704,15 +704,7 @@ impl<S: Service> Session<S> {
             Err(_) if p.refusal => return State::Closed,
             Err(full) => return self.out_of_memory(queue, service, p, full),
         };
-        self.served += 1;
-        // What the request held is in the queue now, or let go.
-        self.budget.note_held(0);
-        if let Some(body) = p.body.take() {
-            // A kept request body is freed now, not once the response is
-            // written: so is its part of the lease.
-            drop(body);
-            self.budget.trim(queue.footprint());
-        }
+        self.answered(queue, &mut p);
         let Outcome::Reply(reply) = p.answer else {
             self.record(service, queue, p.label, written);
             return State::Closed;
@@ -729,6 +721,18 @@ impl<S: Service> Session<S> {
         }
     }
 
+    /// Counts the request of `p` answered, its response queued or set out
+    /// on: what it held is in the queue now, or let go, and a request body
+    /// it kept is freed now, not once the response is written, with its
+    /// part of the lease.
+    fn answered(&mut self, queue: &WriteQueue, p: &mut Pending<S>) {
+        self.served += 1;
+        self.budget.note_held(0);
+        if p.body.take().is_some() {
+            self.budget.trim(queue.footprint());
+        }
+    }
+
     /// Sets out on a streamed response whose head is `head`, to be queued
     /// only with its first chunk ([`Session::stream`]).
     fn begin_stream(
@@ -737,11 +741,7 @@ impl<S: Service> Session<S> {
         mut p: Pending<S>,
         head: StreamHead,
     ) -> State<S> {
-        self.served += 1;
-        self.budget.note_held(0);
-        if p.body.take().is_some() {
-            self.budget.trim(queue.footprint());
-        }
+        self.answered(queue, &mut p);
         let Outcome::Reply(reply) = p.answer else {
             unreachable!("a refusal is no stream")
         };
