@@ -304,7 +304,7 @@ def attack_large(o):
         limit, flags = 256 * MIB, ["--large-bytes", "256MiB"]
     else:
         limit, flags = 256 * MIB, ["--memory-limit", "256MiB", "--cache-bytes", "0"]
-    server = Server(o.bin, flags + ["--max-large", "128MiB", "--send-timeout", "60s"])
+    server = Server(o.bin, flags + ["--max-large", "128MiB", "--send-timeout", "60s", "--min-send-rate-grace", "60s"])
     idle = server.rss()
     probe = Probe(server)
     answers, conns = {}, []
@@ -331,7 +331,7 @@ def attack_large(o):
 def attack_large_tls(o):
     small = [] if o.defaults or o.old else ["--memory-limit", "256MiB"]
     limit = GIB if o.defaults or o.old else 256 * MIB
-    server = Server(o.bin, small + ["--tls-self-signed", "--max-large", "128MiB", "--send-timeout", "60s"])
+    server = Server(o.bin, small + ["--tls-self-signed", "--max-large", "128MiB", "--send-timeout", "60s", "--min-send-rate-grace", "60s"])
     idle = server.rss()
     context = untrusting()
     size = (8 << 20) if o.quick else (100 << 20)
@@ -361,7 +361,7 @@ def attack_readers(o):
     small = [] if o.defaults else ["--max-queued-total", "32MiB"]
     # The connections' part of the limit, and the body they ask for.
     limit = (GIB // 2 if o.defaults else 32 * MIB) + MIB
-    server = Server(o.bin, small + ["--send-timeout", "120s"])
+    server = Server(o.bin, small + ["--send-timeout", "120s", "--min-send-rate-grace", "120s"])
     s = socket.create_connection(server.addr)
     s.sendall(b"GET /end-string/16384?kind=twobyte HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
     recv_all(s)
@@ -456,7 +456,7 @@ def charges_line(form, server, idle, before, parts, note=""):
 def attack_charges(o):
     n = 4 if o.quick else 8
     chars = (1 << 20) if o.quick else (8 << 20)
-    big = ["--memory-limit", "8GiB", "--cache-bytes", "4GiB", "--max-large", "1GiB", "--send-timeout", "120s",
+    big = ["--memory-limit", "8GiB", "--cache-bytes", "4GiB", "--max-large", "1GiB", "--send-timeout", "120s", "--min-send-rate-grace", "120s",
            "--max-body", "64MiB"]
 
     def get(server, path):

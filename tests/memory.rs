@@ -305,6 +305,9 @@ fn large_payloads_held_by_responses_are_counted() {
         "0",
         "--send-timeout",
         "60s",
+        // Held while measured: a non-reader is below the minimum rate.
+        "--min-send-rate-grace",
+        "60s",
     ]);
     let idle = server.rss();
     let clients = 10;
@@ -367,7 +370,14 @@ fn large_payloads_held_by_responses_are_counted() {
 /// queued is refused with 503.
 fn connection_buffers_are_counted() {
     let part = 32 * MIB;
-    let server = Server::start(&["--connection-memory", "32MiB", "--send-timeout", "120s"]);
+    let server = Server::start(&[
+        "--connection-memory",
+        "32MiB",
+        "--send-timeout",
+        "120s",
+        "--min-send-rate-grace",
+        "120s",
+    ]);
     // The body, built and cached before the idle reading.
     assert_eq!(server.get("/end-string/16384?kind=twobyte").status, 200);
     let idle = server.rss();
@@ -397,7 +407,14 @@ fn connection_buffers_are_counted() {
 /// ~330 MiB here).
 fn a_thousand_non_readers_with_the_defaults() {
     let defaults = Config::default();
-    let server = Server::start(&["--send-timeout", "120s", "--workers", "2"]);
+    let server = Server::start(&[
+        "--send-timeout",
+        "120s",
+        "--min-send-rate-grace",
+        "120s",
+        "--workers",
+        "2",
+    ]);
     let idle = server.rss();
     let clients = 1000;
     let stuck = non_readers(server.addr, clients);
@@ -438,6 +455,7 @@ fn rope_bodies_cost_a_frame_per_connection() {
         addr: "127.0.0.1:0".parse().unwrap(),
         workers: Some(2),
         send_timeout: Duration::from_secs(120),
+        min_send_rate_grace: Duration::from_secs(120),
         ..Config::default()
     };
     let (bound, frame) = (config.max_queued_bytes as u64, config.frame as u64);
