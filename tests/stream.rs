@@ -581,7 +581,10 @@ fn a_stream_cut_short_is_seen_cut_through_nginx() {
     s.write_all(b"GET /1024/2097152 HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
     let (out, reset) = read_to_end_or_reset(&mut s);
-    let _ = child.kill();
+    // SIGTERM, not SIGKILL: the master stops its workers before it exits.
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
     let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
