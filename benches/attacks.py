@@ -414,7 +414,7 @@ def attack_startup(o):
     with tempfile.TemporaryDirectory() as d:
         fifo = os.path.join(d, "fifo.pem")
         os.mkfifo(fifo)
-        key = os.path.join(ROOT, "tests/fixtures/rsa-1024-key.pem")
+        key = os.path.join(ROOT, "server/tests/fixtures/rsa-1024-key.pem")
         cert = os.path.join(d, "rsa-1024-cert.pem")
         subprocess.run(["openssl", "req", "-x509", "-key", key, "-subj", "/CN=localhost",
                         "-days", "1", "-out", cert], check=True, capture_output=True)

@@ -1,6 +1,6 @@
 //! The request head's scanner (`h1::scan`, one walk) against httparse's
 //! `Request::parse_with_uninit_headers`, which it stands in for and answers
-//! alike (tests/head_scan.rs, the `request_head` fuzz target): the time to
+//! alike (server/tests/suite/head_scan.rs, the `request_head` fuzz target): the time to
 //! parse each of the heads `benches/instructions.py` sends — a plain one,
 //! TechEmpower's, one with a query — with room for 64 fields.
 //!

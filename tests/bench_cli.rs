@@ -3,18 +3,18 @@
 //! before any benchmark starts, never a panic; `--bench`, which `cargo
 //! bench` passes, is accepted; `--help` describes every option.
 //!
-//! The harnesses are built here with the cargo that runs the tests (the
-//! dev profile: what is checked is the parsing, not the speed), once for
-//! all the tests of this file.
+//! The harnesses are bench targets, which no test can ask cargo for, and
+//! building them inside `cargo test` would nest one cargo in another: so
+//! these tests are ignored by a plain `cargo test`, and `.ci/run` runs them
+//! (`cargo test --test bench_cli -- --ignored`) with `UNFLAT_HARNESSES`
+//! naming a directory of the executables it built for its smoke runs.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-#[path = "common/built.rs"]
-mod built;
+/// Why these tests are ignored by a plain `cargo test`.
+const NEEDS: &str = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)";
 
 /// The custom harnesses (`harness = false` benches with a command line).
 const HARNESSES: [&str; 6] = [
@@ -26,24 +26,19 @@ const HARNESSES: [&str; 6] = [
     "probe-latency",
 ];
 
-/// Each harness's executable, by bench name, built on first use.
-fn harnesses() -> &'static HashMap<String, PathBuf> {
-    static BUILT: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let args: Vec<&str> = HARNESSES.iter().flat_map(|h| ["--bench", h]).collect();
-        let built = built::cargo_build(&args, "bench");
-        for h in HARNESSES {
-            assert!(built.contains_key(h), "cargo built no executable for {h}");
-        }
-        built
-    })
+/// A harness's executable: `$UNFLAT_HARNESSES/<bench name>`.
+fn executable(name: &str) -> PathBuf {
+    let dir = std::env::var_os("UNFLAT_HARNESSES").unwrap_or_else(|| panic!("{NEEDS}"));
+    let exe = PathBuf::from(dir).join(name);
+    assert!(exe.is_file(), "{}: no such executable ({NEEDS})", exe.display());
+    exe
 }
 
 /// Runs `harness args…`, which must exit within 20 s (a harness that took
 /// a bad option would start its benchmark instead, and be killed here).
 /// Returns (status code, stdout, stderr).
 fn run(harness: &str, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(&harnesses()[harness])
+    let mut child = Command::new(executable(harness))
         .args(args)
         // copies turns into a server when this is set.
         .env_remove("UNFLAT_COPIES_SERVE")
@@ -94,6 +89,7 @@ fn refused(harness: &str, args: &[&str], names: &[&str]) {
 }
 
 #[test]
+#[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
 fn end_string_refuses_bad_options_with_one_line_and_status_2() {
     for (args, names) in [
         (
@@ -172,6 +168,7 @@ fn runs_file(dir: &std::path::Path, name: &str, rows: &[&str]) -> String {
 }
 
 #[test]
+#[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
 fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
     let dir = scratch_dir("from-runs");
     // Two rounds: the machine twice as busy in the second, direct 10 %
@@ -246,6 +243,7 @@ fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
 }
 
 #[test]
+#[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
 fn end_string_compares_hyper_stock_with_direct_and_with_hyper() {
     let dir = scratch_dir("stock-runs");
     let runs = runs_file(
@@ -282,6 +280,7 @@ fn end_string_compares_hyper_stock_with_direct_and_with_hyper() {
 }
 
 #[test]
+#[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
 fn the_other_harnesses_refuse_bad_options_with_one_line_and_status_2() {
     for (harness, args, names) in [
         ("large-write", &["--size-mib", "0"][..], &["--size-mib"][..]),
@@ -347,6 +346,7 @@ fn described_options(help: &str) -> Vec<(String, String)> {
 }
 
 #[test]
+#[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
 fn help_describes_every_option_and_bench_is_accepted() {
     for harness in HARNESSES {
         // `--bench` first, as if cargo bench had put it anywhere: accepted.

@@ -15,7 +15,7 @@ use unflat_server::{Config, Stack};
 // The session tests' trivial service, included by path. The fuzz crate
 // cannot use the tests' helpers, and a module of unflat-server kept for
 // tests alone would widen the core's public API.
-#[path = "../../tests/common/trivial.rs"]
+#[path = "../../server/tests/common/trivial.rs"]
 mod trivial;
 
 use trivial::Trivial;

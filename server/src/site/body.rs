@@ -124,7 +124,7 @@ impl BodyKey {
                 },
                 // Ropey's 1 KiB nodes and the build's freed ones: 1.17 to
                 // 1.19 resident bytes per byte of text, measured
-                // (docs/robustness.md; tests/memory.rs). A fifth over.
+                // (docs/robustness.md; server/tests/suite/memory.rs). A fifth over.
                 BodyKey::Text(
                     k @ Key {
                         form: Form::Rope, ..

@@ -22,7 +22,7 @@
 //!   service's longest, unknown option): 400, refused from the head.
 //!
 //! fuzz/fuzz_targets/session.rs includes this file with `#[path]`. The
-//! fuzz crate cannot reach `tests/common`, and a module in unflat-server
+//! fuzz crate cannot reach `server/tests/common`, and a module in unflat-server
 //! kept only for tests would widen the core's public API.
 
 use std::ops::Range;

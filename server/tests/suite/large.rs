@@ -2,12 +2,11 @@
 //! and not at all for a `HEAD`. In a test binary of their own, because a
 //! gigabyte payload would skew the memory measured by the other tests.
 
-mod common;
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{config, connect};
+use crate::common::{config, connect};
 use unflat_server::memory::Part;
 use unflat_server::{Config, Running, Strategy};
 
@@ -22,7 +21,7 @@ fn gigabyte(workers: u16) -> Config {
 }
 
 fn served(server: &Running) -> bool {
-    let r = common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = crate::common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
     r.status == 200 && r.body == b"aaa"
 }
 
@@ -73,7 +72,7 @@ fn a_large_payload_is_built_off_the_event_loop() {
 fn head_of_a_large_payload_is_answered_from_its_size_alone() {
     let server = Running::start(gigabyte(2)).unwrap();
     let size = 1 << 30;
-    let r = common::exchange(
+    let r = crate::common::exchange(
         &server,
         format!("HEAD /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
     );
@@ -109,10 +108,10 @@ fn the_flatten_strategy_counts_its_copy_of_a_payload_once() {
         .unwrap();
     let mut buf = Vec::new();
     for len in [3000, 3000, 3000, size] {
-        let r = common::read_response(&mut s, &mut buf, false).unwrap();
+        let r = crate::common::read_response(&mut s, &mut buf, false).unwrap();
         assert_eq!((r.status, r.body.len()), (200, len));
         assert!(
-            r.body == common::large_body(len),
+            r.body == crate::common::large_body(len),
             "the payload of {len} bytes"
         );
     }

@@ -5,12 +5,11 @@
 //! table; docs/robustness.md lists them. The table runs over cleartext and
 //! over TLS alike.
 
-mod common;
 
 use std::io::{Read, Write};
 
-use common::tls::{client, Cert, Duplex};
-use common::{connect, read_response, start};
+use crate::common::tls::{client, Cert, Duplex};
+use crate::common::{connect, read_response, start};
 use unflat_server::{Running, Strategy};
 
 /// What a case expects.
@@ -311,7 +310,7 @@ fn expect_100_continue_is_not_sent_for_a_head_already_refused() {
         let first = String::from_utf8_lossy(&r.head[..12]).into_owned();
         assert_eq!(first, format!("HTTP/1.1 {status}"), "{request}");
         assert_eq!(r.header("connection"), Some("close"), "{request}");
-        assert!(common::closed(&mut s, &mut buf), "{request}: not closed");
+        assert!(crate::common::closed(&mut s, &mut buf), "{request}: not closed");
     }
 }
 
@@ -319,17 +318,17 @@ fn expect_100_continue_is_not_sent_for_a_head_already_refused() {
 fn head_has_the_headers_of_get() {
     let server = start(Strategy::Direct);
     for path in ["/", "/end-string/100?kind=latin1", "/large/5000", "/nope"] {
-        let get = common::exchange(
+        let get = crate::common::exchange(
             &server,
             format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
         );
-        let head = common::exchange(
+        let head = crate::common::exchange(
             &server,
             format!("HEAD {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
         );
         assert_eq!(get.status, head.status);
         assert!(head.body.is_empty());
-        let strip = |r: &common::Raw| {
+        let strip = |r: &crate::common::Raw| {
             r.headers
                 .iter()
                 .filter(|(n, _)| n != "Date")

@@ -8,9 +8,6 @@
 //! Skipped, with a message saying so, when `haproxy` is not on PATH
 //! (`apt-get install haproxy`).
 
-mod common;
-#[path = "common/haproxy.rs"]
-mod haproxy;
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -20,7 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use haproxy::Haproxy;
+use crate::common::haproxy::Haproxy;
 
 /// The backend's name in deploy/haproxy.cfg, and its servers' names.
 const BACKEND: &str = "replicas";
@@ -41,14 +38,14 @@ impl Replica {
     fn start(port: u16) -> Replica {
         let begun = Instant::now();
         loop {
-            let mut child = Command::new(common::server_binary())
+            let mut child = Command::new(crate::common::server_binary())
                 .args(["--addr", &format!("127.0.0.1:{port}"), "--workers", "1"])
                 .env("RUST_LOG", "warn")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("start unflat-server");
-            if common::banner_address(&mut child).is_some() {
+            if crate::common::banner_address(&mut child).is_some() {
                 return Replica { child };
             }
             let status = child.wait().unwrap();
@@ -107,7 +104,7 @@ fn requests() -> Vec<(String, Vec<u8>)> {
                     format!(
                         "GET /end-string/{len}?kind={kind}&body={body} HTTP/1.1\r\nHost: replicas\r\n\r\n"
                     ),
-                    common::end_string_body(len, kind),
+                    crate::common::end_string_body(len, kind),
                 ));
             }
         }
@@ -136,7 +133,7 @@ fn client(id: usize, frontend: String, stop: Arc<AtomicBool>) -> JoinHandle<(usi
             let path = request.split(' ').nth(1).unwrap();
             let answer = conn
                 .write_all(request.as_bytes())
-                .and_then(|()| common::read_response(&mut conn, &mut buf, false));
+                .and_then(|()| crate::common::read_response(&mut conn, &mut buf, false));
             match answer {
                 Ok(r) if r.status == 200 && r.body == *expected => good += 1,
                 Ok(r) => {
@@ -160,16 +157,16 @@ fn client(id: usize, frontend: String, stop: Arc<AtomicBool>) -> JoinHandle<(usi
 
 #[test]
 fn a_rolling_restart_behind_haproxy_fails_no_request() {
-    if !haproxy::installed() {
+    if !crate::common::haproxy::installed() {
         eprintln!("skipped: haproxy is not on PATH (apt-get install haproxy runs this test)");
         return;
     }
     let dir = std::env::temp_dir().join(format!("unflat-replicas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let ports = [haproxy::free_port(), haproxy::free_port()];
+    let ports = [crate::common::haproxy::free_port(), crate::common::haproxy::free_port()];
     let mut replicas: Vec<Option<Replica>> =
         ports.iter().map(|&p| Some(Replica::start(p))).collect();
-    let frontend = format!("127.0.0.1:{}", haproxy::free_port());
+    let frontend = format!("127.0.0.1:{}", crate::common::haproxy::free_port());
     let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
     let proxy = Haproxy::start(&frontend, &addrs, &dir);

@@ -4,9 +4,6 @@
 //! strategies; and produced lazily, so that a reader that pauses holds a
 //! bounded part of a long stream.
 
-mod common;
-#[path = "common/haproxy.rs"]
-mod haproxy;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -15,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use common::{connect, end_string_body, read_response, Raw};
+use crate::common::{connect, end_string_body, read_response, Raw};
 use unflat::head::Status;
 use unflat::queue::{SharedRope, WriteQueue};
 use unflat::Utf16;
@@ -83,7 +80,7 @@ fn assert_streamed_head(r: &Raw, chunked: bool) {
 #[test]
 fn a_stream_is_byte_exact_chunked_bare_and_after_head_for_every_kind_and_form() {
     for strategy in [Strategy::Direct, Strategy::Flatten] {
-        let server = common::start(strategy);
+        let server = crate::common::start(strategy);
         // HTTP/1.1 on one connection: a wrong byte of framing anywhere
         // breaks every response after it.
         let mut s = connect(&server);
@@ -137,9 +134,9 @@ fn a_stream_is_byte_exact_chunked_bare_and_after_head_for_every_kind_and_form() 
 
 #[test]
 fn a_chunk_count_out_of_range_or_repeated_is_refused() {
-    let server = common::start(Strategy::Direct);
+    let server = crate::common::start(Strategy::Direct);
     for query in ["chunks=0", "chunks=65537", "chunks=x", "chunks=2&chunks=3"] {
-        let r = common::exchange(
+        let r = crate::common::exchange(
             &server,
             format!("GET /end-string/10?{query} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
         );
@@ -149,7 +146,7 @@ fn a_chunk_count_out_of_range_or_repeated_is_refused() {
             "{query}: the reason names the parameter"
         );
     }
-    let r = common::exchange(
+    let r = crate::common::exchange(
         &server,
         b"GET /end-string/10?chunks=65536 HTTP/1.1\r\nHost: t\r\n\r\n",
     );
@@ -491,16 +488,16 @@ fn a_stream_cut_short_never_ends_as_if_complete() {
 /// docs/robustness.md, and printed here.) Skipped without haproxy.
 #[test]
 fn a_stream_cut_short_is_seen_cut_through_haproxy() {
-    if !haproxy::installed() {
+    if !crate::common::haproxy::installed() {
         eprintln!("skipped: haproxy is not on PATH (apt-get install haproxy runs this test)");
         return;
     }
     let server = sized_server();
     let dir = std::env::temp_dir().join(format!("unflat-cut-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let frontend = format!("127.0.0.1:{}", haproxy::free_port());
+    let frontend = format!("127.0.0.1:{}", crate::common::haproxy::free_port());
     let addr = server.addr().to_string();
-    let proxy = haproxy::Haproxy::start(&frontend, &[&addr, &addr], &dir);
+    let proxy = crate::common::haproxy::Haproxy::start(&frontend, &[&addr, &addr], &dir);
     for name in ["r1", "r2"] {
         proxy.wait_up("replicas", name, Duration::from_secs(10));
     }
@@ -549,7 +546,7 @@ fn a_stream_cut_short_is_seen_cut_through_nginx() {
     let server = sized_server();
     let dir = std::env::temp_dir().join(format!("unflat-nginx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let port = haproxy::free_port();
+    let port = crate::common::haproxy::free_port();
     let conf = format!(
         "worker_processes 1; daemon off; pid {dir}/nginx.pid; error_log {dir}/error.log;\n\
          events {{ worker_connections 64; }}\n\

@@ -1,7 +1,6 @@
 //! haproxy for the tests: started in the foreground with
 //! `deploy/haproxy.cfg` and the addresses it reads from the environment,
 //! asked for its servers' state on its stats socket, stopped by pid.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -76,7 +75,7 @@ impl Haproxy {
     /// `frontend` and the replicas at `replicas` (as many as the file
     /// names), its stats socket in `dir`; waits until the socket answers.
     pub fn start(frontend: &str, replicas: &[&str], dir: &Path) -> Haproxy {
-        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/haproxy.cfg");
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/haproxy.cfg");
         let socket = dir.join("haproxy.sock");
         let mut cmd = Command::new(binary().expect("haproxy is installed"));
         // -db: in the foreground, so that its pid is the one to stop.

@@ -5,13 +5,12 @@
 //! the trivial service of `common/trivial.rs`: what is counted is the
 //! core's.
 
-mod common;
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use common::trivial::{Form, Trivial};
+use crate::common::trivial::{Form, Trivial};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use unflat_server::net::{self, shutdown};
 use unflat_server::session::TURN;
@@ -106,10 +105,10 @@ impl AsyncWrite for FakeSocket {
 
 fn app(strategy: Strategy) -> Stack<Trivial> {
     Stack::with_service(
-        common::config(strategy),
+        crate::common::config(strategy),
         "127.0.0.1:0".parse().unwrap(),
         None,
-        |_| Trivial::new(common::TRIVIAL_LONGEST),
+        |_| Trivial::new(crate::common::TRIVIAL_LONGEST),
     )
 }
 
@@ -142,7 +141,7 @@ fn bodies(output: &[u8]) -> Vec<usize> {
     let mut buf = output.to_vec();
     let mut lens = Vec::new();
     while !buf.is_empty() {
-        let r = common::read_response(&mut io::empty(), &mut buf, false).unwrap();
+        let r = crate::common::read_response(&mut io::empty(), &mut buf, false).unwrap();
         assert_eq!(r.body, Form::Text.body(r.body.len()));
         lens.push(r.body.len());
     }

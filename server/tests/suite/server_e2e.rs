@@ -1,10 +1,9 @@
 //! End to end with reqwest: every route, bodies byte-exact, both strategies,
 //! over cleartext and over HTTPS.
 
-mod common;
 
-use common::tls::Cert;
-use common::{end_string_body, large_body, sha256, start};
+use crate::common::tls::Cert;
+use crate::common::{end_string_body, large_body, sha256, start};
 use unflat_server::{Running, Strategy};
 
 /// A server and a reqwest client for it, over cleartext or HTTPS (a
@@ -24,7 +23,7 @@ impl Site {
             return Site {
                 base: format!("http://{}", server.addr()),
                 server,
-                client: common::tls::reqwest_cleartext(),
+                client: crate::common::tls::reqwest_cleartext(),
                 _cert: None,
             };
         }

@@ -7,10 +7,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
 
 fn server() -> Command {
-    let mut cmd = Command::new(common::server_binary());
+    let mut cmd = Command::new(crate::common::server_binary());
     // A clean environment for the variables under test.
     for (k, _) in std::env::vars() {
         if k.starts_with("UNFLAT_") {
@@ -228,7 +227,7 @@ fn a_tls_certificate_or_key_that_cannot_be_used_is_one_line_naming_the_file_and_
 /// listens, naming the limit and its size; the longest they take starts.
 #[test]
 fn a_certificate_chain_longer_than_openssl_clients_take_is_one_line_and_exit_2() {
-    use common::tls::{certificate_message, most_copies_taken, Cert};
+    use crate::common::tls::{certificate_message, most_copies_taken, Cert};
     let over = Cert::new("cli-chain-over");
     let copies = most_copies_taken(over.der.len()) + 1;
     over.repeat(copies);
@@ -254,7 +253,7 @@ fn a_certificate_chain_longer_than_openssl_clients_take_is_one_line_and_exit_2()
     taken.repeat(most_copies_taken(taken.der.len()));
     let args = taken.args();
     let (mut child, _addr) =
-        common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        crate::common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -4,7 +4,6 @@
 //! (accepting past the file-descriptor limit) is logged about once a
 //! second, with a count of the others.
 
-mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -12,7 +11,7 @@ use std::process::{Child, ChildStderr, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{banner_address, read_response, server_binary};
+use crate::common::{banner_address, read_response, server_binary};
 
 /// Keep-alive requests on one connection: their access-log lines are far
 /// more than a pipe (64 KiB) and the server's buffer hold.

@@ -1,11 +1,10 @@
 //! The server over raw TCP: pipelining, HTTP/1.0, HEAD, chunked bodies,
 //! slow readers, and byte-identical output from both strategies.
 
-mod common;
 
 use std::io::{Read, Write};
 
-use common::{
+use crate::common::{
     closed, connect, end_string_body, exchange, large_body, read_response, sha256, start,
 };
 use unflat_server::Strategy;
@@ -235,12 +234,12 @@ fn raw_echo_answers_the_body_exactly_as_received() {
         assert_eq!(r.body, expected);
     }
     // JSON stays the default; an unknown format is refused.
-    let json = common::exchange(
+    let json = crate::common::exchange(
         &server,
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
     );
     assert_eq!(json.header("content-type"), Some("application/json"));
-    let bad = common::exchange(&server, b"GET /echo?format=xml HTTP/1.1\r\nHost: t\r\n\r\n");
+    let bad = crate::common::exchange(&server, b"GET /echo?format=xml HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(bad.status, 400);
 }
 
@@ -315,7 +314,7 @@ fn every_generated_body_says_its_type_and_nosniff() {
         ),
         ("GET / HTTP/1.1\r\n\r\n", 400, "text/plain; charset=utf-8"),
     ] {
-        let r = common::exchange(&server, request.as_bytes());
+        let r = crate::common::exchange(&server, request.as_bytes());
         let first = request.lines().next().unwrap();
         assert_eq!(r.status, status, "{first}");
         assert_eq!(r.header("content-type"), Some(content_type), "{first}");
@@ -325,7 +324,7 @@ fn every_generated_body_says_its_type_and_nosniff() {
             "{first}"
         );
     }
-    let r = common::exchange(&server, b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = crate::common::exchange(&server, b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(r.status, 204);
     assert_eq!(r.header("x-content-type-options"), None);
     assert_eq!(r.header("content-type"), None);

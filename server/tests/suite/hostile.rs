@@ -1,15 +1,14 @@
 //! Slow and hostile clients, timeouts and graceful shutdown. Timeouts are
 //! set short here; the assertions are on bytes, statuses and counts.
 
-mod common;
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::tls::{Cert, Duplex};
-use common::{closed_within, config, connect, read_response};
+use crate::common::tls::{Cert, Duplex};
+use crate::common::{closed_within, config, connect, read_response};
 use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
@@ -32,7 +31,7 @@ fn answered(s: &TcpStream) -> bool {
 }
 
 fn served(server: &Running) -> bool {
-    let r = common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = crate::common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
     r.status == 200 && r.body == b"aaa"
 }
 
@@ -101,7 +100,7 @@ fn silent_body_is_answered_408_and_closed_after_the_body_timeout() {
 /// Sends `head`, then `body` one byte every 250 ms until the server
 /// answers; returns the answer, the bytes of `body` sent, and the time from
 /// the end of the head to the answer.
-fn trickle(server: &Running, head: &[u8], body: &[u8]) -> (common::Raw, usize, Duration) {
+fn trickle(server: &Running, head: &[u8], body: &[u8]) -> (crate::common::Raw, usize, Duration) {
     let mut s = connect(server);
     s.write_all(head).unwrap();
     let begun = Instant::now();
@@ -307,7 +306,7 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
     let server = Running::start(short_timeouts()).unwrap();
     assert!(served(&server)); // warm-up: the body is cached
                               // Resident memory of this process (the server runs in it).
-    let before = common::proc_status_bytes("self", "VmRSS:");
+    let before = crate::common::proc_status_bytes("self", "VmRSS:");
     let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
     let mut hostile: Vec<TcpStream> = (0..100)
         .map(|_| {
@@ -320,7 +319,7 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
         // The server may stop reading (backpressure) before it has all of it.
         let _ = s.write_all(batch.as_bytes());
     }
-    common::non_readers_bounded_and_closed("clients", before, || served(&server), &mut hostile);
+    crate::common::non_readers_bounded_and_closed("clients", before, || served(&server), &mut hostile);
 }
 
 #[test]
@@ -368,7 +367,7 @@ fn sigterm_under_load(tls: Option<&Cert>) {
     ];
     args.extend(tls.map(Cert::args).unwrap_or_default());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (mut child, addr) = common::spawn_server(&args);
+    let (mut child, addr) = crate::common::spawn_server(&args);
     let load: Vec<_> = (0..4)
         .map(|i| {
             let addr = addr.clone();
@@ -379,7 +378,7 @@ fn sigterm_under_load(tls: Option<&Cert>) {
                 let tcp = TcpStream::connect(&addr).unwrap();
                 tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
                 let mut s: Box<dyn Duplex> = match &der {
-                    Some(der) => Box::new(common::tls::over(tcp, der)),
+                    Some(der) => Box::new(crate::common::tls::over(tcp, der)),
                     None => Box::new(tcp),
                 };
                 let req = format!("GET /end-string/{len} HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -598,7 +597,7 @@ fn a_steady_slow_reader_is_never_reset_and_a_stopped_one_is() {
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut s: Box<dyn Duplex> = match tls {
             false => Box::new(tcp),
-            true => Box::new(common::tls::over(tcp, &cert.der)),
+            true => Box::new(crate::common::tls::over(tcp, &cert.der)),
         };
         s.write_all(b"GET /large/16MiB HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
@@ -747,7 +746,7 @@ fn readers_above_the_minimum_rate_are_kept_and_stopped_or_slower_ones_reset() {
             std::thread::spawn(move || {
                 let mut s: Box<dyn Duplex> = match over_tls {
                     false => Box::new(tcp),
-                    true => Box::new(common::tls::over(tcp, &der)),
+                    true => Box::new(crate::common::tls::over(tcp, &der)),
                 };
                 read_as(&mut *s, reader)
             })
@@ -777,7 +776,7 @@ fn readers_above_the_minimum_rate_are_kept_and_stopped_or_slower_ones_reset() {
 #[test]
 fn a_shutdown_delay_serves_new_connections_after_sigterm() {
     let (mut child, addr) =
-        common::spawn_server(&["--workers", "2", "--shutdown-delay", "2s", "--grace", "2s"]);
+        crate::common::spawn_server(&["--workers", "2", "--shutdown-delay", "2s", "--grace", "2s"]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let load: Vec<_> = (0..4)
         .map(|_| {

@@ -3,7 +3,6 @@
 //! draining), `/metrics`, and `--reuse-port`. Its sessions in memory
 //! (`ask`) are the demo's, not the trivial service's: they test its routes.
 
-mod common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     app, banner_address, connect, exchange, read_response, serve_in_memory, server_binary, Raw,
 };
 use unflat_server::{Config, Running, Strategy};
@@ -404,7 +403,7 @@ fn scrape(server: &Running) -> HashMap<String, f64> {
 
 #[test]
 fn metrics_parse_and_move_with_requests() {
-    let server = common::start(Strategy::Direct);
+    let server = crate::common::start(Strategy::Direct);
     let before = scrape(&server);
     let at = |m: &HashMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0);
     let ok = r#"unflat_requests_total{route="/end-string",status="200"}"#;
@@ -465,7 +464,7 @@ fn reuse_port_lets_two_servers_bind_one_port() {
     let config = |addr: &str, reuse_port: bool| Config {
         addr: addr.parse().unwrap(),
         reuse_port,
-        ..common::config(Strategy::Direct)
+        ..crate::common::config(Strategy::Direct)
     };
     let first = Running::start(config("127.0.0.1:0", true)).unwrap();
     let addr = first.addr().to_string();
@@ -538,7 +537,7 @@ fn families(text: &str) -> Vec<(String, String)> {
 
 #[test]
 fn metrics_speak_the_prometheus_text_format_unless_openmetrics_is_asked_for() {
-    let server = common::start(Strategy::Direct);
+    let server = crate::common::start(Strategy::Direct);
     let answered = exchange(&server, b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(answered.status, 200);
     for (accept, content_type) in [

@@ -8,14 +8,13 @@
 //! (base + fixed) + allocator` ([`PER_CONNECTION`], [`SLACK`]), or a count:
 //! refusals, builds, bytes.
 
-mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::{proc_status_bytes, read_response, spawn_server, Raw};
+use crate::common::{proc_status_bytes, read_response, spawn_server, Raw};
 use socket2::{Domain, Socket, Type};
 use unflat_server::memory::Part;
 use unflat_server::{Config, Running};
@@ -26,7 +25,7 @@ const MIB: u64 = 1 << 20;
 /// docs/robustness.md's formula has it: its base (a 16 KiB read buffer and
 /// an 8 KiB write buffer, counted but never refused) and what its task
 /// holds beyond its lease (its state, its socket's registration; measured
-/// at about 2 KiB by tests/server_alloc.rs, which bounds it at 4 KiB).
+/// at about 2 KiB by server/tests/server_alloc.rs, which bounds it at 4 KiB).
 const PER_CONNECTION: u64 = (24 + 4) * 1024;
 
 /// The allocator's own overhead, which the formula allows for: its size
@@ -542,7 +541,7 @@ fn long_heads_are_counted() {
     );
     assert!(held <= part, "{held} bytes beyond the bases");
     assert!(refused > 0 && !waiting.is_empty(), "{refused} refused");
-    let r = common::exchange(&server, b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = crate::common::exchange(&server, b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(r.status, 200, "a normal client is served");
 }
 

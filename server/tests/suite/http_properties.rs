@@ -8,11 +8,10 @@
 //! bytes it must. (The head builder's own properties are the encoder's:
 //! `encoder/tests/head.rs`.)
 
-mod common;
 
 use bytes::{Buf, BytesMut};
-use common::trivial::{chunked, Form};
-use common::{read_response, serve_in_memory as serve, trivial, undated, Raw};
+use crate::common::trivial::{chunked, Form};
+use crate::common::{read_response, serve_in_memory as serve, trivial, undated, Raw};
 use proptest::prelude::*;
 use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};

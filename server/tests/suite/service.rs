@@ -3,14 +3,13 @@
 //! persistence, HEAD, pipelining, refusals, its connections counted by the
 //! core, and one call per response to observe it by.
 
-mod common;
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::read_response;
+use crate::common::read_response;
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
@@ -152,16 +151,16 @@ fn a_second_service_is_served_by_the_same_core() {
     assert_eq!((post.status, &post.body[..]), (200, &b"5\n"[..]));
     let old = read_response(&mut s, &mut buf, false).unwrap();
     assert_eq!((old.status, old.header("connection")), (200, Some("close")));
-    assert!(common::closed(&mut s, &mut buf), "HTTP/1.0 closes");
+    assert!(crate::common::closed(&mut s, &mut buf), "HTTP/1.0 closes");
 
     // The core's own refusal: a head it cannot read.
-    let r = common::exchange(
+    let r = crate::common::exchange(
         &server,
         b"GET /hello HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n",
     );
     assert_eq!((r.status, r.header("connection")), (400, Some("close")));
     // A refusal from the head: no 100 Continue, the final status at once.
-    let r = common::exchange(
+    let r = crate::common::exchange(
         &server,
         b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
     );

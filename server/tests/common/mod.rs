@@ -14,7 +14,7 @@ use unflat::queue::WriteQueue;
 use unflat_server::session::{Service, Session, Step};
 use unflat_server::{Config, Running, Stack, Strategy};
 
-pub mod built;
+pub mod haproxy;
 pub mod tls;
 pub mod trivial;
 
@@ -314,21 +314,10 @@ pub fn undated(out: &[u8]) -> Vec<u8> {
 }
 
 /// The server binary: `UNFLAT_SERVER_BIN` when set (`.ci/run` points it at
-/// the release build), else the `unflat-server` package's, built here once
-/// per test binary ([`built::cargo_build`]).
+/// the optimised build), else the one cargo built for these tests.
 pub fn server_binary() -> String {
-    if let Ok(bin) = std::env::var("UNFLAT_SERVER_BIN") {
-        return bin;
-    }
-    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let args = ["-p", "unflat-server", "--bin", "unflat-server"];
-            let exe = built::cargo_build(&args, "bin").remove("unflat-server");
-            let exe = exe.expect("cargo built no unflat-server executable");
-            exe.to_string_lossy().into_owned()
-        })
-        .clone()
+    std::env::var("UNFLAT_SERVER_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_unflat-server").to_string())
 }
 
 /// Starts the server binary on port 0 with `args` (logs at warn); returns

@@ -4,14 +4,13 @@
 //! a plain 400, and goes on serving the others; SIGHUP loads a renewed
 //! certificate for new connections; `--tls-provider ring` serves on *ring*.
 
-mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::tls::{client, Cert, TlsClient};
+use crate::common::tls::{client, Cert, TlsClient};
 use rustls::NamedGroup;
 use unflat_server::net::tls::Provider;
 use unflat_server::{Config, Running, Strategy};
@@ -40,10 +39,10 @@ fn every_body_form_arrives_whole_over_https() {
                         "GET /end-string/{len}?kind={kind}&body={body} HTTP/1.1\r\nHost: x\r\n\r\n"
                     );
                     tls.write_all(request.as_bytes()).unwrap();
-                    let r = common::read_response(&mut tls, &mut buf, false).unwrap();
+                    let r = crate::common::read_response(&mut tls, &mut buf, false).unwrap();
                     assert_eq!(r.status, 200, "{strategy:?} {request}");
                     assert!(
-                        r.body == common::end_string_body(len, kind),
+                        r.body == crate::common::end_string_body(len, kind),
                         "{strategy:?} {request}: {} bytes",
                         r.body.len()
                     );
@@ -57,20 +56,20 @@ fn every_body_form_arrives_whole_over_https() {
                 .as_bytes(),
         )
         .unwrap();
-        let large = common::read_response(&mut tls, &mut buf, false).unwrap();
+        let large = crate::common::read_response(&mut tls, &mut buf, false).unwrap();
         assert_eq!(
-            common::sha256(&large.body),
-            common::sha256(&common::large_body(size)),
+            crate::common::sha256(&large.body),
+            crate::common::sha256(&crate::common::large_body(size)),
             "{strategy:?}"
         );
-        let next = common::read_response(&mut tls, &mut buf, false).unwrap();
-        assert_eq!(next.body, common::end_string_body(64, "ascii"));
+        let next = crate::common::read_response(&mut tls, &mut buf, false).unwrap();
+        assert_eq!(next.body, crate::common::end_string_body(64, "ascii"));
         assert_eq!(tls.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
         // Closing the connection: the server answers with close_notify, which
         // rustls reports as a clean end of stream (no truncation error).
         tls.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .unwrap();
-        let last = common::read_response(&mut tls, &mut buf, false).unwrap();
+        let last = crate::common::read_response(&mut tls, &mut buf, false).unwrap();
         assert_eq!(last.status, 200);
         let mut rest = Vec::new();
         tls.read_to_end(&mut rest).unwrap();
@@ -90,14 +89,14 @@ fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_
     };
     let server = Running::start(config).unwrap();
     // Connected, and not a byte of handshake.
-    let mut stalled = common::connect(&server);
+    let mut stalled = crate::common::connect(&server);
     // Cleartext HTTP where TLS is spoken: a 400 in plain HTTP saying so,
     // then the end of the connection.
-    let mut plain = common::connect(&server);
+    let mut plain = crate::common::connect(&server);
     plain
         .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    let refused = common::read_response(&mut plain, &mut Vec::new(), false).unwrap();
+    let refused = crate::common::read_response(&mut plain, &mut Vec::new(), false).unwrap();
     assert_eq!(refused.status, 400);
     assert_eq!(refused.header("connection"), Some("close"));
     assert!(
@@ -106,17 +105,17 @@ fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_
         String::from_utf8_lossy(&refused.body)
     );
     assert!(
-        common::closed_within(&mut plain, Duration::from_secs(5)),
+        crate::common::closed_within(&mut plain, Duration::from_secs(5)),
         "cleartext client left open"
     );
     assert!(
-        common::closed_within(&mut stalled, Duration::from_secs(5)),
+        crate::common::closed_within(&mut stalled, Duration::from_secs(5)),
         "stalled handshake left open"
     );
     let mut tls = client(&server, &cert.der);
     tls.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+    let r = crate::common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
     assert_eq!(r.body, b"aaaa");
 }
 
@@ -125,7 +124,7 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
     let _serial = one_at_a_time();
     let server = Running::start(Config {
         tls_self_signed: true,
-        ..common::config(Strategy::Direct)
+        ..crate::common::config(Strategy::Direct)
     })
     .unwrap();
     let help = &server.stack().site().help();
@@ -154,8 +153,8 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
     let mut tls = client(&server, &der);
     tls.write_all(b"GET /end-string/64?kind=twobyte HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
-    assert_eq!(r.body, common::end_string_body(64, "twobyte"));
+    let r = crate::common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+    assert_eq!(r.body, crate::common::end_string_body(64, "twobyte"));
     drop(tls);
     server.stop().unwrap();
     assert!(
@@ -170,7 +169,7 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
 fn the_self_signed_certificate_is_removed_when_the_server_stops() {
     let _serial = one_at_a_time();
     use std::io::BufRead;
-    let mut child = std::process::Command::new(common::server_binary())
+    let mut child = std::process::Command::new(crate::common::server_binary())
         .args(["--addr", "127.0.0.1:0", "--tls-self-signed"])
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
@@ -219,7 +218,7 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
         let mut tls = client(server, &cert.der);
         tls.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
-        let r = common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+        let r = crate::common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
         r.status == 200 && r.body == b"aaa"
     };
     assert!(served(&server));
@@ -227,8 +226,8 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
     let mut warm = client(&server, &cert.der);
     warm.write_all(b"GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
-    common::read_response(&mut warm, &mut Vec::new(), false).unwrap();
-    let before = common::proc_status_bytes("self", "VmRSS:");
+    crate::common::read_response(&mut warm, &mut Vec::new(), false).unwrap();
+    let before = crate::common::proc_status_bytes("self", "VmRSS:");
     let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
     let mut hostile: Vec<_> = (0..100)
         .map(|_| {
@@ -250,7 +249,7 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
         .iter()
         .map(|t| t.sock.try_clone().unwrap())
         .collect();
-    common::non_readers_bounded_and_closed("TLS clients", before, || served(&server), &mut sockets);
+    crate::common::non_readers_bounded_and_closed("TLS clients", before, || served(&server), &mut sockets);
 }
 
 #[test]
@@ -262,7 +261,7 @@ fn graceful_shutdown_ends_an_idle_connection_with_close_notify() {
     tls.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
     let mut buf = Vec::new();
-    let r = common::read_response(&mut tls, &mut buf, false).unwrap();
+    let r = crate::common::read_response(&mut tls, &mut buf, false).unwrap();
     assert_eq!(r.body, b"aaaa");
     server.stop().unwrap();
     // rustls reports a close without close_notify as an UnexpectedEof error.
@@ -277,10 +276,10 @@ fn status_over_https(
     addr: &str,
     der: &rustls::pki_types::CertificateDer<'static>,
 ) -> Result<u16, String> {
-    let mut tls = common::tls::over(TcpStream::connect(addr).unwrap(), der);
+    let mut tls = crate::common::tls::over(TcpStream::connect(addr).unwrap(), der);
     tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .map_err(|e| e.to_string())?;
-    common::read_response(&mut tls, &mut Vec::new(), false)
+    crate::common::read_response(&mut tls, &mut Vec::new(), false)
         .map(|r| r.status)
         .map_err(|e| e.to_string())
 }
@@ -291,14 +290,14 @@ fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_one
     let (old, new) = (Cert::new("reload-old"), Cert::new("reload-new"));
     let args = old.args();
     let (mut child, addr) =
-        common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        crate::common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(status_over_https(&addr, &old.der), Ok(200));
     // A connection open across the reload keeps its session.
-    let mut open = common::tls::over(TcpStream::connect(&addr).unwrap(), &old.der);
+    let mut open = crate::common::tls::over(TcpStream::connect(&addr).unwrap(), &old.der);
     open.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     assert_eq!(
-        common::read_response(&mut open, &mut Vec::new(), false)
+        crate::common::read_response(&mut open, &mut Vec::new(), false)
             .unwrap()
             .status,
         200
@@ -323,7 +322,7 @@ fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_one
     open.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     assert_eq!(
-        common::read_response(&mut open, &mut Vec::new(), false)
+        crate::common::read_response(&mut open, &mut Vec::new(), false)
             .unwrap()
             .status,
         200
@@ -397,7 +396,7 @@ impl Log {
 /// chain they take is loaded.
 #[test]
 fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certificate() {
-    use common::tls::{certificate_message, most_copies_taken};
+    use crate::common::tls::{certificate_message, most_copies_taken};
     let _serial = one_at_a_time();
     let (old, long, longest) = (
         Cert::new("chain-old"),
@@ -408,7 +407,7 @@ fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certifi
     long.repeat(copies);
     longest.repeat(most_copies_taken(longest.der.len()));
     let mut child = Killed(
-        std::process::Command::new(common::server_binary())
+        std::process::Command::new(crate::common::server_binary())
             .args(["--addr", "127.0.0.1:0"])
             .args(old.args())
             .env("RUST_LOG", "info")
@@ -417,7 +416,7 @@ fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certifi
             .spawn()
             .unwrap(),
     );
-    let addr = common::banner_address(&mut child.0).expect("no banner");
+    let addr = crate::common::banner_address(&mut child.0).expect("no banner");
     let mut log = Log::of(&mut child.0);
     let pid = libc::pid_t::try_from(child.0.id()).unwrap();
     let hangup = || {
@@ -490,17 +489,17 @@ fn tls_provider_ring_serves_https_on_ring_and_the_banner_names_it() {
         let mut args = cert.args();
         args.extend(["--tls-provider".into(), provider.into()]);
         let (mut child, addr) =
-            common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            crate::common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let mut tls = provider_probe(&addr, &cert.der);
         tls.write_all(b"GET /end-string/102400?kind=twobyte HTTP/1.1\r\nHost: localhost\r\n\r\n")
             .unwrap();
-        let r = common::read_response(&mut tls, &mut Vec::new(), false);
+        let r = crate::common::read_response(&mut tls, &mut Vec::new(), false);
         let _ = child.kill();
         let _ = child.wait();
         let r = r.unwrap_or_else(|e| panic!("--tls-provider {provider}: {e}"));
         assert_eq!(r.status, 200, "--tls-provider {provider}");
         assert!(
-            r.body == common::end_string_body(102_400, "twobyte"),
+            r.body == crate::common::end_string_body(102_400, "twobyte"),
             "--tls-provider {provider}: {} bytes",
             r.body.len()
         );

@@ -16,7 +16,7 @@ use common::{config, connect, read_response, start};
 use unflat_server::memory::Part;
 use unflat_server::{Running, Strategy};
 
-#[path = "../encoder/tests/common/alloc.rs"]
+#[path = "../../encoder/tests/common/alloc.rs"]
 mod alloc;
 
 use alloc::{live_bytes, process_allocations};

@@ -1,0 +1,26 @@
+//! The server's test suite, one binary: the core and the demo driven
+//! through sockets, the binary (`CARGO_BIN_EXE_unflat-server`, or
+//! `UNFLAT_SERVER_BIN`), proxies in front of it, and sessions in memory.
+//! One module per concern; `common` holds what they share.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod conformance;
+mod connection_size;
+mod framing;
+mod head_scan;
+mod hostile;
+mod http_properties;
+mod large;
+mod logging;
+mod memory;
+mod ops;
+mod replicas;
+mod server_e2e;
+mod server_raw;
+mod server_syscalls;
+mod service;
+mod stream;
+mod tls;
