@@ -30,7 +30,11 @@ const HARNESSES: [&str; 6] = [
 fn executable(name: &str) -> PathBuf {
     let dir = std::env::var_os("UNFLAT_HARNESSES").unwrap_or_else(|| panic!("{NEEDS}"));
     let exe = PathBuf::from(dir).join(name);
-    assert!(exe.is_file(), "{}: no such executable ({NEEDS})", exe.display());
+    assert!(
+        exe.is_file(),
+        "{}: no such executable ({NEEDS})",
+        exe.display()
+    );
     exe
 }
 

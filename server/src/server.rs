@@ -202,12 +202,21 @@ impl<S: Service> Server<S> {
     }
 
     /// Serves until `stop` completes, then lets connections finish their
-    /// responses within the grace period. Blocks; builds its own runtime.
+    /// responses within the grace period. Blocks; builds its own runtime
+    /// (`--workers` threads, IO and time drivers). Inside an async
+    /// application, [`Server::serve`] runs on the caller's runtime instead.
     pub fn run(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
-        self.run_controlled(|controls| async move {
-            stop.await;
-            let _ = controls.send(Control::Stop);
-        })
+        self.run_controlled(|controls| stop_on(stop, controls))
+    }
+
+    /// Serves on the runtime this is awaited on (inside `#[tokio::main]`,
+    /// say) until `stop` completes, then lets connections finish their
+    /// responses within the grace period, as [`Server::run`] does on a
+    /// runtime of its own. `--workers` is the caller's runtime's to set.
+    /// Must be awaited on a tokio runtime with IO enabled.
+    pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        self.serve_controlled(|controls| stop_on(stop, controls))
+            .await
     }
 
     /// Serves as [`Server::run`] does, driven by the [`Control`]s that
@@ -219,18 +228,35 @@ impl<S: Service> Server<S> {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let (trigger, shutdown) = shutdown::channel();
-        let permits = Arc::new(Semaphore::new(self.stack.config.max_connections));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.stack.config.worker_threads())
-            // IO only: the timers are the server's own (`net/timers.rs`),
-            // and a time driver would cost every worker's park.
-            .enable_io()
+            // The connections' timers are the server's own (`net/timers.rs`);
+            // the time driver is the services': a job may await
+            // `tokio::time::sleep`, or a client with a timeout.
+            .enable_all()
             .build()?;
+        let served = runtime.block_on(self.serve_controlled(controls));
+        // A body still being built for a connection that was closed is
+        // nobody's: not waited for past a second.
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        served
+    }
+
+    /// [`Server::serve`] driven by the [`Control`]s that `controls` sends;
+    /// its end is a `Stop`.
+    pub async fn serve_controlled<F>(
+        self,
+        controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
+    ) -> io::Result<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let (trigger, shutdown) = shutdown::channel();
+        let permits = Arc::new(Semaphore::new(self.stack.config.max_connections));
         let (source, provider) = (self.stack.config.tls(), self.stack.config.tls_provider);
         let tls = Arc::new(RwLock::new(self.tls));
         let cut = Arc::new(Notify::new());
-        let served = runtime.block_on(async {
+        {
             let (tx, mut rx) = mpsc::unbounded_channel();
             tokio::spawn(controls(tx));
             let listener = TcpListener::from_std(self.listener)?;
@@ -282,12 +308,14 @@ impl<S: Service> Server<S> {
                     },
                 }
             }
-        });
-        // A body still being built for a connection that was closed is
-        // nobody's: not waited for past a second.
-        runtime.shutdown_timeout(Duration::from_secs(1));
-        served
+        }
     }
+}
+
+/// Sends `Stop` once `stop` completes.
+async fn stop_on(stop: impl Future<Output = ()>, controls: mpsc::UnboundedSender<Control>) {
+    stop.await;
+    let _ = controls.send(Control::Stop);
 }
 
 /// What the operator asks of a running server ([`Server::run_controlled`];

@@ -2,16 +2,21 @@
 //! connection awaits (the demo's: a body being built on the blocking pool).
 
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::task::Poll;
+
+use super::guard::{logged, Panicked};
 
 /// What a reply waits for before it can be written, and what it then
 /// becomes (`T`). The connection awaits it, holding no thread, and gives
 /// back what it made (`Session::resume`).
 pub struct Job<T>(Pin<Box<dyn Future<Output = T> + Send>>);
 
-/// What a [`Job`] made.
+/// What a [`Job`] made, or that its work panicked (then logged, and its
+/// request answered 500).
 #[derive(Debug)]
-pub struct Finished<T>(pub(crate) T);
+pub struct Finished<T>(pub(crate) Result<T, Panicked>);
 
 impl<T: 'static> Job<T> {
     /// A job of `work`, which the connection awaits.
@@ -20,8 +25,18 @@ impl<T: 'static> Job<T> {
     }
 
     /// Waits for the work; on a tokio runtime, whose blocking pool builds.
-    pub async fn run(self) -> Finished<T> {
-        Finished(self.0.await)
+    /// A panic while it is polled is caught here: the connection answers
+    /// 500 and goes on.
+    pub async fn run(mut self) -> Finished<T> {
+        let work = &mut self.0;
+        let polled = std::future::poll_fn(|cx| {
+            match catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
+                Ok(Poll::Ready(made)) => Poll::Ready(Ok(made)),
+                Ok(Poll::Pending) => Poll::Pending,
+                Err(payload) => Poll::Ready(Err(logged("job", &"an awaited reply", &*payload))),
+            }
+        });
+        Finished(polled.await)
     }
 
     /// Waits for the work outside an async context (a session driven in

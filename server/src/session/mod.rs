@@ -24,9 +24,11 @@ use unflat::head::{Framing, Status};
 use unflat::queue::WriteQueue;
 
 mod buffers;
+mod guard;
 mod job;
 mod service;
 
+pub use guard::Panicked;
 pub use job::{Finished, Job};
 pub use service::{Answered, Reply, Service};
 
@@ -37,6 +39,7 @@ use crate::h1::{
 };
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, Stream, StreamHead, Writer, Written};
+use guard::guarded;
 
 /// What every session shares.
 #[derive(Debug)]
@@ -214,6 +217,17 @@ impl Refusal {
     }
 }
 
+impl Refusal {
+    /// 500 for a request whose service panicked (logged where caught).
+    fn failed() -> Refusal {
+        Refusal {
+            status: Status::INTERNAL_SERVER_ERROR,
+            reason: Cow::Borrowed("the server failed to answer this request"),
+            retry_after: false,
+        }
+    }
+}
+
 impl From<Reject> for Refusal {
     fn from(reject: Reject) -> Refusal {
         Refusal {
@@ -349,7 +363,16 @@ impl<S: Service> Session<S> {
     pub fn resume(&mut self, finished: Finished<S::Reply>) {
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Deferred(mut pending) => {
-                pending.answer = Outcome::Reply(finished.0);
+                match finished.0 {
+                    Ok(reply) => pending.answer = Outcome::Reply(reply),
+                    // The job's panic was logged: a 500, the connection's
+                    // last response.
+                    Err(_) => {
+                        pending.answer = Outcome::Refusal(Refusal::failed());
+                        pending.refusal = true;
+                        pending.exchange.keep_alive = false;
+                    }
+                }
                 self.state = State::Ready(pending);
             }
             other => {
@@ -488,8 +511,16 @@ impl<S: Service> Session<S> {
             }
             Parsed::Complete(head) => head,
         };
-        let (label, reply) = service.service.call(&head, &mut self.conn);
+        let called = guarded("call", &(head.method, head.target), || {
+            service.service.call(&head, &mut self.conn)
+        });
         self.noted();
+        let Ok((label, reply)) = called else {
+            let refusal = Outcome::Refusal(Refusal::failed());
+            let next = self.refuse(queue, service, refusal, head.is_head(), None);
+            self.go(next);
+            return true;
+        };
         let exchange = self.exchange(
             service,
             head.wants_keep_alive,
@@ -663,9 +694,17 @@ impl<S: Service> Session<S> {
         mut p: Pending<S>,
     ) -> State<S> {
         if let Outcome::Reply(reply) = &mut p.answer {
-            if let Some(job) = service.service.prepare(reply, p.exchange, &mut self.conn) {
-                self.job = Some(job);
-                return State::Deferred(p);
+            let conn = &mut self.conn;
+            let body = p.body.as_deref().unwrap_or_default();
+            match guarded("prepare", &p.label, || {
+                service.service.prepare(reply, body, p.exchange, conn)
+            }) {
+                Ok(None) => {}
+                Ok(Some(job)) => {
+                    self.job = Some(job);
+                    return State::Deferred(p);
+                }
+                Err(_) => return self.failed(queue, service, p),
             }
         }
         self.respond(queue, service, p)
@@ -685,12 +724,15 @@ impl<S: Service> Session<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
-            Outcome::Reply(reply) => match service.service.respond(reply, request_body) {
-                Ok(r) => match writer.stream_head(&r, p.exchange) {
+            Outcome::Reply(reply) => match guarded("respond", &p.label, || {
+                service.service.respond(reply, request_body)
+            }) {
+                Ok(Ok(r)) => match writer.stream_head(&r, p.exchange) {
                     Some(head) => return self.begin_stream(queue, p, head),
                     None => writer.write(queue, &r, p.exchange, budget),
                 },
-                Err(full) => Err(full),
+                Ok(Err(full)) => Err(full),
+                Err(_) => return self.failed(queue, service, p),
             },
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
@@ -773,13 +815,21 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
         if !s.ended && s.next.is_none() {
-            match service.service.next_chunk(&mut s.reply) {
-                Ok(Some(chunk)) => s.next = Some(chunk),
-                Ok(None) => s.ended = true,
-                Err(full) if s.head.is_some() => {
+            let reply = &mut s.reply;
+            match guarded("next_chunk", &s.label, || service.service.next_chunk(reply)) {
+                Ok(Ok(Some(chunk))) => s.next = Some(chunk),
+                Ok(Ok(None)) => s.ended = true,
+                Ok(Err(full)) if s.head.is_some() => {
                     return self.refuse_stream(queue, service, s, full)
                 }
-                Err(_) => return self.cut_short(service, &s),
+                // Nothing of it sent yet: a 500 in its place.
+                Err(_) if s.head.is_some() => {
+                    let about = (s.exchange, s.label);
+                    return self.failed_with(queue, service, about, s);
+                }
+                Ok(Err(_)) => return self.cut_short(service, &s),
+                // Begun: ended so that no client takes it for whole.
+                Err(_) => return cut(&s),
             }
         }
         if let Some(head) = &s.head {
@@ -846,11 +896,7 @@ impl<S: Service> Session<S> {
     /// reset instead, since a clean close would make it look complete.
     fn cut_short(&mut self, service: &Protocol<S>, s: &Streaming<S>) -> State<S> {
         service.memory.refused();
-        if s.stream.is_chunked() {
-            State::Closed
-        } else {
-            State::Reset
-        }
+        cut(s)
     }
 
     /// Notes that the request about to be answered began now.
@@ -890,6 +936,27 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         let refusal = Outcome::Refusal(reject.into());
         self.refuse(queue, service, refusal, head_request, label)
+    }
+
+    /// Queues `500` for the request of `p`, whose service panicked (logged
+    /// where it was caught), and closes: what the panic left is dropped.
+    fn failed(&mut self, queue: &mut WriteQueue, service: &Protocol<S>, p: Pending<S>) -> State<S> {
+        let about = (p.exchange, p.label);
+        self.failed_with(queue, service, about, p)
+    }
+
+    /// [`Session::failed`] for the request `about` describes, once what it
+    /// `held` is dropped.
+    fn failed_with<H>(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        (exchange, label): (Exchange, Option<S::Label>),
+        held: H,
+    ) -> State<S> {
+        drop(held);
+        let refusal = Outcome::Refusal(Refusal::failed());
+        self.refuse(queue, service, refusal, exchange.head_request, label)
     }
 
     /// Queues `503` with `Retry-After` for a request the connection has no
@@ -991,6 +1058,18 @@ impl<S: Service> Session<S> {
         };
         self.state = self.reject(queue, service, reject, head_request, about);
         service.service.turn_ended(&mut self.conn);
+    }
+}
+
+/// How a streamed response begun is ended before its end: a chunked body
+/// stops before its last chunk and the connection closes; a body that only
+/// the close ends (HTTP/1.0) is reset, since a clean close would make it
+/// look complete.
+fn cut<S: Service>(s: &Streaming<S>) -> State<S> {
+    if s.stream.is_chunked() {
+        State::Closed
+    } else {
+        State::Reset
     }
 }
 

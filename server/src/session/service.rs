@@ -47,15 +47,19 @@ pub trait Service: Send + Sync + 'static {
     fn call(&self, head: &RequestHead<'_>, conn: &mut Self::Conn) -> (Self::Label, Self::Reply);
 
     /// Readies `reply` for the response `exchange` describes, once its
-    /// request body is read: `None` when it can be written now, or a job
-    /// whose result replaces it.
+    /// request body is read (`request_body`, kept when
+    /// [`Reply::wants_body`]): `None` when it can be written now, or a job
+    /// — any future on the server's runtime, timers included — whose
+    /// result replaces it. A job that needs the body copies what it uses;
+    /// the core keeps the body for [`Service::respond`] too.
     fn prepare(
         &self,
         reply: &mut Self::Reply,
+        request_body: &[u8],
         exchange: Exchange,
         conn: &mut Self::Conn,
     ) -> Option<Job<Self::Reply>> {
-        let _ = (reply, exchange, conn);
+        let _ = (reply, request_body, exchange, conn);
         None
     }
 

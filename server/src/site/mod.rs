@@ -174,6 +174,7 @@ impl Service for Site {
     fn prepare(
         &self,
         reply: &mut Answer,
+        _: &[u8],
         exchange: Exchange,
         conn: &mut Conn,
     ) -> Option<Job<Answer>> {

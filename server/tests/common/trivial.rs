@@ -330,7 +330,13 @@ impl Service for Trivial {
         ((), answer)
     }
 
-    fn prepare(&self, reply: &mut Answer, exchange: Exchange, _: &mut ()) -> Option<Job<Answer>> {
+    fn prepare(
+        &self,
+        reply: &mut Answer,
+        _: &[u8],
+        exchange: Exchange,
+        _: &mut (),
+    ) -> Option<Job<Answer>> {
         let Answer::Make(plan) = *reply else {
             return None;
         };

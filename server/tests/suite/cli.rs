@@ -7,7 +7,6 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 fn server() -> Command {
     let mut cmd = Command::new(crate::common::server_binary());
     // A clean environment for the variables under test.

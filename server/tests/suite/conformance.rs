@@ -5,7 +5,6 @@
 //! table; docs/robustness.md lists them. The table runs over cleartext and
 //! over TLS alike.
 
-
 use std::io::{Read, Write};
 
 use crate::common::tls::{client, Cert, Duplex};
@@ -310,7 +309,10 @@ fn expect_100_continue_is_not_sent_for_a_head_already_refused() {
         let first = String::from_utf8_lossy(&r.head[..12]).into_owned();
         assert_eq!(first, format!("HTTP/1.1 {status}"), "{request}");
         assert_eq!(r.header("connection"), Some("close"), "{request}");
-        assert!(crate::common::closed(&mut s, &mut buf), "{request}: not closed");
+        assert!(
+            crate::common::closed(&mut s, &mut buf),
+            "{request}: not closed"
+        );
     }
 }
 

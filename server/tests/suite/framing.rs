@@ -58,13 +58,14 @@
 //! `vector_table_markdown` writes the table as markdown to the path in
 //! `FRAMING_TABLE` when that variable is set (for the docs).
 
-
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::thread;
 use std::time::Duration;
 
-use crate::common::{connect, read_response, serve_in_memory as serve, start, trivial, undated, Raw};
+use crate::common::{
+    connect, read_response, serve_in_memory as serve, start, trivial, undated, Raw,
+};
 use unflat_server::{Running, Strategy};
 
 /// What a vector must get.

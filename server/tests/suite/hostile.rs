@@ -1,7 +1,6 @@
 //! Slow and hostile clients, timeouts and graceful shutdown. Timeouts are
 //! set short here; the assertions are on bytes, statuses and counts.
 
-
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -319,7 +318,12 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
         // The server may stop reading (backpressure) before it has all of it.
         let _ = s.write_all(batch.as_bytes());
     }
-    crate::common::non_readers_bounded_and_closed("clients", before, || served(&server), &mut hostile);
+    crate::common::non_readers_bounded_and_closed(
+        "clients",
+        before,
+        || served(&server),
+        &mut hostile,
+    );
 }
 
 #[test]

@@ -8,10 +8,9 @@
 //! bytes it must. (The head builder's own properties are the encoder's:
 //! `encoder/tests/head.rs`.)
 
-
-use bytes::{Buf, BytesMut};
 use crate::common::trivial::{chunked, Form};
 use crate::common::{read_response, serve_in_memory as serve, trivial, undated, Raw};
+use bytes::{Buf, BytesMut};
 use proptest::prelude::*;
 use unflat::queue::WriteQueue;
 use unflat_server::session::{Session, Step};

@@ -2,7 +2,6 @@
 //! and not at all for a `HEAD`. In a test binary of their own, because a
 //! gigabyte payload would skew the memory measured by the other tests.
 
-
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 

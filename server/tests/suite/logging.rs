@@ -4,7 +4,6 @@
 //! (accepting past the file-descriptor limit) is logged about once a
 //! second, with a count of the others.
 
-
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, ChildStderr, Command, Stdio};

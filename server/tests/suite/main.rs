@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod application;
 mod cli;
 mod conformance;
 mod connection_size;

@@ -8,7 +8,6 @@
 //! (base + fixed) + allocator` ([`PER_CONNECTION`], [`SLACK`]), or a count:
 //! refusals, builds, bytes.
 
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Child;

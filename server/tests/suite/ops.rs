@@ -3,7 +3,6 @@
 //! draining), `/metrics`, and `--reuse-port`. Its sessions in memory
 //! (`ask`) are the demo's, not the trivial service's: they test its routes.
 
-
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

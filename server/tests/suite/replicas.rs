@@ -8,7 +8,6 @@
 //! Skipped, with a message saying so, when `haproxy` is not on PATH
 //! (`apt-get install haproxy`).
 
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -163,7 +162,10 @@ fn a_rolling_restart_behind_haproxy_fails_no_request() {
     }
     let dir = std::env::temp_dir().join(format!("unflat-replicas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let ports = [crate::common::haproxy::free_port(), crate::common::haproxy::free_port()];
+    let ports = [
+        crate::common::haproxy::free_port(),
+        crate::common::haproxy::free_port(),
+    ];
     let mut replicas: Vec<Option<Replica>> =
         ports.iter().map(|&p| Some(Replica::start(p))).collect();
     let frontend = format!("127.0.0.1:{}", crate::common::haproxy::free_port());

@@ -1,7 +1,6 @@
 //! End to end with reqwest: every route, bodies byte-exact, both strategies,
 //! over cleartext and over HTTPS.
 
-
 use crate::common::tls::Cert;
 use crate::common::{end_string_body, large_body, sha256, start};
 use unflat_server::{Running, Strategy};

@@ -1,7 +1,6 @@
 //! The server over raw TCP: pipelining, HTTP/1.0, HEAD, chunked bodies,
 //! slow readers, and byte-identical output from both strategies.
 
-
 use std::io::{Read, Write};
 
 use crate::common::{

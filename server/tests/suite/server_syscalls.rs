@@ -5,7 +5,6 @@
 //! the trivial service of `common/trivial.rs`: what is counted is the
 //! core's.
 
-
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};

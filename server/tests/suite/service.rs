@@ -3,7 +3,6 @@
 //! persistence, HEAD, pipelining, refusals, its connections counted by the
 //! core, and one call per response to observe it by.
 
-
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

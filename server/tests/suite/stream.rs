@@ -4,15 +4,14 @@
 //! strategies; and produced lazily, so that a reader that pauses holds a
 //! bounded part of a long stream.
 
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
 use crate::common::{connect, end_string_body, read_response, Raw};
+use bytes::{Buf, Bytes, BytesMut};
 use unflat::head::Status;
 use unflat::queue::{SharedRope, WriteQueue};
 use unflat::Utf16;

@@ -4,7 +4,6 @@
 //! a plain 400, and goes on serving the others; SIGHUP loads a renewed
 //! certificate for new connections; `--tls-provider ring` serves on *ring*.
 
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -249,7 +248,12 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
         .iter()
         .map(|t| t.sock.try_clone().unwrap())
         .collect();
-    crate::common::non_readers_bounded_and_closed("TLS clients", before, || served(&server), &mut sockets);
+    crate::common::non_readers_bounded_and_closed(
+        "TLS clients",
+        before,
+        || served(&server),
+        &mut sockets,
+    );
 }
 
 #[test]

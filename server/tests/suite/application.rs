@@ -1,0 +1,235 @@
+//! An application's service on the core, served on the application's own
+//! runtime ([`Server::serve`] inside `#[tokio::test]`, as inside
+//! `#[tokio::main]`): a reply that awaits a timer, one that reads its POST
+//! body in async work, and panics — in `call`, `respond`, a job, a stream's
+//! first chunk and a later one — each answered 500 (or, once a stream has
+//! begun, ended so that it cannot look whole), while the next request on
+//! the same single worker is served.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::common::read_response;
+use unflat::head::{Line, Status};
+use unflat_server::h1::RequestHead;
+use unflat_server::memory::Full;
+use unflat_server::response::{Body, Chunk, Exchange, Response};
+use unflat_server::session::{Job, Reply, Service};
+use unflat_server::{Config, Server};
+
+/// How long `/sleep` awaits.
+const NAP: Duration = Duration::from_millis(50);
+
+#[derive(Debug)]
+struct App {
+    text: Line,
+}
+
+#[derive(Debug)]
+enum Answer {
+    Sleep,
+    Login,
+    Text(String),
+    Forbidden,
+    PanicRespond,
+    PanicJob,
+    /// A stream whose `next_chunk` panics at chunk `.0` (0: the first),
+    /// having sent `.1` chunks.
+    PanicStream(usize, usize),
+    NotFound,
+}
+
+impl Reply for Answer {
+    fn wants_body(&self) -> bool {
+        matches!(self, Answer::Login)
+    }
+}
+
+impl Service for App {
+    type Reply = Answer;
+    type Conn = ();
+    type Label = ();
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Answer) {
+        let answer = match (head.method, head.path) {
+            ("GET" | "HEAD", "/sleep") => Answer::Sleep,
+            ("POST", "/login") => Answer::Login,
+            (_, "/panic/call") => panic!("call failed on purpose"),
+            (_, "/panic/respond") => Answer::PanicRespond,
+            (_, "/panic/job") => Answer::PanicJob,
+            (_, "/panic/stream-first") => Answer::PanicStream(0, 0),
+            (_, "/panic/stream-later") => Answer::PanicStream(2, 0),
+            _ => Answer::NotFound,
+        };
+        ((), answer)
+    }
+
+    fn prepare(
+        &self,
+        reply: &mut Answer,
+        request_body: &[u8],
+        _: Exchange,
+        _: &mut (),
+    ) -> Option<Job<Answer>> {
+        match reply {
+            Answer::Sleep => Some(Job::new(async {
+                tokio::time::sleep(NAP).await;
+                Answer::Text(format!("slept {} ms\n", NAP.as_millis()))
+            })),
+            Answer::Login => {
+                // As a database call would: the body read, then awaited.
+                let form = String::from_utf8_lossy(request_body).into_owned();
+                Some(Job::new(async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    match form.strip_prefix("user=") {
+                        Some(user) if form.ends_with("&password=right") => {
+                            let user = user.split('&').next().unwrap_or_default();
+                            Answer::Text(format!("welcome {user}\n"))
+                        }
+                        _ => Answer::Forbidden,
+                    }
+                }))
+            }
+            Answer::PanicJob => Some(Job::new(async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                panic!("job failed on purpose")
+            })),
+            _ => None,
+        }
+    }
+
+    fn respond<'a>(&'a self, reply: &'a mut Answer, _: &'a [u8]) -> Result<Response<'a>, Full> {
+        let text = Some(&self.text);
+        Ok(match reply {
+            Answer::Text(t) => Response::new(Status::OK, [text, None], Body::Bytes(t.as_bytes())),
+            Answer::Forbidden => {
+                Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
+            }
+            Answer::PanicRespond => panic!("respond failed on purpose"),
+            Answer::PanicStream(..) => Response::new(Status::OK, [text, None], Body::Stream),
+            _ => Response::new(Status::NOT_FOUND, [text, None], Body::Bytes(b"none\n")),
+        })
+    }
+
+    fn next_chunk(&self, reply: &mut Answer) -> Result<Option<Chunk>, Full> {
+        let Answer::PanicStream(at, sent) = reply else {
+            return Ok(None);
+        };
+        if *sent == *at {
+            panic!("next_chunk failed on purpose");
+        }
+        *sent += 1;
+        Ok(Some(Chunk::Bytes(bytes::Bytes::from_static(b"part\n"))))
+    }
+}
+
+/// `request` on a new connection to `addr`, and everything read until the
+/// server closes it (or resets it: then `Err`).
+fn whole(addr: SocketAddr, request: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(request)?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The status and body of `GET target` (`method`, with `body`) over
+/// HTTP/1.1, one request on its own connection.
+fn ask(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, String, Option<String>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), method == "HEAD").unwrap();
+    let connection = r.header("connection").map(str::to_string);
+    (
+        r.status,
+        String::from_utf8_lossy(&r.body).into_owned(),
+        connection,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn served_on_the_applications_runtime_async_replies_and_panics_answered() {
+    let config = Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..Config::default()
+    };
+    let server = Server::bind_with(config, |_| App {
+        text: Line::parse("Content-Type", "text/plain").unwrap(),
+    })
+    .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+
+    tokio::task::spawn_blocking(move || {
+        // A timer awaited by a job, on the application's runtime.
+        let begun = Instant::now();
+        assert_eq!(
+            ask(addr, "GET", "/sleep", ""),
+            (200, "slept 50 ms\n".into(), Some("keep-alive".into()))
+        );
+        assert!(begun.elapsed() >= NAP, "{:?}", begun.elapsed());
+        // The body read by async work.
+        let good = "user=ada&password=right";
+        assert_eq!(ask(addr, "POST", "/login", good).0, 200);
+        assert_eq!(ask(addr, "POST", "/login", good).1, "welcome ada\n");
+        assert_eq!(
+            ask(addr, "POST", "/login", "user=ada&password=wrong").0,
+            403
+        );
+
+        // Each panic: a 500 that closes its connection, then the next
+        // request served by the same (single) worker.
+        for target in [
+            "/panic/call",
+            "/panic/respond",
+            "/panic/job",
+            "/panic/stream-first",
+        ] {
+            for method in ["GET", "HEAD"] {
+                let (status, _, connection) = ask(addr, method, target, "");
+                if (method, target) == ("HEAD", "/panic/stream-first") {
+                    // Nothing of a stream is asked for after HEAD.
+                    assert_eq!(status, 200);
+                    continue;
+                }
+                assert_eq!(
+                    (status, connection.as_deref()),
+                    (500, Some("close")),
+                    "{method} {target}"
+                );
+                assert_eq!(
+                    ask(addr, "GET", "/sleep", "").0,
+                    200,
+                    "after {method} {target}"
+                );
+            }
+        }
+        // A stream that panics after two chunks: to HTTP/1.1, the chunks
+        // sent and no last chunk, then the close; to HTTP/1.0, a reset.
+        let out = whole(addr, b"GET /panic/stream-later HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(
+            text.ends_with("\r\n\r\n5\r\npart\n\r\n5\r\npart\n\r\n"),
+            "{text}"
+        );
+        let old = whole(addr, b"GET /panic/stream-later HTTP/1.0\r\n\r\n");
+        assert!(old.is_err(), "HTTP/1.0 saw a clean end: {old:?}");
+        assert_eq!(ask(addr, "GET", "/sleep", "").0, 200, "after the streams");
+    })
+    .await
+    .unwrap();
+
+    stop.send(()).unwrap();
+    serving.await.unwrap().unwrap();
+}
