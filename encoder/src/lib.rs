@@ -74,7 +74,7 @@ pub use encode::{write, write_buf, write_planned, GrowBuf};
 pub use encoding::{EncodeError, Encoding, Mode};
 pub use measure::{plan, size, storage_size, EncodePath, Plan};
 pub use resume::{Encoder, Progress};
-pub use rope::{CharRange, Concat, Latin1, Measured, Piece, Rope, Shape, Utf16};
+pub use rope::{CharRange, Concat, Decimal, Latin1, Measured, Piece, Rope, Shape, Utf16};
 
 // Crates whose types appear in this crate's public API, re-exported so that
 // users name the same versions.

@@ -247,3 +247,143 @@ fn an_empty_name_and_a_nul_name_are_different_errors() {
         .to_string()
         .contains("0x00 at 0"));
 }
+
+/// A head is one-byte text whatever the body's encoding: as UTF-8 only
+/// when it is ASCII (the same bytes), never as UTF-16; obs-text in a line
+/// or a value is refused as UTF-8 rather than written as bytes no one
+/// checked. As Latin-1, every head is its bytes.
+#[test]
+fn a_head_is_written_as_one_byte_text_or_refused() {
+    use unflat::{write_buf, Concat, Decimal, EncodeError, Encoding, Mode};
+    let encode = |head: &Head<'_>, encoding| {
+        let mut out = Vec::new();
+        write_buf(head, encoding, Mode::Strict, &mut out).map(|_| out)
+    };
+    let ascii = Line::parse("Content-Type", "text/plain").unwrap();
+    let obs = Line::new(
+        HeaderName::new("X-Obs").unwrap(),
+        HeaderValue::new(b"caf\xe9").unwrap(),
+    );
+    let mut plain = Head::new(Status::OK, RequestMethod::Other);
+    plain.line(&ascii).unwrap().content_length(3).unwrap();
+    let latin1 = encode(&plain, Encoding::Latin1).unwrap();
+    assert_eq!(encode(&plain, Encoding::Utf8).unwrap(), latin1);
+    let refused = EncodeError::OneByteOnly {
+        encoding: Encoding::Utf16Le,
+    };
+    assert_eq!(encode(&plain, Encoding::Utf16Le).unwrap_err(), refused);
+
+    // obs-text, from a line, a pair, a value rope, a reason phrase.
+    let name = HeaderName::new("X-Name").unwrap();
+    let value = Concat::new([&"caf", &"\u{e9}"]);
+    let reason = Status::new(299, Some("Caf\u{e9}")).unwrap();
+    let mut heads: [Head<'_>; 4] =
+        std::array::from_fn(|_| Head::new(Status::OK, RequestMethod::Other));
+    heads[0].line(&obs).unwrap();
+    heads[1]
+        .field(name, HeaderValue::new(b"\xff").unwrap())
+        .unwrap();
+    heads[2].value(name, &value).unwrap();
+    heads[3] = Head::new(reason, RequestMethod::Other);
+    for head in &heads {
+        let refused = EncodeError::OneByteOnly {
+            encoding: Encoding::Utf8,
+        };
+        assert_eq!(
+            encode(head, Encoding::Utf8).unwrap_err(),
+            refused,
+            "{head:?}"
+        );
+        assert!(encode(head, Encoding::Latin1).is_ok());
+    }
+    // The value rope's é is one byte, as Latin-1: never its UTF-8 bytes.
+    let bytes = encode(&heads[2], Encoding::Latin1).unwrap();
+    assert!(
+        bytes.windows(14).any(|w| w == b"X-Name: caf\xe9\r\n"),
+        "{bytes:?}"
+    );
+
+    // Dozens of value ropes, each of several pieces, repeated names.
+    let cookie = HeaderName::new("Set-Cookie").unwrap();
+    let ids: Vec<Decimal> = (0..40).map(Decimal::new).collect();
+    let values: Vec<Concat<'_, 3>> = ids
+        .iter()
+        .map(|id| Concat::new([&"sid=", id, &"; Path=/; HttpOnly"]))
+        .collect();
+    let mut big = Head::<'_, 48>::with_room(Status::OK, RequestMethod::Other);
+    for v in &values {
+        big.value(cookie, v).unwrap();
+    }
+    big.content_length(0).unwrap();
+    let out = encode_n(&big);
+    let (_, _, fields) = parse_fields(&out);
+    let cookies: Vec<&(String, Vec<u8>)> =
+        fields.iter().filter(|(n, _)| n == "Set-Cookie").collect();
+    assert_eq!(cookies.len(), 40);
+    assert_eq!(cookies[39].1, b"sid=39; Path=/; HttpOnly");
+}
+
+/// Encodes a head of any room as Latin-1.
+fn encode_n<const N: usize>(head: &Head<'_, N>) -> Vec<u8> {
+    let mut out = Vec::new();
+    unflat::write_buf(
+        head,
+        unflat::Encoding::Latin1,
+        unflat::Mode::Strict,
+        &mut out,
+    )
+    .unwrap();
+    out
+}
+
+/// A value rope is checked in one walk when added: every control
+/// character (CR, LF, NUL, DEL, …), whitespace first or last, and every
+/// character above U+00FF — in UTF-8, one-byte or two-byte pieces — is
+/// refused, naming where; the head is unchanged by a refused value.
+#[test]
+fn a_value_rope_refuses_what_a_field_value_cannot_hold() {
+    use unflat::{Concat, Latin1, Utf16};
+    let name = HeaderName::new("X-V").unwrap();
+    let bad: [(&dyn Rope, HeadError); 8] = [
+        (&"a\rb", HeadError::InvalidValue { at: 1, byte: b'\r' }),
+        (&"ab\n", HeadError::InvalidValue { at: 2, byte: b'\n' }),
+        (&Latin1(b"a\0"), HeadError::InvalidValue { at: 1, byte: 0 }),
+        (&"\x7f", HeadError::InvalidValue { at: 0, byte: 0x7f }),
+        (&" a", HeadError::InvalidValue { at: 0, byte: b' ' }),
+        (&"a\t", HeadError::InvalidValue { at: 1, byte: b'\t' }),
+        (
+            &"\u{e9}\u{100}",
+            HeadError::UnsendableChar {
+                at: 1,
+                code_point: 0x100,
+            },
+        ),
+        (
+            &Utf16(vec![0x61, 0xD83D, 0xDE00]),
+            HeadError::UnsendableChar {
+                at: 1,
+                code_point: 0xD83D,
+            },
+        ),
+    ];
+    for (value, err) in bad {
+        let mut head = Head::new(Status::OK, RequestMethod::Other);
+        assert_eq!(head.value(name, value).unwrap_err(), err);
+        assert_eq!(
+            head.to_vec(),
+            Head::new(Status::OK, RequestMethod::Other).to_vec()
+        );
+    }
+    // Split across pieces: still found, at its place in the whole value.
+    let split = Concat::new([&"ab", &Latin1(b"c\r"), &"\nd"]);
+    let mut head = Head::new(Status::OK, RequestMethod::Other);
+    assert_eq!(
+        head.value(name, &split).unwrap_err(),
+        HeadError::InvalidValue { at: 3, byte: b'\r' }
+    );
+    let framing = HeaderName::new("content-length").unwrap();
+    assert_eq!(
+        head.value(framing, &"5").unwrap_err(),
+        HeadError::FramingField
+    );
+}

@@ -55,6 +55,14 @@ pub enum HeadError {
     FramingWithoutBody,
     /// More fields than the head has room for (its `N`).
     TooManyFields,
+    /// A character of a value rope ([`Head::value`](super::Head::value))
+    /// above U+00FF: a head is one-byte text, each character one byte.
+    UnsendableChar {
+        /// Characters before it in the value.
+        at: usize,
+        /// The character's code point (a UTF-16 code unit as it is).
+        code_point: u32,
+    },
 }
 
 impl fmt::Display for HeadError {
@@ -94,6 +102,10 @@ impl fmt::Display for HeadError {
             HeadError::TooManyFields => {
                 f.write_str("more header fields than the head has room for")
             }
+            HeadError::UnsendableChar { at, code_point } => write!(
+                f,
+                "invalid header value: character U+{code_point:04X} at {at} is above U+00FF (a head is one-byte text)"
+            ),
         }
     }
 }

@@ -156,6 +156,8 @@ impl<'a> HeaderValue<'a> {
 pub struct Line {
     bytes: Vec<u8>,
     pub(super) name_len: usize,
+    /// Whether every byte is ASCII (the head's shape says so).
+    pub(super) ascii: bool,
 }
 
 impl Line {
@@ -169,6 +171,7 @@ impl Line {
         Line {
             bytes: line,
             name_len: name.0.len(),
+            ascii: value.0.is_ascii(),
         }
     }
 

@@ -88,7 +88,9 @@ impl<'a, const N: usize> Head<'a, N> {
         {
             return Err(HeadError::FramingField);
         }
-        self.push(Field::Map(map))
+        self.push(Field::Map(map))?;
+        self.non_ascii |= map.values().any(|v| !v.as_bytes().is_ascii());
+        Ok(self)
     }
 }
 

@@ -112,28 +112,95 @@ pub enum Persistence<'a> {
 }
 
 /// One field of a head.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 enum Field<'a> {
     Line(&'a Line),
     Pair(HeaderName<'a>, HeaderValue<'a>),
+    /// A value rope, checked when added; its shape, with the range the
+    /// check found (ASCII or Latin-1).
+    Value(HeaderName<'a>, &'a dyn Rope, Shape),
     /// Every field of a map, walked when the head is written.
     #[cfg(feature = "http")]
     Map(&'a http::HeaderMap),
 }
 
-impl Field<'_> {
-    /// Bytes of the field's lines.
-    fn len(&self) -> usize {
+impl std::fmt::Debug for Field<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Field::Line(line) => line.as_bytes().len(),
-            Field::Pair(name, value) => pair_len(name.0.as_bytes(), value.0),
+            Field::Line(line) => f.debug_tuple("Line").field(line).finish(),
+            Field::Pair(name, value) => f.debug_tuple("Pair").field(name).field(value).finish(),
+            Field::Value(name, _, shape) => {
+                f.debug_tuple("Value").field(name).field(shape).finish()
+            }
             #[cfg(feature = "http")]
-            Field::Map(map) => map
-                .iter()
-                .map(|(n, v)| pair_len(n.as_str().as_bytes(), HeaderValue::from(v).0))
-                .sum(),
+            Field::Map(map) => f.debug_tuple("Map").field(map).finish(),
         }
     }
+}
+
+impl Field<'_> {
+    /// The shape of the field's lines.
+    fn shape(&self) -> Shape {
+        let one_byte = |n| Shape {
+            one_byte: n,
+            ..Shape::EMPTY
+        };
+        match self {
+            Field::Line(line) => one_byte(line.as_bytes().len()),
+            Field::Pair(name, value) => one_byte(pair_len(name.0.as_bytes(), value.0)),
+            Field::Value(name, _, shape) => one_byte(pair_len(name.0.as_bytes(), b"")).then(*shape),
+            #[cfg(feature = "http")]
+            Field::Map(map) => one_byte(
+                map.iter()
+                    .map(|(n, v)| pair_len(n.as_str().as_bytes(), HeaderValue::from(v).0))
+                    .sum(),
+            ),
+        }
+    }
+}
+
+/// Checks a value rope as a head sends it: every character a
+/// field-value byte (no CR, LF, NUL or other control but HTAB) at most
+/// U+00FF, no whitespace first or last. Its shape, with the range found.
+fn checked_value(value: &dyn Rope) -> Result<Shape, HeadError> {
+    let mut at = 0;
+    let mut last = None;
+    let mut ascii = true;
+    let mut error = None;
+    let mut check = |c: u32| {
+        if c > 0xFF {
+            error = Some(HeadError::UnsendableChar { at, code_point: c });
+            return ControlFlow::Break(());
+        }
+        let byte = c as u8;
+        let edge_space = at == 0 && (byte == b' ' || byte == b'\t');
+        if !is_field_value_byte(byte) || edge_space {
+            error = Some(HeadError::InvalidValue { at, byte });
+            return ControlFlow::Break(());
+        }
+        ascii &= byte.is_ascii();
+        last = Some((at, byte));
+        at += 1;
+        ControlFlow::Continue(())
+    };
+    let _ = value.for_each_piece(&mut |piece| match piece {
+        Piece::OneByte(b) => b.iter().try_for_each(|&b| check(u32::from(b))),
+        Piece::Utf8(s) => s.chars().try_for_each(|c| check(u32::from(c))),
+        Piece::TwoByte(u) => u.iter().try_for_each(|&u| check(u32::from(u))),
+    });
+    if let Some(e) = error {
+        return Err(e);
+    }
+    if let Some((at, byte @ (b' ' | b'\t'))) = last {
+        return Err(HeadError::InvalidValue { at, byte });
+    }
+    let mut shape = value.shape();
+    shape.range = if ascii {
+        CharRange::Ascii
+    } else {
+        CharRange::Latin1
+    };
+    Ok(shape)
 }
 
 /// Visits `name: value\r\n` as four pieces.
@@ -192,6 +259,9 @@ pub struct Head<'a, const N: usize = MAX_FIELDS> {
     length_line: [u8; LENGTH_LINE_MAX],
     length_line_len: u8,
     persistence: Persistence<'a>,
+    /// Whether a byte of its status line or fields is above 0x7F (obs-text):
+    /// then it is Latin-1 and not ASCII, which its shape says.
+    non_ascii: bool,
 }
 
 /// The longest `Content-Length` line: the name, 20 digits (`u64::MAX`),
@@ -226,6 +296,7 @@ impl<'a, const N: usize> Head<'a, N> {
             length_line: [0; LENGTH_LINE_MAX],
             length_line_len: 0,
             persistence: Persistence::Default,
+            non_ascii: !status.is_ascii(),
         }
     }
 
@@ -233,6 +304,7 @@ impl<'a, const N: usize> Head<'a, N> {
     pub fn prefixed_with_room(prefix: &'a Prefix, method: RequestMethod) -> Head<'a, N> {
         let mut head = Head::with_room(prefix.status(), method);
         head.prefix = Some(prefix.as_bytes());
+        head.non_ascii = !prefix.ascii;
         head
     }
 
@@ -247,7 +319,9 @@ impl<'a, const N: usize> Head<'a, N> {
         if is_framing_name(&line.as_bytes()[..line.name_len]) {
             return Err(HeadError::FramingField);
         }
-        self.push(Field::Line(line))
+        self.push(Field::Line(line))?;
+        self.non_ascii |= !line.ascii;
+        Ok(self)
     }
 
     /// Adds `name: value`. `Content-Length` and `Transfer-Encoding` are
@@ -260,7 +334,52 @@ impl<'a, const N: usize> Head<'a, N> {
         if is_framing_name(name.0.as_bytes()) {
             return Err(HeadError::FramingField);
         }
-        self.push(Field::Pair(name, value))
+        self.push(Field::Pair(name, value))?;
+        self.non_ascii |= !value.0.is_ascii();
+        Ok(self)
+    }
+
+    /// Adds `name: value` with a value rope — text built by concatenation
+    /// ([`Concat`](crate::Concat) of `str`s, [`Latin1`](crate::Latin1)
+    /// bytes, a [`Decimal`](crate::Decimal), …) — written into the head
+    /// as Latin-1, one byte per character, as Node writes a header string,
+    /// never flattened first. Checked here, in one walk: a CR, LF, NUL or
+    /// other control character, whitespace first or last
+    /// ([`HeadError::InvalidValue`]), or a character above U+00FF
+    /// ([`HeadError::UnsendableChar`]) is refused, so none is ever written.
+    ///
+    /// ```
+    /// use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status};
+    /// use unflat::{Concat, Decimal};
+    /// let id = Decimal::new(42);
+    /// let cookie = Concat::new([&"sid=", &id, &"; Path=/; HttpOnly"]);
+    /// let mut head = Head::new(Status::OK, RequestMethod::Other);
+    /// head.value(HeaderName::new("Set-Cookie").unwrap(), &cookie).unwrap();
+    /// let name = HeaderName::new("Content-Disposition").unwrap();
+    /// head.value(name, &"attachment; filename=\"caf\u{e9}.txt\"").unwrap();
+    /// let bytes = head.to_vec();
+    /// let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    /// assert!(has(b"Set-Cookie: sid=42; Path=/; HttpOnly\r\n"));
+    /// assert!(has(b"filename=\"caf\xe9.txt\"\r\n"));
+    /// // Never written: a line ending, or a character a byte cannot hold.
+    /// let bad = Concat::new([&"a", &"\r\nSet-Cookie: x"]);
+    /// let name = HeaderName::new("X-Bad").unwrap();
+    /// assert_eq!(head.value(name, &bad).unwrap_err(), HeadError::InvalidValue { at: 1, byte: b'\r' });
+    /// let err = head.value(name, &"\u{20ac}5").unwrap_err();
+    /// assert_eq!(err, HeadError::UnsendableChar { at: 0, code_point: 0x20AC });
+    /// ```
+    pub fn value(
+        &mut self,
+        name: HeaderName<'a>,
+        value: &'a dyn Rope,
+    ) -> Result<&mut Self, HeadError> {
+        if is_framing_name(name.0.as_bytes()) {
+            return Err(HeadError::FramingField);
+        }
+        let shape = checked_value(value)?;
+        self.push(Field::Value(name, value, shape))?;
+        self.non_ascii |= shape.range != CharRange::Ascii;
+        Ok(self)
     }
 
     fn push(&mut self, field: Field<'a>) -> Result<&mut Self, HeadError> {
@@ -372,6 +491,12 @@ impl<const N: usize> Rope for Head<'_, N> {
             match field {
                 Field::Line(line) => visit(Piece::OneByte(line.as_bytes()))?,
                 Field::Pair(name, value) => visit_pair(name.0.as_bytes(), value.0, visit)?,
+                Field::Value(name, value, _) => {
+                    visit(Piece::OneByte(name.0.as_bytes()))?;
+                    visit(Piece::OneByte(b": "))?;
+                    value.for_each_piece(visit)?;
+                    visit(Piece::OneByte(CRLF.as_bytes()))?;
+                }
                 #[cfg(feature = "http")]
                 Field::Map(map) => {
                     for (name, value) in map.iter() {
@@ -401,14 +526,13 @@ impl<const N: usize> Rope for Head<'_, N> {
         one(CRLF.as_bytes())
     }
 
-    /// O(fields), from lengths. Every piece is one-byte, so the head always
-    /// takes the one-byte fast path.
+    /// O(fields), from lengths. A head of one-byte pieces (all but value
+    /// ropes with UTF-8 or two-byte pieces) takes the one-byte fast path.
     fn shape(&self) -> Shape {
-        let fields: usize = self.fields[..self.count]
+        let fields = self.fields[..self.count]
             .iter()
             .flatten()
-            .map(Field::len)
-            .sum();
+            .fold(Shape::EMPTY, |shape, field| shape.then(field.shape()));
         let framing = match self.framing {
             Framing::None => 0,
             Framing::Length(_) => self.length_line().len(),
@@ -422,16 +546,27 @@ impl<const N: usize> Rope for Head<'_, N> {
         let start = self
             .prefix
             .map_or_else(|| self.status.line_len(), <[u8]>::len);
+        let range = if self.non_ascii {
+            CharRange::Latin1
+        } else {
+            CharRange::Ascii
+        };
         Shape {
             one_byte: start
-                + fields
                 + self.date.map_or(0, |_| DateLine::LEN)
                 + framing
                 + persistence
                 + CRLF.len(),
             utf8: 0,
             two_byte: 0,
-            range: CharRange::Latin1,
+            range,
         }
+        .then(fields)
+    }
+
+    /// A head is one-byte text: written as Latin-1, or as UTF-8 only when
+    /// it is ASCII ([`EncodeError::OneByteOnly`](crate::EncodeError::OneByteOnly)).
+    fn one_byte_only(&self) -> bool {
+        true
     }
 }

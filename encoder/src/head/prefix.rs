@@ -30,6 +30,8 @@ use super::{HeadError, Line, Status};
 pub struct Prefix {
     status: Status,
     bytes: Vec<u8>,
+    /// Whether every byte is ASCII.
+    pub(super) ascii: bool,
 }
 
 impl Prefix {
@@ -50,7 +52,12 @@ impl Prefix {
             }
             bytes.extend_from_slice(line.as_bytes());
         }
-        Ok(Prefix { status, bytes })
+        let ascii = bytes.is_ascii();
+        Ok(Prefix {
+            status,
+            bytes,
+            ascii,
+        })
     }
 
     /// The status.

@@ -196,6 +196,12 @@ impl Status {
         }
     }
 
+    /// Whether its status line is ASCII (a registered phrase is; a phrase
+    /// of its own may hold obs-text).
+    pub(super) fn is_ascii(&self) -> bool {
+        self.line.is_some() || self.reason.is_ascii()
+    }
+
     /// The numeric code.
     pub fn code(&self) -> u16 {
         self.code
