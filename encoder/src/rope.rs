@@ -562,14 +562,18 @@ one_piece_rope! {
 /// A `Concat` is itself a rope, so concatenations nest. For a number of parts
 /// known only at run time, a slice or vector of ropes is a rope too
 /// (`[&dyn Rope]`, `Vec<Box<dyn Rope + Send>>`).
+///
+/// Its parts are `Sync` (every rope of this crate that is not behind an
+/// `Rc` is), so that a `Concat`, and a head holding one as a value, can be
+/// sent between threads and held across an `.await`.
 #[derive(Clone, Copy)]
 pub struct Concat<'a, const N: usize> {
-    parts: [&'a dyn Rope; N],
+    parts: [&'a (dyn Rope + Sync); N],
 }
 
 impl<'a, const N: usize> Concat<'a, N> {
     /// Joins `parts` in order.
-    pub fn new(parts: [&'a dyn Rope; N]) -> Self {
+    pub fn new(parts: [&'a (dyn Rope + Sync); N]) -> Self {
         Concat { parts }
     }
 }

@@ -344,7 +344,7 @@ fn encode_n<const N: usize>(head: &Head<'_, N>) -> Vec<u8> {
 fn a_value_rope_refuses_what_a_field_value_cannot_hold() {
     use unflat::{Concat, Latin1, Utf16};
     let name = HeaderName::new("X-V").unwrap();
-    let bad: [(&dyn Rope, HeadError); 8] = [
+    let bad: [(&(dyn Rope + Sync), HeadError); 8] = [
         (&"a\rb", HeadError::InvalidValue { at: 1, byte: b'\r' }),
         (&"ab\n", HeadError::InvalidValue { at: 2, byte: b'\n' }),
         (&Latin1(b"a\0"), HeadError::InvalidValue { at: 1, byte: 0 }),

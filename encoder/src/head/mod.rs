@@ -118,7 +118,7 @@ enum Field<'a> {
     Pair(HeaderName<'a>, HeaderValue<'a>),
     /// A value rope, checked when added; its shape, with the range the
     /// check found (ASCII or Latin-1).
-    Value(HeaderName<'a>, &'a dyn Rope, Shape),
+    Value(HeaderName<'a>, &'a (dyn Rope + Sync), Shape),
     /// Every field of a map, walked when the head is written.
     #[cfg(feature = "http")]
     Map(&'a http::HeaderMap),
@@ -347,6 +347,7 @@ impl<'a, const N: usize> Head<'a, N> {
     /// other control character, whitespace first or last
     /// ([`HeadError::InvalidValue`]), or a character above U+00FF
     /// ([`HeadError::UnsendableChar`]) is refused, so none is ever written.
+    /// (`Sync`, so that the head stays `Send` and `Sync`.)
     ///
     /// ```
     /// use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status};
@@ -371,7 +372,7 @@ impl<'a, const N: usize> Head<'a, N> {
     pub fn value(
         &mut self,
         name: HeaderName<'a>,
-        value: &'a dyn Rope,
+        value: &'a (dyn Rope + Sync),
     ) -> Result<&mut Self, HeadError> {
         if is_framing_name(name.0.as_bytes()) {
             return Err(HeadError::FramingField);
