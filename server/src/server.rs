@@ -147,6 +147,8 @@ pub struct Server<S = Site> {
     addr: SocketAddr,
     stack: Arc<Stack<S>>,
     tls: Option<Tls>,
+    /// Whether [`Server::run`]'s runtime has tokio's time driver.
+    time_driver: bool,
 }
 
 impl<S> std::fmt::Debug for Server<S> {
@@ -163,7 +165,9 @@ impl Server<Site> {
     /// configuration that cannot work ([`Config::validate`]), or a TLS
     /// certificate or key that cannot be used, before binding anything.
     pub fn bind(config: Config) -> io::Result<Server<Site>> {
-        Server::bind_with(config, demo)
+        // The demo's jobs build bodies on the blocking pool and await no
+        // tokio timer: its runtime goes without the time driver.
+        Ok(Server::bind_with(config, demo)?.without_time_driver())
     }
 }
 
@@ -188,7 +192,20 @@ impl<S: Service> Server<S> {
             addr,
             stack: Arc::new(Stack::with_service(config, addr, tls.as_ref(), make)),
             tls,
+            time_driver: true,
         })
+    }
+
+    /// The runtime [`Server::run`] builds without tokio's time driver,
+    /// which it has by default so that a service's job may await
+    /// `tokio::time` (a sleep, a client's timeout). The connections' own
+    /// timers need none, and the driver costs every worker's park
+    /// (docs/measurements.md, "Timers"): a service whose jobs await no
+    /// tokio timer (the demo's) may go without it. [`Server::serve`] runs on
+    /// the caller's runtime, with the caller's drivers.
+    pub fn without_time_driver(mut self) -> Server<S> {
+        self.time_driver = false;
+        self
     }
 
     /// The address it listens on (the port chosen when binding port 0).
@@ -228,13 +245,15 @@ impl<S: Service> Server<S> {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.stack.config.worker_threads())
-            // The connections' timers are the server's own (`net/timers.rs`);
-            // the time driver is the services': a job may await
-            // `tokio::time::sleep`, or a client with a timeout.
-            .enable_all()
-            .build()?;
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        runtime.worker_threads(self.stack.config.worker_threads());
+        // The connections' timers are the server's own (`net/timers.rs`);
+        // the time driver is the services' (`Config::time_driver`).
+        runtime.enable_io();
+        if self.time_driver {
+            runtime.enable_time();
+        }
+        let runtime = runtime.build()?;
         let served = runtime.block_on(self.serve_controlled(controls));
         // A body still being built for a connection that was closed is
         // nobody's: not waited for past a second.

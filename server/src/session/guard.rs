@@ -1,40 +1,37 @@
-//! A service's panic, caught where the core calls it: the request gets a
-//! 500 (or, once its response has begun, the connection ends the way a
-//! stream cut short does), the cause is logged once, and the connection's
-//! task — and the worker it runs on — goes on.
+//! A panic during a turn of the session — in the service's code, or the
+//! core's — caught once per [`Session::process`](super::Session::process)
+//! and in each job's poll: the request gets a 500 (or, once its streamed
+//! response has begun, the connection ends the way a stream cut short
+//! does), the cause is logged once, and the connection's task — and the
+//! worker it runs on — goes on.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use tracing::error;
 
-/// A service call that panicked; the panic's message was logged.
+/// Work that panicked (a job's: its request answered 500); logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Panicked;
 
-/// Runs `f`, a call into the service named `what` (`call`, `respond`, …),
-/// about the request `about` names; a panic is logged and becomes
-/// [`Panicked`].
+/// Runs `f`; a panic becomes its payload.
 ///
-/// Unwind safety: what a panicking call leaves behind — its reply, its
-/// stream — is dropped unused, and the connection closes after the 500,
-/// so no state it may have left half-changed is read again on it.
-#[inline]
-pub(super) fn guarded<T>(
-    what: &'static str,
-    about: &dyn std::fmt::Debug,
-    f: impl FnOnce() -> T,
-) -> Result<T, Panicked> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| logged(what, about, &*payload))
+/// Unwind safety: what a panicking turn leaves behind — the state it
+/// held, a reply, the service's per-connection state — is dropped unread
+/// or read only to close the connection after a 500.
+#[inline(always)]
+pub(super) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
+    catch_unwind(AssertUnwindSafe(f))
 }
 
-/// Logs a panic of the service's `what` about `about`: once per request.
-pub(super) fn logged(what: &str, about: &dyn std::fmt::Debug, payload: &dyn Any) -> Panicked {
+/// Logs a panic's message, and `during` what (`"a turn"`, `"a job"`):
+/// once per panic.
+pub(super) fn log(payload: &(dyn Any + Send), during: &str) -> Panicked {
     let message = payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(a panic without a message)");
-    error!(service = what, request = ?about, "the service panicked: {message}; answered 500");
+    error!("panic during {during}: {message}; its request answered 500");
     Panicked
 }

@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::Poll;
 
-use super::guard::{logged, Panicked};
+use super::guard::{log, Panicked};
 
 /// What a reply waits for before it can be written, and what it then
 /// becomes (`T`). The connection awaits it, holding no thread, and gives
@@ -33,7 +33,7 @@ impl<T: 'static> Job<T> {
             match catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
                 Ok(Poll::Ready(made)) => Poll::Ready(Ok(made)),
                 Ok(Poll::Pending) => Poll::Pending,
-                Err(payload) => Poll::Ready(Err(logged("job", &"an awaited reply", &*payload))),
+                Err(payload) => Poll::Ready(Err(log(&*payload, "a job"))),
             }
         });
         Finished(polled.await)

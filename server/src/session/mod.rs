@@ -300,6 +300,12 @@ pub struct Session<S: Service> {
     began: Moment,
     /// That clock, read as the current call began.
     now: Moment,
+    /// Whether the request being answered is a `HEAD` (for a 500 in place
+    /// of its response, should the service panic).
+    head_request: bool,
+    /// A streamed response whose head is queued and whose end is not:
+    /// whether it is chunked (how a panic must end it).
+    begun: Option<bool>,
 }
 
 impl<S: Service> Session<S> {
@@ -330,6 +336,8 @@ impl<S: Service> Session<S> {
             referenced: VecDeque::new(),
             began: Moment::default(),
             now: Moment::default(),
+            head_request: false,
+            begun: None,
         }
     }
 
@@ -390,9 +398,43 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
     ) -> Step<S::Reply> {
-        let step = self.turn(input, queue, service);
-        service.service.turn_ended(&mut self.conn);
-        step
+        // One catch per call, however many requests it answers: the
+        // service's code runs only inside it, never while a response is
+        // half queued (chunks are asked for before they are queued), so
+        // the queue holds whole responses when a panic is caught.
+        let turn = guarded(|| {
+            let step = self.turn(input, queue, service);
+            service.service.turn_ended(&mut self.conn);
+            step
+        });
+        match turn {
+            Ok(step) => step,
+            Err(payload) => self.panicked(queue, service, &*payload),
+        }
+    }
+
+    /// After a panic of the service (or of the core) during a turn, caught
+    /// in [`Session::process`] and logged here: a streamed response begun
+    /// is ended as one cut short is ([`cut`]); else the request being
+    /// answered gets a 500 and the connection closes, whatever state the
+    /// panic left (dropped unread).
+    #[cold]
+    fn panicked(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        payload: &(dyn std::any::Any + Send),
+    ) -> Step<S::Reply> {
+        guard::log(payload, "a turn");
+        self.state = State::Closed;
+        self.job = None;
+        if let Some(chunked) = self.begun.take() {
+            return if chunked { Step::Close } else { Step::Reset };
+        }
+        let refusal = Outcome::Refusal(Refusal::failed());
+        // The queue holds whole responses: the 500 goes after them.
+        let _ = self.refuse(queue, service, refusal, self.head_request, None);
+        Step::Close
     }
 
     /// [`Session::process`]'s work: its requests answered.
@@ -511,16 +553,11 @@ impl<S: Service> Session<S> {
             }
             Parsed::Complete(head) => head,
         };
-        let called = guarded("call", &(head.method, head.target), || {
-            service.service.call(&head, &mut self.conn)
-        });
+        // What a 500 in place of its response needs, should the service
+        // panic (`Session::panicked`).
+        self.head_request = head.is_head();
+        let (label, reply) = service.service.call(&head, &mut self.conn);
         self.noted();
-        let Ok((label, reply)) = called else {
-            let refusal = Outcome::Refusal(Refusal::failed());
-            let next = self.refuse(queue, service, refusal, head.is_head(), None);
-            self.go(next);
-            return true;
-        };
         let exchange = self.exchange(
             service,
             head.wants_keep_alive,
@@ -694,17 +731,13 @@ impl<S: Service> Session<S> {
         mut p: Pending<S>,
     ) -> State<S> {
         if let Outcome::Reply(reply) = &mut p.answer {
-            let conn = &mut self.conn;
             let body = p.body.as_deref().unwrap_or_default();
-            match guarded("prepare", &p.label, || {
-                service.service.prepare(reply, body, p.exchange, conn)
-            }) {
-                Ok(None) => {}
-                Ok(Some(job)) => {
-                    self.job = Some(job);
-                    return State::Deferred(p);
-                }
-                Err(_) => return self.failed(queue, service, p),
+            if let Some(job) = service
+                .service
+                .prepare(reply, body, p.exchange, &mut self.conn)
+            {
+                self.job = Some(job);
+                return State::Deferred(p);
             }
         }
         self.respond(queue, service, p)
@@ -724,15 +757,12 @@ impl<S: Service> Session<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
-            Outcome::Reply(reply) => match guarded("respond", &p.label, || {
-                service.service.respond(reply, request_body)
-            }) {
-                Ok(Ok(r)) => match writer.stream_head(&r, p.exchange) {
+            Outcome::Reply(reply) => match service.service.respond(reply, request_body) {
+                Ok(r) => match writer.stream_head(&r, p.exchange) {
                     Some(head) => return self.begin_stream(queue, p, head),
                     None => writer.write(queue, &r, p.exchange, budget),
                 },
-                Ok(Err(full)) => Err(full),
-                Err(_) => return self.failed(queue, service, p),
+                Err(full) => Err(full),
             },
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
@@ -815,21 +845,13 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
         if !s.ended && s.next.is_none() {
-            let reply = &mut s.reply;
-            match guarded("next_chunk", &s.label, || service.service.next_chunk(reply)) {
-                Ok(Ok(Some(chunk))) => s.next = Some(chunk),
-                Ok(Ok(None)) => s.ended = true,
-                Ok(Err(full)) if s.head.is_some() => {
+            match service.service.next_chunk(&mut s.reply) {
+                Ok(Some(chunk)) => s.next = Some(chunk),
+                Ok(None) => s.ended = true,
+                Err(full) if s.head.is_some() => {
                     return self.refuse_stream(queue, service, s, full)
                 }
-                // Nothing of it sent yet: a 500 in its place.
-                Err(_) if s.head.is_some() => {
-                    let about = (s.exchange, s.label);
-                    return self.failed_with(queue, service, about, s);
-                }
-                Ok(Err(_)) => return self.cut_short(service, &s),
-                // Begun: ended so that no client takes it for whole.
-                Err(_) => return cut(&s),
+                Err(_) => return self.cut_short(service, &s),
             }
         }
         if let Some(head) = &s.head {
@@ -837,6 +859,7 @@ impl<S: Service> Session<S> {
                 Ok(()) => {
                     s.head = None;
                     s.next = None;
+                    self.begun = Some(s.stream.is_chunked());
                 }
                 Err(_) if queue.has_remaining() => return State::Streaming(s),
                 Err(full) => return self.refuse_stream(queue, service, s, full),
@@ -856,7 +879,7 @@ impl<S: Service> Session<S> {
             };
         }
         match writer.end_stream(queue, &s.stream, budget) {
-            Ok(()) => {}
+            Ok(()) => self.begun = None,
             Err(_) if queue.has_remaining() => return State::Streaming(s),
             Err(_) => return self.cut_short(service, &s),
         }
@@ -936,27 +959,6 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         let refusal = Outcome::Refusal(reject.into());
         self.refuse(queue, service, refusal, head_request, label)
-    }
-
-    /// Queues `500` for the request of `p`, whose service panicked (logged
-    /// where it was caught), and closes: what the panic left is dropped.
-    fn failed(&mut self, queue: &mut WriteQueue, service: &Protocol<S>, p: Pending<S>) -> State<S> {
-        let about = (p.exchange, p.label);
-        self.failed_with(queue, service, about, p)
-    }
-
-    /// [`Session::failed`] for the request `about` describes, once what it
-    /// `held` is dropped.
-    fn failed_with<H>(
-        &mut self,
-        queue: &mut WriteQueue,
-        service: &Protocol<S>,
-        (exchange, label): (Exchange, Option<S::Label>),
-        held: H,
-    ) -> State<S> {
-        drop(held);
-        let refusal = Outcome::Refusal(Refusal::failed());
-        self.refuse(queue, service, refusal, exchange.head_request, label)
     }
 
     /// Queues `503` with `Retry-After` for a request the connection has no
