@@ -18,7 +18,7 @@
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Response};
+use unflat_server::response::{Body, Fields, Response};
 use unflat_server::session::{Reply, Service};
 use unflat_server::{Config, Server};
 
@@ -64,6 +64,7 @@ impl Service for Hello {
         &'a self,
         reply: &'a mut Answer,
         request_body: &'a [u8],
+        _: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         let text = Some(&self.text_plain);
         Ok(match reply {

@@ -13,6 +13,7 @@
 mod bound;
 mod date;
 mod direct;
+mod fields;
 mod flatten;
 mod stream;
 mod template;
@@ -27,6 +28,7 @@ use unflat::queue::{Push, Pushes, SharedRope, WriteQueue};
 use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use crate::memory::{Budget, Full, Memory};
+pub use fields::{FieldError, Fields, Part, Value, MAX_FIELDS};
 pub use stream::{Chunk, Stream};
 use template::Key;
 
@@ -282,7 +284,10 @@ pub struct StreamHead {
 
 /// Room for the service's two field lines and `X-Content-Type-Options`;
 /// framing, date and connection lines are the head's own.
-type ResponseHead<'a> = Head<'a, 3>;
+const ROOM: usize = 3;
+
+/// Room for those and a response's own [`Fields`].
+const ROOM_WITH_FIELDS: usize = ROOM + MAX_FIELDS;
 
 /// The one place a response becomes bytes: status line and fields, `Date`,
 /// framing, persistence, no body after `HEAD`. One per server.
@@ -337,7 +342,7 @@ impl Writer {
             [Some(&*TEXT_PLAIN), retry],
             Body::Bytes(text.as_bytes()),
         );
-        self.write(queue, &r, exchange, budget)
+        self.write(queue, &r, &Fields::new(), exchange, budget)
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
@@ -356,13 +361,14 @@ impl Writer {
         Ok(())
     }
 
-    /// Queues `r`, the answer to a request that asked `exchange`, and says
-    /// what was written; fails with [`Full`], queueing nothing, when
-    /// `budget` cannot cover it.
+    /// Queues `r` with its own `fields`, the answer to a request that
+    /// asked `exchange`, and says what was written; fails with [`Full`],
+    /// queueing nothing, when `budget` cannot cover it.
     pub fn write(
         &self,
         queue: &mut WriteQueue,
         r: &Response<'_>,
+        fields: &Fields<'_>,
         exchange: Exchange,
         budget: &mut Budget,
     ) -> Result<Written, Full> {
@@ -387,7 +393,7 @@ impl Writer {
         let second = date::unix_second();
         let templated = match (self.strategy, r.start) {
             // The same bytes as the head below, from a template.
-            (Strategy::Direct, Start::Prepared(start)) => {
+            (Strategy::Direct, Start::Prepared(start)) if fields.is_empty() => {
                 let key = Key {
                     start: start.1,
                     framing,
@@ -395,7 +401,8 @@ impl Writer {
                 };
                 let render = |dst: &mut [u8; template::MOST]| {
                     let date = date::date_line_at(second);
-                    let head = self.head(r.start, exchange, framing, keep_alive, &date);
+                    let head: Head<'_, ROOM> =
+                        self.head(r.start, fields, exchange, framing, keep_alive, &date);
                     let len = storage_size(&head, Encoding::Latin1);
                     (len <= dst.len()).then(|| {
                         unflat::write(&head, Encoding::Latin1, Mode::Strict, dst)
@@ -410,9 +417,16 @@ impl Writer {
         };
         let shares = match templated {
             Some(shares) => shares?,
+            None if fields.is_empty() => {
+                let date = date::date_line_at(second);
+                let head: Head<'_, ROOM> =
+                    self.head(r.start, fields, exchange, framing, keep_alive, &date);
+                self.put(queue, &Measured::new(&head), body, b"", budget)?
+            }
             None => {
                 let date = date::date_line_at(second);
-                let head = self.head(r.start, exchange, framing, keep_alive, &date);
+                let head: Head<'_, ROOM_WITH_FIELDS> =
+                    self.head(r.start, fields, exchange, framing, keep_alive, &date);
                 self.put(queue, &Measured::new(&head), body, b"", budget)?
             }
         };
@@ -429,13 +443,20 @@ impl Writer {
     /// sent (`None`: write it with [`Writer::write`]): a stream's head is
     /// queued only with what follows it ([`Writer::start_stream`]), so that
     /// a stream the lease cannot start is refused whole, never begun.
-    pub fn stream_head(&self, r: &Response<'_>, exchange: Exchange) -> Option<StreamHead> {
+    pub fn stream_head(
+        &self,
+        r: &Response<'_>,
+        fields: &Fields<'_>,
+        exchange: Exchange,
+    ) -> Option<StreamHead> {
         let shape = Shape::of(r, exchange);
         if !shape.streams {
             return None;
         }
         let date = date::date_line_at(date::unix_second());
-        let head = self.head(r.start, exchange, shape.framing, shape.keep_alive, &date);
+        let (framing, keep_alive) = (shape.framing, shape.keep_alive);
+        let head: Head<'_, ROOM_WITH_FIELDS> =
+            self.head(r.start, fields, exchange, framing, keep_alive, &date);
         let mut bytes = vec![0; storage_size(&head, Encoding::Latin1)];
         let n = unflat::write(&head, Encoding::Latin1, Mode::Strict, &mut bytes)
             .expect("a head is one-byte text");
@@ -447,28 +468,34 @@ impl Writer {
         })
     }
 
-    /// The head of a response that begins with `start`, framed by
-    /// `framing`, dated by `date`.
-    fn head<'h>(
+    /// The head of a response that begins with `start`, then `fields`,
+    /// framed by `framing`, dated by `date`, with room for `N` fields: the
+    /// three lines a response has besides its own fields at most
+    /// ([`ROOM`]), and no more, unless it has fields of its own — the head
+    /// is built on the stack for every response.
+    fn head<'h, const N: usize>(
         &'h self,
         start: Start<'h>,
+        fields: &'h Fields<'_>,
         exchange: Exchange,
         framing: Framing,
         keep_alive: bool,
         date: &'h DateLine,
-    ) -> ResponseHead<'h> {
-        // Room for the three lines a response has at most, and no more:
-        // the head is built on the stack for every response.
+    ) -> Head<'h, N> {
         let mut head = match start {
-            Start::Lines(status, fields) => {
-                let mut head = ResponseHead::with_room(status, exchange.method());
-                for line in fields.into_iter().flatten().chain(fixed(status)) {
+            Start::Lines(status, lines) => {
+                let mut head = Head::with_room(status, exchange.method());
+                for line in lines.into_iter().flatten().chain(fixed(status)) {
                     head.line(line).expect("room for three lines");
                 }
                 head
             }
-            Start::Prepared(start) => ResponseHead::prefixed_with_room(&start.0, exchange.method()),
+            Start::Prepared(start) => Head::prefixed_with_room(&start.0, exchange.method()),
         };
+        for (name, value) in fields.iter() {
+            head.value(name, value)
+                .expect("room for the fields, each checked when added");
+        }
         head.date(date);
         match framing {
             Framing::None => {}
@@ -581,7 +608,7 @@ mod tests {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
         let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
         Writer::new(strategy, 5, memory)
-            .write(&mut queue, r, exchange, &mut budget)
+            .write(&mut queue, r, &Fields::new(), exchange, &mut budget)
             .unwrap();
         let mut out = Vec::new();
         queue.write_to(&mut out).unwrap();

@@ -38,7 +38,14 @@ use crate::h1::{
     FIELDS_CAP,
 };
 use crate::memory::{Budget, Full, Lease, Memory};
-use crate::response::{Chunk, Exchange, Stream, StreamHead, Writer, Written};
+use crate::response::{Chunk, Exchange, FieldError, Fields, Stream, StreamHead, Writer, Written};
+
+/// What answering a ready reply came to, once its fields are let go.
+enum Next {
+    Written(Result<Written, Full>),
+    Stream(StreamHead),
+    Refused(Option<FieldError>),
+}
 use guard::guarded;
 
 /// What every session shares.
@@ -757,13 +764,25 @@ impl<S: Service> Session<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
-            Outcome::Reply(reply) => match service.service.respond(reply, request_body) {
-                Ok(r) => match writer.stream_head(&r, p.exchange) {
-                    Some(head) => return self.begin_stream(queue, p, head),
-                    None => writer.write(queue, &r, p.exchange, budget),
-                },
-                Err(full) => Err(full),
-            },
+            Outcome::Reply(reply) => {
+                // The response's own field lines, on the stack: what they
+                // borrow, the reply holds.
+                let mut fields = Fields::new();
+                let next = match service.service.respond(reply, request_body, &mut fields) {
+                    Ok(_) if fields.is_refused() => Next::Refused(fields.error()),
+                    Ok(r) => match writer.stream_head(&r, &fields, p.exchange) {
+                        Some(head) => Next::Stream(head),
+                        None => Next::Written(writer.write(queue, &r, &fields, p.exchange, budget)),
+                    },
+                    Err(full) => Next::Written(Err(full)),
+                };
+                drop(fields);
+                match next {
+                    Next::Written(written) => written,
+                    Next::Stream(head) => return self.begin_stream(queue, p, head),
+                    Next::Refused(e) => return self.refused_field(queue, service, p, e),
+                }
+            }
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
                 writer.refuse(queue, status, reason, r.retry_after, p.exchange, budget)
@@ -791,6 +810,26 @@ impl<S: Service> Session<S> {
         } else {
             State::Closed
         }
+    }
+
+    /// Queues `500` in place of the response of `p`, one of whose field
+    /// lines was refused (`e`, logged here with the request's label: once
+    /// per response), and closes.
+    #[cold]
+    fn refused_field(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        p: Pending<S>,
+        e: Option<FieldError>,
+    ) -> State<S> {
+        if let Some(e) = e {
+            tracing::error!(label = ?p.label, "a response's {e}: answered 500 instead");
+        }
+        let (head_request, label) = (p.exchange.head_request, p.label);
+        drop(p);
+        let refusal = Outcome::Refusal(Refusal::failed());
+        self.refuse(queue, service, refusal, head_request, label)
     }
 
     /// Counts the request of `p` answered, its response queued or set out

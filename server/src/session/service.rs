@@ -14,7 +14,7 @@ use super::job::Job;
 use crate::clock::Moment;
 use crate::h1::RequestHead;
 use crate::memory::Full;
-use crate::response::{Chunk, Exchange, Response};
+use crate::response::{Chunk, Exchange, Fields, Response};
 
 /// An application served by the core (the demo site is one; so is
 /// `examples/hello.rs`). Its methods are called on the connection's
@@ -64,13 +64,17 @@ pub trait Service: Send + Sync + 'static {
     }
 
     /// The response to write for `reply`, given the request body it kept
-    /// ([`Reply::wants_body`]). What it makes goes into the reply, which the
-    /// core keeps until the queue has written what the response shares of
-    /// it; [`Full`] when that cannot be charged.
+    /// ([`Reply::wants_body`]), with any field lines of its own added to
+    /// `fields` (values are ropes: text, bytes, integers and their
+    /// concatenations, written straight into the head). What it makes goes
+    /// into the reply, which the core keeps until the queue has written
+    /// what the response shares of it; [`Full`] when that cannot be
+    /// charged. A field refused ([`Fields::add`]) makes it a 500.
     fn respond<'a>(
         &'a self,
         reply: &'a mut Self::Reply,
         request_body: &'a [u8],
+        fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full>;
 
     /// The next chunk of a [`Body::Stream`](crate::response::Body::Stream),

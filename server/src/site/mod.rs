@@ -39,7 +39,7 @@ use reply::ErrorField;
 use crate::h1::RequestHead;
 use crate::memory::{Full, Memory};
 use crate::net::Transport;
-use crate::response::{Chunk, Exchange, Prepared, Response, Strategy};
+use crate::response::{self, Chunk, Exchange, Prepared, Response, Strategy};
 use crate::session::{Answered, Draining, Job, Service};
 
 /// The limits of the routes' arguments.
@@ -186,6 +186,7 @@ impl Service for Site {
         &'a self,
         reply: &'a mut Answer,
         request_body: &'a [u8],
+        _: &mut response::Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         reply.respond(self, request_body)
     }

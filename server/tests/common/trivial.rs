@@ -34,7 +34,7 @@ use unflat::queue::SharedRope;
 use unflat::{Latin1, Utf16};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Chunk, Exchange, Response};
+use unflat_server::response::{Body, Chunk, Exchange, Fields, Response};
 use unflat_server::session::{Job, Reply, Service};
 
 /// The service; `/n` bodies are at most `longest` characters.
@@ -354,6 +354,7 @@ impl Service for Trivial {
         &'a self,
         reply: &'a mut Answer,
         request_body: &'a [u8],
+        _: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         // A reply refused from its head is not prepared: made now.
         if let Answer::Make(plan) = *reply {

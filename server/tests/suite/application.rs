@@ -14,7 +14,7 @@ use crate::common::read_response;
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Chunk, Exchange, Response};
+use unflat_server::response::{Body, Chunk, Exchange, Fields, Response};
 use unflat_server::session::{Job, Reply, Service};
 use unflat_server::{Config, Server};
 
@@ -31,6 +31,10 @@ enum Answer {
     Sleep,
     Login,
     Text(String),
+    /// Signed in: a 303 with cookies, its session number and user.
+    Welcome(u64, String),
+    /// A header value taken from the request's query, as it came.
+    Echoed(String),
     Forbidden,
     PanicRespond,
     PanicJob,
@@ -55,6 +59,9 @@ impl Service for App {
         let answer = match (head.method, head.path) {
             ("GET" | "HEAD", "/sleep") => Answer::Sleep,
             ("POST", "/login") => Answer::Login,
+            (_, "/echo-header") => {
+                Answer::Echoed(head.query.unwrap_or_default().replace("%0D", "\r"))
+            }
             (_, "/panic/call") => panic!("call failed on purpose"),
             (_, "/panic/respond") => Answer::PanicRespond,
             (_, "/panic/job") => Answer::PanicJob,
@@ -85,7 +92,7 @@ impl Service for App {
                     match form.strip_prefix("user=") {
                         Some(user) if form.ends_with("&password=right") => {
                             let user = user.split('&').next().unwrap_or_default();
-                            Answer::Text(format!("welcome {user}\n"))
+                            Answer::Welcome(4_200_042, user.to_string())
                         }
                         _ => Answer::Forbidden,
                     }
@@ -99,10 +106,32 @@ impl Service for App {
         }
     }
 
-    fn respond<'a>(&'a self, reply: &'a mut Answer, _: &'a [u8]) -> Result<Response<'a>, Full> {
+    fn respond<'a>(
+        &'a self,
+        reply: &'a mut Answer,
+        _: &'a [u8],
+        fields: &mut Fields<'a>,
+    ) -> Result<Response<'a>, Full> {
         let text = Some(&self.text);
         Ok(match reply {
             Answer::Text(t) => Response::new(Status::OK, [text, None], Body::Bytes(t.as_bytes())),
+            Answer::Welcome(sid, user) => {
+                fields
+                    .add("Location", ("/welcome/", user.as_str()))
+                    .add("Set-Cookie", ("sid=", *sid, "; Path=/; HttpOnly"))
+                    .add(
+                        "Set-Cookie",
+                        ("user=", user.as_str(), "; Path=/; Max-Age=", 3600),
+                    )
+                    .add("Cache-Control", "no-store")
+                    .add("ETag", ("\"", *sid, "\""))
+                    .add("Content-Disposition", "inline; filename=\"caf\u{e9}.txt\"");
+                Response::new(Status::SEE_OTHER, [text, None], Body::Bytes(b"see other\n"))
+            }
+            Answer::Echoed(v) => {
+                fields.add("X-Echo", v.as_str());
+                Response::new(Status::OK, [text, None], Body::Bytes(b"echoed\n"))
+            }
             Answer::Forbidden => {
                 Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
             }
@@ -133,6 +162,19 @@ fn whole(addr: SocketAddr, request: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     s.read_to_end(&mut out)?;
     Ok(out)
+}
+
+/// `request` on a new connection to `addr`: its first response whole (by
+/// its Content-Length; a HEAD's head alone).
+fn whole_or_first(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request).unwrap();
+    let head_request = request.starts_with(b"HEAD ");
+    let r = read_response(&mut s, &mut Vec::new(), head_request).unwrap();
+    let mut out = r.head.clone();
+    out.extend_from_slice(&r.body);
+    out
 }
 
 /// The status and body of `GET target` (`method`, with `body`) over
@@ -180,11 +222,58 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
         assert!(begun.elapsed() >= NAP, "{:?}", begun.elapsed());
         // The body read by async work.
         let good = "user=ada&password=right";
-        assert_eq!(ask(addr, "POST", "/login", good).0, 200);
-        assert_eq!(ask(addr, "POST", "/login", good).1, "welcome ada\n");
         assert_eq!(
             ask(addr, "POST", "/login", "user=ada&password=wrong").0,
             403
+        );
+        // Signed in: seven field lines of its own, two of them Set-Cookie,
+        // values built of text, integers and their concatenations; é sent
+        // as the one byte Latin-1 has for it. HTTP/1.1 and 1.0 alike.
+        for version in ["1.1", "1.0"] {
+            let request = format!(
+                "POST /login HTTP/{version}\r\nHost: t\r\nContent-Length: {}\r\n\r\n{good}",
+                good.len()
+            );
+            let out = whole_or_first(addr, request.as_bytes());
+            let head = &out[..out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4];
+            let text = String::from_utf8_lossy(head);
+            assert!(text.starts_with("HTTP/1.1 303 See Other\r\n"), "{text}");
+            for line in [
+                &b"Location: /welcome/ada\r\n"[..],
+                b"Set-Cookie: sid=4200042; Path=/; HttpOnly\r\n",
+                b"Set-Cookie: user=ada; Path=/; Max-Age=3600\r\n",
+                b"Cache-Control: no-store\r\n",
+                b"ETag: \"4200042\"\r\n",
+                b"Content-Disposition: inline; filename=\"caf\xe9.txt\"\r\n",
+                b"Content-Type: text/plain\r\n",
+                b"Content-Length: 10\r\n",
+            ] {
+                assert!(
+                    head.windows(line.len()).any(|w| w == line),
+                    "{version}: {text}"
+                );
+            }
+            assert!(out.ends_with(b"\r\n\r\nsee other\n"), "{version}");
+        }
+        // A value with a CR is never written: a 500, and the next request
+        // served. With only what a value may hold, the field is sent.
+        let (status, _, connection) = ask(addr, "GET", "/echo-header?a%0DSet-Cookie:x=1", "");
+        assert_eq!((status, connection.as_deref()), (500, Some("close")));
+        let out = whole_or_first(
+            addr,
+            b"HEAD /echo-header?a%0DSet-Cookie:x=1 HTTP/1.1\r\nHost: t\r\n\r\n",
+        );
+        assert!(
+            out.starts_with(b"HTTP/1.1 500 "),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        assert!(!out.windows(10).any(|w| w == b"Set-Cookie"));
+        let out = whole_or_first(addr, b"GET /echo-header?fine HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert!(
+            out.windows(14).any(|w| w == b"X-Echo: fine\r\n"),
+            "{}",
+            String::from_utf8_lossy(&out)
         );
 
         // Each panic: a 500 that closes its connection, then the next

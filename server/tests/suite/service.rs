@@ -12,7 +12,7 @@ use crate::common::read_response;
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Response};
+use unflat_server::response::{Body, Fields, Response};
 use unflat_server::session::{Answered, Reply, Service};
 use unflat_server::{Config, Running};
 
@@ -76,6 +76,7 @@ impl Service for Greeter {
         &'a self,
         reply: &'a mut Answer,
         request_body: &'a [u8],
+        _: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         let text = Some(&self.text_plain);
         Ok(match reply {

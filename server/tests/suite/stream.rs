@@ -17,7 +17,7 @@ use unflat::queue::{SharedRope, WriteQueue};
 use unflat::Utf16;
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::{Full, Part};
-use unflat_server::response::{Body, Chunk, Response};
+use unflat_server::response::{Body, Chunk, Fields, Response};
 use unflat_server::session::{Reply, Service, Session, Step, STREAM_AHEAD};
 use unflat_server::{Config, Running, Stack, Strategy};
 
@@ -205,7 +205,12 @@ impl Service for Counting {
         )
     }
 
-    fn respond<'a>(&'a self, _: &'a mut Chunks, _: &'a [u8]) -> Result<Response<'a>, Full> {
+    fn respond<'a>(
+        &'a self,
+        _: &'a mut Chunks,
+        _: &'a [u8],
+        _: &mut Fields<'a>,
+    ) -> Result<Response<'a>, Full> {
         Ok(Response::new(Status::OK, [None, None], Body::Stream))
     }
 
@@ -393,7 +398,12 @@ impl Service for Sized {
         ((), Two(sizes.map(|n| n.parse().unwrap_or(0)).collect()))
     }
 
-    fn respond<'a>(&'a self, _: &'a mut Two, _: &'a [u8]) -> Result<Response<'a>, Full> {
+    fn respond<'a>(
+        &'a self,
+        _: &'a mut Two,
+        _: &'a [u8],
+        _: &mut Fields<'a>,
+    ) -> Result<Response<'a>, Full> {
         Ok(Response::new(Status::OK, [None, None], Body::Stream))
     }
 

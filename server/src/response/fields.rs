@@ -1,0 +1,333 @@
+//! The application's own field lines of one response: any number up to
+//! [`MAX_FIELDS`], repeated names allowed, each value a rope — text,
+//! bytes, an integer, a concatenation of such pieces, or any
+//! [`Rope`] — encoded straight into the write buffer with the rest of the
+//! head, never collected into a `String` first. Values are checked when
+//! added (the head's rule, [`Head::value`](unflat::head::Head::value)): a
+//! CR, LF, NUL or other control character, or a character above U+00FF, is
+//! never written; the response becomes a 500 and the cause is logged.
+
+use std::ops::ControlFlow;
+
+use arrayvec::ArrayVec;
+use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status};
+use unflat::{Decimal, Piece, Rope, Shape};
+
+/// Field lines a response takes besides the core's own (`Date`, framing,
+/// persistence, `X-Content-Type-Options`): dozens, as an application sends
+/// (cookies, caching, security headers, a `Location`, a `Content-Disposition`).
+pub const MAX_FIELDS: usize = 32;
+
+/// One piece of a concatenated value.
+#[derive(Clone, Copy, Debug)]
+pub enum Part<'a> {
+    /// Text, written as Latin-1: one byte per character, each at most U+00FF.
+    Text(&'a str),
+    /// Bytes as they are (obs-text allowed).
+    Bytes(&'a [u8]),
+    /// An integer's decimal digits.
+    Int(Decimal),
+}
+
+impl<'a> From<&'a str> for Part<'a> {
+    fn from(s: &'a str) -> Self {
+        Part::Text(s)
+    }
+}
+
+impl<'a> From<&'a String> for Part<'a> {
+    fn from(s: &'a String) -> Self {
+        Part::Text(s)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Part<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        Part::Bytes(b)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for Part<'a> {
+    fn from(b: &'a [u8; N]) -> Self {
+        Part::Bytes(b)
+    }
+}
+
+macro_rules! int_parts {
+    ($($t:ty)*) => {$(
+        impl From<$t> for Part<'_> {
+            fn from(n: $t) -> Self {
+                Part::Int(Decimal::new(n))
+            }
+        }
+
+        impl From<$t> for Value<'_> {
+            fn from(n: $t) -> Self {
+                Value::one(Part::Int(Decimal::new(n)))
+            }
+        }
+    )*};
+}
+int_parts!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize);
+
+impl Rope for Part<'_> {
+    fn for_each_piece<'s>(
+        &'s self,
+        visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        match self {
+            Part::Text(s) => visit(Piece::Utf8(s)),
+            Part::Bytes(b) => visit(Piece::OneByte(b)),
+            Part::Int(n) => n.for_each_piece(visit),
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        match self {
+            Part::Text(s) => Shape::of_piece(Piece::Utf8(s)),
+            Part::Bytes(b) => Shape::of_piece(Piece::OneByte(b)),
+            Part::Int(n) => n.shape(),
+        }
+    }
+}
+
+/// Pieces a value of parts holds at most; longer values are a [`Rope`]
+/// of the application's ([`Value::Rope`]).
+const MAX_PARTS: usize = 4;
+
+/// A field value: up to four [`Part`]s one after the other — a tuple
+/// `("sid=", id, "; Path=/; HttpOnly")` — or any rope.
+#[derive(Clone, Copy)]
+pub enum Value<'a> {
+    /// Parts, held inline.
+    Parts([Part<'a>; MAX_PARTS], u8),
+    /// A rope of the application's (a [`unflat::Concat`], a ropey rope, …).
+    Rope(&'a (dyn Rope + Sync)),
+}
+
+impl<'a> Value<'a> {
+    fn one(part: Part<'a>) -> Value<'a> {
+        Value::Parts(
+            [part, Part::Bytes(b""), Part::Bytes(b""), Part::Bytes(b"")],
+            1,
+        )
+    }
+
+    fn parts(&self) -> &[Part<'a>] {
+        match self {
+            Value::Parts(parts, n) => &parts[..usize::from(*n)],
+            Value::Rope(_) => &[],
+        }
+    }
+}
+
+impl std::fmt::Debug for Value<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Parts(..) => f.debug_list().entries(self.parts()).finish(),
+            Value::Rope(r) => write!(f, "Rope({} units)", r.shape().len()),
+        }
+    }
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(s: &'a str) -> Self {
+        Value::one(Part::Text(s))
+    }
+}
+
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(s: &'a String) -> Self {
+        Value::one(Part::Text(s))
+    }
+}
+
+impl<'a> From<&'a [u8]> for Value<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        Value::one(Part::Bytes(b))
+    }
+}
+
+impl<'a> From<Decimal> for Value<'a> {
+    fn from(n: Decimal) -> Self {
+        Value::one(Part::Int(n))
+    }
+}
+
+impl<'a> From<&'a (dyn Rope + Sync)> for Value<'a> {
+    fn from(r: &'a (dyn Rope + Sync)) -> Self {
+        Value::Rope(r)
+    }
+}
+
+macro_rules! tuple_values {
+    ($($n:literal: $($p:ident)+;)*) => {$(
+        impl<'a, $($p: Into<Part<'a>>),+> From<($($p,)+)> for Value<'a> {
+            #[allow(non_snake_case)]
+            fn from(($($p,)+): ($($p,)+)) -> Self {
+                let mut parts = [Part::Bytes(b""); MAX_PARTS];
+                for (slot, part) in parts.iter_mut().zip([$($p.into()),+]) {
+                    *slot = part;
+                }
+                Value::Parts(parts, $n)
+            }
+        }
+    )*};
+}
+tuple_values! {
+    2: A B;
+    3: A B C;
+    4: A B C D;
+}
+
+impl Rope for Value<'_> {
+    fn for_each_piece<'s>(
+        &'s self,
+        visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        match self {
+            Value::Parts(..) => self
+                .parts()
+                .iter()
+                .try_for_each(|p| p.for_each_piece(visit)),
+            Value::Rope(r) => r.for_each_piece(visit),
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        match self {
+            Value::Parts(..) => self
+                .parts()
+                .iter()
+                .fold(Shape::EMPTY, |s, p| s.then(p.shape())),
+            Value::Rope(r) => r.shape(),
+        }
+    }
+}
+
+/// Why a response's fields cannot be sent: the field, and what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's name as given (at most 64 bytes of it).
+    pub name: String,
+    /// What was wrong with its name or value.
+    pub error: HeadError,
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "field {:?}: {}", self.name, self.error)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// A response's own field lines, in order ([`Fields::add`]); the core
+/// hands one, empty, to [`Service::respond`](crate::session::Service::respond)
+/// on its stack, and writes it into the head. No heap: names and values
+/// borrow, integers and concatenations are held inline; an empty one is
+/// made without touching its slots (an `ArrayVec`), so that a response
+/// without fields of its own pays nothing for them.
+pub struct Fields<'a> {
+    list: ArrayVec<(HeaderName<'a>, Value<'a>), MAX_FIELDS>,
+    /// The first field refused: the response is then a 500.
+    error: Option<(&'a str, HeadError)>,
+}
+
+impl<'a> Fields<'a> {
+    /// No fields.
+    pub fn new() -> Fields<'a> {
+        Fields {
+            list: ArrayVec::new(),
+            error: None,
+        }
+    }
+
+    /// Adds `name: value`, after those added before (a name may repeat:
+    /// `Set-Cookie`). `value` is text (`&str`, written as Latin-1), bytes,
+    /// an integer, a tuple of up to four of these (`("sid=", id, "; Path=/")`),
+    /// or any [`Rope`]. Checked now: a name that is not a token, a value
+    /// with a CR, LF, NUL or other control character, whitespace first or
+    /// last, or a character above U+00FF, a `Content-Length` or
+    /// `Transfer-Encoding` (the core frames the body), or more than
+    /// [`MAX_FIELDS`] fields makes the response a 500 with the cause
+    /// logged, and nothing of it is written.
+    ///
+    /// ```
+    /// use unflat_server::response::Fields;
+    /// let id = 42_u64;
+    /// let mut fields = Fields::new();
+    /// fields
+    ///     .add("Set-Cookie", ("sid=", id, "; Path=/; HttpOnly"))
+    ///     .add("Cache-Control", "no-store");
+    /// assert_eq!(fields.len(), 2);
+    /// assert!(fields.error().is_none());
+    /// fields.add("X-Bad", ("a", "\r\nSet-Cookie: evil=1"));
+    /// assert!(fields.error().unwrap().to_string().contains("X-Bad"));
+    /// ```
+    pub fn add(&mut self, name: &'a str, value: impl Into<Value<'a>>) -> &mut Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let value = value.into();
+        match self.check(name, &value) {
+            Ok(name) => self.list.push((name, value)),
+            Err(e) => self.error = Some((name, e)),
+        }
+        self
+    }
+
+    fn check(&self, name: &'a str, value: &Value<'a>) -> Result<HeaderName<'a>, HeadError> {
+        let header = HeaderName::new(name)?;
+        if self.list.is_full() {
+            return Err(HeadError::TooManyFields);
+        }
+        // The head's own check, on a head of one field.
+        let mut head = Head::<'_, 1>::with_room(Status::OK, RequestMethod::Other);
+        head.value(header, value)?;
+        Ok(header)
+    }
+
+    /// Fields added.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether none was added.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Whether a field was refused: the response is then a 500.
+    #[inline]
+    pub fn is_refused(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The first field refused, if any.
+    pub fn error(&self) -> Option<FieldError> {
+        self.error.map(|(name, error)| FieldError {
+            name: name.chars().take(64).collect(),
+            error,
+        })
+    }
+
+    /// The fields, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (HeaderName<'a>, &Value<'a>)> {
+        self.list.iter().map(|(name, value)| (*name, value))
+    }
+}
+
+impl Default for Fields<'_> {
+    fn default() -> Self {
+        Fields::new()
+    }
+}
+
+impl std::fmt::Debug for Fields<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.iter().map(|(n, v)| (n.as_str(), v)))
+            .finish()
+    }
+}
