@@ -170,6 +170,11 @@ pub async fn serve<S: Service, IO: Socket>(
                 c.session.resume(job.run().await);
                 continue;
             }
+            Step::Wait => {
+                let protocol = &connections.protocol;
+                std::future::poll_fn(|cx| c.session.poll_wait(cx, protocol)).await;
+                continue;
+            }
             Step::Read(w) => w,
         };
         // A request is read next: the send period, if any, is over.

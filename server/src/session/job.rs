@@ -42,14 +42,20 @@ impl<T: 'static> Job<T> {
     /// Waits for the work outside an async context (a session driven in
     /// memory), on a runtime of this thread's own.
     pub fn wait(self) -> Finished<T> {
-        thread_local! {
-            static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime for jobs run in memory");
-        }
-        RUNTIME.with(|rt| rt.block_on(self.run()))
+        block_on(self.run())
     }
+}
+
+/// Runs `work` to its end on a runtime of this thread's own (with IO and
+/// time), outside an async context: for a session driven in memory.
+pub(super) fn block_on<F: Future>(work: F) -> F::Output {
+    thread_local! {
+        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for sessions driven in memory");
+    }
+    RUNTIME.with(|rt| rt.block_on(work))
 }
 
 impl<T> std::fmt::Debug for Job<T> {

@@ -18,6 +18,7 @@ use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, BytesMut};
 use unflat::head::{Framing, Status};
@@ -112,6 +113,10 @@ pub enum Step<R> {
     /// [`Session::resume`], then call `process` again. The queue may be
     /// flushed meanwhile.
     Defer(Job<R>),
+    /// Flush the queue, then await [`Session::poll_wait`] — a streamed
+    /// body's next chunk, which the service is waiting for
+    /// ([`Service::poll_chunk`]) — and call `process` again.
+    Wait,
     /// Flush the queue, then close the connection.
     Close,
     /// Reset the connection without flushing: a response cut short whose
@@ -172,6 +177,12 @@ struct Streaming<S: Service> {
     next: Option<Chunk>,
     /// The service said the stream ended; its end waits for memory.
     ended: bool,
+    /// The service is waiting for the next chunk ([`Service::poll_chunk`]
+    /// was `Pending`): the connection awaits [`Session::poll_wait`].
+    waiting: bool,
+    /// The service's chunk could not be charged ([`Full`]), seen while
+    /// waiting for it: handled on the next turn.
+    refused: Option<Full>,
 }
 
 impl<S: Service> Streaming<S> {
@@ -313,6 +324,9 @@ pub struct Session<S: Service> {
     /// A streamed response whose head is queued and whose end is not:
     /// whether it is chunked (how a panic must end it).
     begun: Option<bool>,
+    /// A panic caught while waiting for a stream's chunk
+    /// ([`Session::poll_wait`]), answered on the next turn.
+    panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl<S: Service> Session<S> {
@@ -345,6 +359,7 @@ impl<S: Service> Session<S> {
             now: Moment::default(),
             head_request: false,
             begun: None,
+            panic: None,
         }
     }
 
@@ -409,6 +424,9 @@ impl<S: Service> Session<S> {
         // service's code runs only inside it, never while a response is
         // half queued (chunks are asked for before they are queued), so
         // the queue holds whole responses when a panic is caught.
+        if let Some(payload) = self.panic.take() {
+            return self.panicked(queue, service, &*payload);
+        }
         let turn = guarded(|| {
             let step = self.turn(input, queue, service);
             service.service.turn_ended(&mut self.conn);
@@ -418,6 +436,36 @@ impl<S: Service> Session<S> {
             Ok(step) => step,
             Err(payload) => self.panicked(queue, service, &*payload),
         }
+    }
+
+    /// Ready once the streamed body's next chunk, which the service is
+    /// waiting for ([`Step::Wait`]), is: the chunk, the stream's end, or
+    /// its refusal is kept for the next [`Session::process`], as is a panic.
+    pub fn poll_wait(&mut self, cx: &mut Context<'_>, service: &Protocol<S>) -> Poll<()> {
+        let State::Streaming(s) = &mut self.state else {
+            return Poll::Ready(());
+        };
+        if !s.waiting {
+            return Poll::Ready(());
+        }
+        let reply = &mut s.reply;
+        match guarded(|| service.service.poll_chunk(reply, cx)) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(Some(chunk)))) => s.next = Some(chunk),
+            Ok(Poll::Ready(Ok(None))) => s.ended = true,
+            Ok(Poll::Ready(Err(full))) => s.refused = Some(full),
+            Err(payload) => self.panic = Some(payload),
+        }
+        if let State::Streaming(s) = &mut self.state {
+            s.waiting = false;
+        }
+        Poll::Ready(())
+    }
+
+    /// [`Session::poll_wait`] to its end outside an async context (a
+    /// session driven in memory), on a runtime of this thread's own.
+    pub fn wait(&mut self, service: &Protocol<S>) {
+        job::block_on(std::future::poll_fn(|cx| self.poll_wait(cx, service)));
     }
 
     /// After a panic of the service (or of the core) during a turn, caught
@@ -511,6 +559,12 @@ impl<S: Service> Session<S> {
                 State::Streaming(streaming) if chunks_asked == CHUNKS_PER_TURN => {
                     self.state = State::Streaming(streaming);
                     return Step::Flush;
+                }
+                // The service waits for the next chunk: the connection
+                // flushes what is queued and awaits it.
+                State::Streaming(streaming) if streaming.waiting => {
+                    self.state = State::Streaming(streaming);
+                    return Step::Wait;
                 }
                 State::Streaming(streaming) => {
                     chunks_asked += 1;
@@ -866,6 +920,8 @@ impl<S: Service> Session<S> {
             stream: Stream::new(p.exchange),
             next: None,
             ended: false,
+            waiting: false,
+            refused: None,
         });
         // The turn's loop asks for the first chunk (counted as any other).
         State::Streaming(streaming)
@@ -883,15 +939,30 @@ impl<S: Service> Session<S> {
         mut s: Box<Streaming<S>>,
     ) -> State<S> {
         let (writer, budget) = (&service.writer, &mut self.budget);
-        if !s.ended && s.next.is_none() {
-            match service.service.next_chunk(&mut s.reply) {
-                Ok(Some(chunk)) => s.next = Some(chunk),
-                Ok(None) => s.ended = true,
-                Err(full) if s.head.is_some() => {
-                    return self.refuse_stream(queue, service, s, full)
+        let asked = match s.refused.take() {
+            Some(full) => Some(Err(full)),
+            None if !s.ended && s.next.is_none() => {
+                // Asked with a waker that does nothing: a chunk not ready
+                // is awaited by the connection (`Step::Wait`), with its own.
+                let mut cx = Context::from_waker(Waker::noop());
+                match service.service.poll_chunk(&mut s.reply, &mut cx) {
+                    Poll::Ready(asked) => Some(asked),
+                    Poll::Pending => {
+                        s.waiting = true;
+                        return State::Streaming(s);
+                    }
                 }
-                Err(_) => return self.cut_short(service, &s),
             }
+            None => None,
+        };
+        match asked {
+            None => {}
+            Some(Ok(Some(chunk))) => s.next = Some(chunk),
+            Some(Ok(None)) => s.ended = true,
+            Some(Err(full)) if s.head.is_some() => {
+                return self.refuse_stream(queue, service, s, full)
+            }
+            Some(Err(_)) => return self.cut_short(service, &s),
         }
         if let Some(head) = &s.head {
             match writer.start_stream(queue, head, &mut s.stream, s.next.as_ref(), budget) {

@@ -6,6 +6,7 @@
 //! as the socket takes it ([`Service::sent`]).
 
 use std::net::SocketAddr;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use unflat::head::Status;
@@ -88,6 +89,21 @@ pub trait Service: Send + Sync + 'static {
     fn next_chunk(&self, reply: &mut Self::Reply) -> Result<Option<Chunk>, Full> {
         let _ = reply;
         Ok(None)
+    }
+
+    /// The next chunk of a stream that may wait for it — on a timer, a
+    /// channel, another server — as a `Stream`'s `poll_next` is: `Pending`
+    /// (having arranged for `cx`'s waker to be woken) until it is ready.
+    /// The connection flushes what is queued and awaits it; what
+    /// [`Service::next_chunk`] says of the queue, [`Full`] and the stream's
+    /// end holds for it. The default: [`Service::next_chunk`], at once.
+    fn poll_chunk(
+        &self,
+        reply: &mut Self::Reply,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Chunk>, Full>> {
+        let _ = cx;
+        Poll::Ready(self.next_chunk(reply))
     }
 
     /// Told once per response queued, the core's own refusals included:

@@ -3,21 +3,52 @@
 //! flat ASCII body, a rope cut from a ropey rope (its nodes shared), a
 //! range of one-byte or two-byte text encoded as it is sent. The chunks
 //! share the body's memory, which the cache charged; the reply keeps the
-//! body until the last chunk is written.
+//! body until the last chunk is written. With `&every=MS`, the chunks come
+//! one per `MS` milliseconds, on a timer: a stream that waits
+//! ([`Service::poll_chunk`](crate::session::Service::poll_chunk)).
 
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use unflat::queue::SharedRope;
 use unflat::{Piece, Rope};
 
 use super::body::{Built, Text};
+use crate::clock::Moment;
+use crate::net::timers::Timer;
 use crate::response::Chunk;
 
 /// Chunks asked for at most: each costs a size line and a turn of the
 /// writer, so a client cannot make one character cost ten bytes and a
 /// call.
 pub const MAX_CHUNKS: usize = 65_536;
+
+/// The longest wait between two chunks (`&every=MS`), in milliseconds.
+pub const MAX_EVERY_MS: u64 = 10_000;
+
+/// The longest a paced stream may take, its waits added up (`chunks ×
+/// every`): what a client can make the server hold a connection and its
+/// body for.
+pub const MAX_PACED: Duration = Duration::from_secs(60);
+
+/// How a body is streamed: in how many chunks, and how far apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Chunks asked for (clamped to the body's characters).
+    pub count: usize,
+    /// The wait before each chunk after the first; none: at once.
+    pub every: Option<Duration>,
+}
+
+/// When the next chunk of a paced stream is due, and the timer that says so.
+#[derive(Debug)]
+struct Pace {
+    every: Duration,
+    due: Moment,
+    timer: Timer,
+}
 
 /// A body being sent as `count` chunks of about equal characters.
 #[derive(Debug)]
@@ -27,13 +58,16 @@ pub struct Chunks {
     units: usize,
     count: usize,
     next: usize,
+    pace: Option<Box<Pace>>,
 }
 
 impl Chunks {
-    /// `body` in `count` chunks: at least one, and no more than it has
+    /// `body` in `plan.count` chunks: at least one, and no more than it has
     /// characters, so that no chunk is empty and a count above the length
-    /// costs no more than the length.
-    pub fn new(body: Arc<Built>, count: usize) -> Chunks {
+    /// costs no more than the length; each after the first `plan.every`
+    /// after the one before.
+    pub fn new(body: Arc<Built>, plan: Plan) -> Chunks {
+        let count = plan.count;
         let units = match &body.text {
             Text::Ascii(b) | Text::Payload(b) => b.len(),
             Text::Rope(r) => r.get().len_chars(),
@@ -44,7 +78,26 @@ impl Chunks {
             units,
             count: count.min(units).max(1),
             next: 0,
+            pace: plan.every.map(|every| {
+                Box::new(Pace {
+                    every,
+                    due: Moment::now(),
+                    timer: Timer::new(),
+                })
+            }),
         }
+    }
+
+    /// The next chunk once it is due (`None` after the last): at once,
+    /// unless the stream is paced.
+    pub fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        if let Some(pace) = &mut self.pace {
+            if self.next > 0 && self.next < self.count {
+                std::task::ready!(pace.timer.poll_passed(pace.due, cx));
+            }
+            pace.due = Moment::in_(pace.every);
+        }
+        Poll::Ready(self.next_chunk())
     }
 
     /// The body, for the response's head.
@@ -143,7 +196,8 @@ mod tests {
         for body in bodies {
             let whole = built(body, 0);
             for count in [1, 3, 10, 25] {
-                let mut chunks = Chunks::new(whole.clone(), count);
+                let plan = Plan { count, every: None };
+                let mut chunks = Chunks::new(whole.clone(), plan);
                 let mut joined = Vec::new();
                 let mut n = 0;
                 while let Some(chunk) = chunks.next_chunk() {
@@ -165,7 +219,11 @@ mod tests {
 
     #[test]
     fn an_empty_body_is_one_empty_chunk_whatever_the_count() {
-        let mut chunks = Chunks::new(built(Text::Ascii(Bytes::new()), 0), MAX_CHUNKS);
+        let plan = Plan {
+            count: MAX_CHUNKS,
+            every: None,
+        };
+        let mut chunks = Chunks::new(built(Text::Ascii(Bytes::new()), 0), plan);
         assert!(chunks.next_chunk().is_some_and(|c| c.is_empty()));
         assert!(chunks.next_chunk().is_none());
     }

@@ -20,6 +20,7 @@ mod routes;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use unflat::head::{Line, Status};
 
@@ -191,11 +192,15 @@ impl Service for Site {
         reply.respond(self, request_body)
     }
 
-    fn next_chunk(&self, reply: &mut Answer) -> Result<Option<Chunk>, Full> {
-        Ok(match reply {
-            Answer::Stream(chunks) => chunks.next_chunk(),
-            _ => None,
-        })
+    fn poll_chunk(
+        &self,
+        reply: &mut Answer,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Chunk>, Full>> {
+        match reply {
+            Answer::Stream(chunks) => chunks.poll_chunk(cx).map(Ok),
+            _ => Poll::Ready(Ok(None)),
+        }
     }
 
     #[inline(always)]

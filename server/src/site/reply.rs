@@ -11,7 +11,7 @@ use unflat::head::Status;
 
 use super::bodies::{Memo, Unavailable};
 use super::body::{BodyKey, Built, Text};
-use super::chunks::Chunks;
+use super::chunks::{Chunks, Plan};
 use super::echo::EchoJson;
 use super::exposition::Exposition;
 use super::{Fields, Site};
@@ -33,7 +33,7 @@ pub enum Answer {
     Ready(Arc<Built>),
     /// `/end-string/{len}?chunks=K`: as [`Answer::Body`], sent as a stream
     /// of `K` chunks.
-    Streamed(BodyKey, usize),
+    Streamed(BodyKey, Plan),
     /// A body at hand, being sent a chunk at a time.
     Stream(Chunks),
     /// `/healthz`: 200 `ok`, or 503 once shutdown has begun, so that a load
@@ -174,12 +174,12 @@ impl Answer {
             BodyKey::Large(_) => site.bodies.cached(key),
         };
         let chunks = match *self {
-            Answer::Streamed(_, count) => Some(count),
+            Answer::Streamed(_, plan) => Some(plan),
             _ => None,
         };
         let ready = move |body| match chunks {
             None => Answer::Ready(body),
-            Some(count) => Answer::Stream(Chunks::new(body, count)),
+            Some(plan) => Answer::Stream(Chunks::new(body, plan)),
         };
         if let Some(body) = at_hand {
             // What it replaces is a key, which holds nothing: forgotten,

@@ -3,11 +3,12 @@
 //! their arguments and errors. No IO and no encoding here.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use unflat::head::Status;
 
 use super::body::{BodyKey, Form, Key, Kind};
-use super::chunks::MAX_CHUNKS;
+use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
 use super::exposition::Exposition;
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
 use super::reply::Answer;
@@ -50,7 +51,7 @@ const TABLE: [Listing; 7] = [
     Listing {
         route: Route::EndString,
         path: "/end-string/",
-        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks, at most one per character)",
+        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks, at most one per character), &every=MS (a chunk every MS ms, on a timer; chunks × every at most 60 s)",
     },
     Listing {
         route: Route::Large,
@@ -192,7 +193,7 @@ fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Ans
             limits.max_len
         )));
     }
-    let (mut kind, mut form, mut chunks) = (None, None, None);
+    let (mut kind, mut form, mut chunks, mut every) = (None, None, None, None);
     query_pairs(query, |name, value| {
         match name {
         "kind" => {
@@ -218,8 +219,17 @@ fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Ans
             }
             once(&mut chunks, name, count)
         }
+        "every" => {
+            let ms = parse_count(name, value)? as u64;
+            if ms == 0 || ms > MAX_EVERY_MS {
+                return Err(bad_request(format!(
+                    "every {ms} is out of range: 1 to {MAX_EVERY_MS} milliseconds"
+                )));
+            }
+            once(&mut every, name, Duration::from_millis(ms))
+        }
         _ => Err(bad_request(format!(
-            "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte, body=flat|rope and chunks=K"
+            "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte, body=flat|rope, chunks=K and every=MS"
         ))),
     }
     })?;
@@ -228,9 +238,27 @@ fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Ans
         kind: kind.unwrap_or(Kind::Ascii),
         form: form.unwrap_or(Form::Flat),
     });
-    Ok(match chunks {
-        None => Answer::Body(key),
-        Some(count) => Answer::Streamed(key, count),
+    Ok(match (chunks, every) {
+        (None, None) => Answer::Body(key),
+        (None, Some(_)) => {
+            return Err(bad_request(
+                "every=MS paces chunks: it needs chunks=K".into(),
+            ))
+        }
+        (Some(count), every) => {
+            // The waits a paced stream makes a connection hold: bounded.
+            let waits = every.map_or(Duration::ZERO, |e| {
+                e * count.min(len).saturating_sub(1) as u32
+            });
+            if waits > MAX_PACED {
+                return Err(bad_request(format!(
+                    "chunks × every is {} s, above the limit of {} s",
+                    waits.as_secs_f64(),
+                    MAX_PACED.as_secs()
+                )));
+            }
+            Answer::Streamed(key, Plan { count, every })
+        }
     })
 }
 

@@ -293,6 +293,7 @@ pub fn serve_in_memory<S: Service>(app: &Stack<S>, parts: &[&[u8]]) -> (Vec<u8>,
             match step {
                 Step::Flush => continue,
                 Step::Defer(job) => session.resume(job.wait()),
+                Step::Wait => session.wait(app.protocol()),
                 Step::Close | Step::Reset => return (out, true),
                 Step::Read(_) => break,
             }

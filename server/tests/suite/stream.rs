@@ -4,11 +4,14 @@
 //! strategies; and produced lazily, so that a reader that pauses holds a
 //! bounded part of a long stream.
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use crate::common::{connect, end_string_body, read_response, Raw};
 use bytes::{Buf, Bytes, BytesMut};
@@ -131,6 +134,69 @@ fn a_stream_is_byte_exact_chunked_bare_and_after_head_for_every_kind_and_form() 
     }
 }
 
+/// A stream that waits between chunks (`&every=MS`: each chunk after the
+/// first on a timer, the service's `poll_chunk` pending meanwhile): byte
+/// exact chunked to HTTP/1.1, bare to HTTP/1.0 until the close, nothing
+/// after HEAD (and no wait); the waits are taken; the connection stays in
+/// step for the next request.
+#[test]
+fn a_stream_that_waits_between_chunks_is_byte_exact() {
+    let server = crate::common::start(Strategy::Direct);
+    let mut s = connect(&server);
+    let mut buf = Vec::new();
+    for (kind, width) in [("ascii", 1), ("twobyte", 3)] {
+        let target = format!("/end-string/1000?kind={kind}&chunks=5&every=40");
+        let begun = Instant::now();
+        write!(s, "GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let get = read_response(&mut s, &mut buf, true).unwrap();
+        assert_streamed_head(&get, true);
+        let (sizes, body) = read_chunked(&mut s, &mut buf);
+        assert!(
+            begun.elapsed() >= Duration::from_millis(160),
+            "{:?}",
+            begun.elapsed()
+        );
+        assert_eq!(sizes, chunk_sizes(1000, 5, width), "{target}");
+        assert!(body == end_string_body(1000, kind), "{target}: the body");
+
+        let begun = Instant::now();
+        write!(s, "HEAD {target} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let head = read_response(&mut s, &mut buf, true).unwrap();
+        assert_streamed_head(&head, true);
+        assert!(begun.elapsed() < Duration::from_millis(160), "HEAD waited");
+
+        let mut old = connect(&server);
+        write!(old, "GET {target} HTTP/1.0\r\n\r\n").unwrap();
+        let mut rest = Vec::new();
+        old.read_to_end(&mut rest).unwrap();
+        let r = read_response(&mut &[][..], &mut rest, true).unwrap();
+        assert_streamed_head(&r, false);
+        assert_eq!(r.header("connection"), Some("close"));
+        assert!(
+            rest == end_string_body(1000, kind),
+            "{target}: HTTP/1.0 body"
+        );
+    }
+    s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut s, &mut buf, false).unwrap();
+    assert_eq!((r.status, &r.body[..]), (200, &b"aaa"[..]));
+    // Out of bounds: a wait too long, a stream too long in all, a wait
+    // without chunks.
+    for query in [
+        "chunks=2&every=10001",
+        "chunks=10&every=0",
+        "chunks=100&every=1000",
+        "every=5",
+    ] {
+        let r = crate::common::exchange(
+            &server,
+            format!("GET /end-string/1000?{query} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, 400, "{query}");
+    }
+}
+
 #[test]
 fn a_chunk_count_out_of_range_or_repeated_is_refused() {
     let server = crate::common::start(Strategy::Direct);
@@ -180,6 +246,9 @@ struct Chunks {
     count: usize,
     /// `GET /empty/{n}`: every chunk empty.
     empty: bool,
+    /// `GET /paced/{n}`: each chunk after a millisecond's wait, on a tokio
+    /// timer (`poll_chunk` pending meanwhile).
+    wait: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Reply for Chunks {}
@@ -194,6 +263,13 @@ impl Service for Counting {
             Some(n) => (true, n),
             None => (false, &head.path[1..]),
         };
+        let (wait, n) = match n.strip_prefix("paced/") {
+            Some(n) => (
+                Some(Box::pin(tokio::time::sleep(Duration::from_millis(1)))),
+                n,
+            ),
+            None => (None, n),
+        };
         let count = n.parse().unwrap_or(0);
         (
             (),
@@ -201,6 +277,7 @@ impl Service for Counting {
                 next: 0,
                 count,
                 empty,
+                wait,
             },
         )
     }
@@ -212,6 +289,19 @@ impl Service for Counting {
         _: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         Ok(Response::new(Status::OK, [None, None], Body::Stream))
+    }
+
+    fn poll_chunk(
+        &self,
+        reply: &mut Chunks,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Chunk>, Full>> {
+        if let Some(wait) = &mut reply.wait {
+            std::task::ready!(wait.as_mut().poll(cx));
+            let next = tokio::time::Instant::now() + Duration::from_millis(1);
+            wait.as_mut().reset(next);
+        }
+        Poll::Ready(self.next_chunk(reply))
     }
 
     fn next_chunk(&self, reply: &mut Chunks) -> Result<Option<Chunk>, Full> {
@@ -310,6 +400,19 @@ fn a_stream_is_asked_for_no_faster_than_the_queue_drains() {
 
 #[test]
 fn a_paused_reader_of_a_long_stream_holds_a_bounded_part_of_it() {
+    paused_reader_holds_a_bounded_part("")
+}
+
+/// The same of a stream that waits for each chunk: what a paused reader
+/// holds does not depend on how the chunks come.
+#[test]
+fn a_paused_reader_of_a_stream_that_waits_holds_a_bounded_part_of_it() {
+    paused_reader_holds_a_bounded_part("paced/")
+}
+
+/// A reader of `/{prefix}2048` (32 MiB) paused for 0.8 s: what was made is
+/// what the socket buffers and the queue hold; then it reads all, exact.
+fn paused_reader_holds_a_bounded_part(prefix: &str) {
     let made = Arc::new(AtomicUsize::new(0));
     let service = Counting {
         made: made.clone(),
@@ -318,7 +421,7 @@ fn a_paused_reader_of_a_long_stream_holds_a_bounded_part_of_it() {
     let server = Running::start_with(counting_config(), |_| service).unwrap();
     let chunks = 2048; // 32 MiB
     let mut s = connect(&server);
-    write!(s, "GET /{chunks} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    write!(s, "GET /{prefix}{chunks} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
     // Paused: what is made is what the socket buffers and the queue hold.
     std::thread::sleep(Duration::from_millis(800));
     let paused = made.load(Ordering::Relaxed);
