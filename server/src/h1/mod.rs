@@ -8,6 +8,7 @@
 mod body;
 mod chunked;
 mod fields;
+pub(crate) mod query;
 mod request;
 mod scan;
 mod uri;
@@ -15,6 +16,7 @@ mod uri;
 use unflat::head::Status;
 
 pub use body::{BodyDecoder, Decoded};
+pub use query::{query_pairs, Pair, QueryError};
 pub use request::{begins_head_request, parse_head, Parsed, RequestHead};
 pub use scan::{scan, Scanned};
 pub use uri::begins_escape;

@@ -8,13 +8,15 @@
 //! reason; the connection is always closed after one, because after a
 //! malformed head the framing of whatever follows cannot be trusted.
 
+use std::borrow::Cow;
 use std::mem::MaybeUninit;
 
 use unflat::head::{Framing, Status};
 
 use super::fields::check_fields;
+use super::query::{query_pairs, Pair, QueryError};
 use super::scan::{scan, Scanned};
-use super::uri::parse_target;
+use super::uri::{parse_target, percent_decoded};
 use super::{reject, HeadLimits, Reject};
 
 /// A parsed and checked request head, borrowing the input.
@@ -24,14 +26,16 @@ pub struct RequestHead<'b> {
     pub method: &'b str,
     /// The request target as sent.
     pub target: &'b str,
-    /// The target's path (origin or absolute form), without the query.
+    /// The target's path (origin or absolute form), without the query, as
+    /// sent: percent-encoded ([`RequestHead::decoded_path`] decodes it).
     pub path: &'b str,
-    /// The target's query, if any.
+    /// The target's query as sent, if any ([`RequestHead::query_pairs`]
+    /// decodes it).
     pub query: Option<&'b str>,
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     pub version: u8,
-    /// The header fields in order, as received.
-    pub fields: &'b [httparse::Header<'b>],
+    /// The header fields in order, as received ([`RequestHead::fields`]).
+    fields: &'b [httparse::Header<'b>],
     /// Bytes the head took, from the start of the input (leading empty
     /// lines included).
     pub len: usize,
@@ -48,6 +52,64 @@ impl<'b> RequestHead<'b> {
     /// True for `HEAD`.
     pub fn is_head(&self) -> bool {
         self.method == "HEAD"
+    }
+
+    /// The header fields in order, as received: name and value.
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = (&'b str, &'b [u8])> + '_ {
+        self.fields.iter().map(|f| (f.name, f.value))
+    }
+
+    /// The value of the first field named `name` (in any case), if any.
+    ///
+    /// ```
+    /// # use std::mem::MaybeUninit;
+    /// # use unflat_server::h1::{parse_head, HeadLimits, Parsed};
+    /// let input = b"GET /a%20b?x=1+2 HTTP/1.1\r\nHost: t\r\nCookie: a=1\r\ncookie: b=2\r\n\r\n";
+    /// let mut fields = [MaybeUninit::uninit(); 8];
+    /// let limits = HeadLimits { head: 8192, request_line: 8192, fields: 8 };
+    /// let Parsed::Complete(head) = parse_head(input, &mut fields, limits) else {
+    ///     panic!("a whole head")
+    /// };
+    /// assert_eq!(head.field("HOST"), Some(&b"t"[..]));
+    /// let cookies: Vec<&[u8]> = head.field_values("Cookie").collect();
+    /// assert_eq!(cookies, [&b"a=1"[..], b"b=2"]);
+    /// assert_eq!(head.decoded_path(), "/a b");
+    /// let (name, value) = head.query_pairs().next().unwrap().unwrap();
+    /// assert_eq!((&*name, &*value), ("x", "1 2"));
+    /// ```
+    pub fn field(&self, name: &str) -> Option<&'b [u8]> {
+        self.field_values(name).next()
+    }
+
+    /// The values of every field named `name` (in any case), in order: a
+    /// repeated field's (`Cookie`, `Accept`) each.
+    pub fn field_values<'n>(&self, name: &'n str) -> impl Iterator<Item = &'b [u8]> + 'n
+    where
+        'b: 'n,
+    {
+        let fields = self.fields;
+        fields
+            .iter()
+            .filter(move |f| f.name.eq_ignore_ascii_case(name))
+            .map(|f| f.value)
+    }
+
+    /// The path percent-decoded: borrowed as sent when it has no escape
+    /// (nothing allocated), else decoded. Always text: a path whose escapes
+    /// do not decode to UTF-8 was refused with 400.
+    pub fn decoded_path(&self) -> Cow<'b, str> {
+        if !self.path.contains('%') {
+            return Cow::Borrowed(self.path);
+        }
+        let bytes = percent_decoded(self.path.as_bytes());
+        Cow::Owned(String::from_utf8(bytes).expect("checked when the head was parsed"))
+    }
+
+    /// The query's `name=value` pairs, in order, percent-decoded with `+`
+    /// as a space: borrowed when the query has no escape (nothing
+    /// allocated); a pair that cannot be decoded is an error naming it.
+    pub fn query_pairs(&self) -> impl Iterator<Item = Result<Pair<'b>, QueryError>> {
+        query_pairs(self.query)
     }
 }
 

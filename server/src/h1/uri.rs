@@ -86,6 +86,7 @@ pub(super) fn parse_target<'t>(
 fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
     let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
     let mut query_at = None;
+    let mut escaped = false;
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
@@ -96,6 +97,7 @@ fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
                 if !begins_escape(bytes, i) {
                     return bad("a % not followed by two hex digits in the request target");
                 }
+                escaped = true;
                 i += 3;
                 continue;
             }
@@ -104,7 +106,34 @@ fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
         }
         i += 1;
     }
+    // The path as an application reads it (`RequestHead::decoded_path`)
+    // is text: its escapes must decode to UTF-8.
+    if escaped
+        && std::str::from_utf8(&percent_decoded(&bytes[..query_at.unwrap_or(bytes.len())])).is_err()
+    {
+        return bad("the request target's path is not UTF-8 once percent-decoded");
+    }
     Ok(query_at)
+}
+
+/// `bytes` with every escape (`%` and two hex digits, as checked) decoded.
+pub(super) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| match b {
+        b'0'..=b'9' => b - b'0',
+        _ => (b | 0x20) - b'a' + 10,
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && begins_escape(bytes, i) {
+            out.push(hex(bytes[i + 1]) << 4 | hex(bytes[i + 2]));
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";
@@ -192,6 +221,8 @@ mod tests {
         assert_eq!(get("https://host"), Ok(("/", None)));
         assert_eq!(get("http://host?q=1"), Ok(("/", Some("q=1"))));
         assert_eq!(get("/%41%7e"), Ok(("/%41%7e", None)));
+        assert_eq!(get("/caf%C3%A9?x=%FF"), Ok(("/caf%C3%A9", Some("x=%FF"))));
+        assert_eq!(percent_decoded(b"/caf%C3%a9+%2F"), "/café+/".as_bytes());
         // The query's escapes are checked by the route that reads them.
         assert_eq!(get("/a?q=%zz&r=%4"), Ok(("/a", Some("q=%zz&r=%4"))));
         assert_eq!(parse_target("OPTIONS", "*"), Ok(("*", None)));
@@ -207,6 +238,10 @@ mod tests {
             "/a b",
             "/%4",
             "/%zz",
+            // Escapes that do not decode to UTF-8: the path is text.
+            "/%FF",
+            "/caf%E9",
+            "/%C3",
             "/a|b",
             "http://u@h/",
         ] {

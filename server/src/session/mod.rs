@@ -628,7 +628,7 @@ impl<S: Service> Session<S> {
         let framed = HeadFacts {
             len: head.len,
             framing: head.framing,
-            fields: head.fields.len(),
+            fields: head.fields().len(),
             expect_continue: head.expect_continue,
         };
         let next = self.begin(

@@ -127,29 +127,24 @@ impl AccessLog {
             } else {
                 "HTTP/1.1"
             };
-            self.note_parts(head.method, head.target, version, head.fields);
+            self.note_parts(head.method, head.target, version, |n| head.field(n));
         }
     }
 
     /// Notes the request about to be answered: its method, target and
     /// version (`-` for a request refused before its head was read), and
     /// the fields the lines name.
-    fn note_parts(
+    fn note_parts<'f>(
         &mut self,
         method: &str,
         target: &str,
         version: &str,
-        fields: &[httparse::Header<'_>],
+        field_of: impl Fn(&str) -> Option<&'f [u8]>,
     ) {
         let Some(log) = &mut self.on else {
             return;
         };
-        let field = |name: &str| {
-            fields
-                .iter()
-                .find(|f| f.name.eq_ignore_ascii_case(name))
-                .map_or(&b"-"[..], |f| f.value)
-        };
+        let field = |name: &str| field_of(name).unwrap_or(b"-");
         let n = &mut log.request;
         n.text.clear();
         let json = log.format == LogFormat::Json;
@@ -177,7 +172,7 @@ impl AccessLog {
 
     fn render<L>(&mut self, a: &Answered<L>) {
         if a.label.is_none() {
-            self.note_parts("-", "-", "-", &[]);
+            self.note_parts("-", "-", "-", |_| None);
         }
         let Some(log) = &mut self.on else {
             return;
@@ -376,6 +371,16 @@ fn clf_time(out: &mut String, t: SystemTime) {
 mod tests {
     use super::*;
 
+    /// The first value of a field by name, in any case, as a head's.
+    fn lookup<'f>(fields: &'f [httparse::Header<'f>]) -> impl Fn(&str) -> Option<&'f [u8]> {
+        move |name| {
+            fields
+                .iter()
+                .find(|f| f.name.eq_ignore_ascii_case(name))
+                .map(|f| f.value)
+        }
+    }
+
     #[test]
     fn field_values_are_escaped_and_cut() {
         let mut t = String::new();
@@ -445,7 +450,7 @@ mod tests {
         ];
         let target = "/end-string/3?kind=%74wobyte";
         let mut unflat = log(LogFormat::Unflat);
-        unflat.note_parts("GET", target, "HTTP/1.1", &fields);
+        unflat.note_parts("GET", target, "HTTP/1.1", lookup(&fields));
         unflat.queued(&answered(Some(()), 9, 100));
         let line = first(&mut unflat);
         let (time, rest) = line.split_once(' ').unwrap();
@@ -460,7 +465,7 @@ mod tests {
         );
         assert_eq!(after, "referer=\"-\" user_agent=\"curl/8.5.0\"\n");
         let mut combined = log(LogFormat::Combined);
-        combined.note_parts("GET", target, "HTTP/1.1", &fields);
+        combined.note_parts("GET", target, "HTTP/1.1", lookup(&fields));
         combined.queued(&answered(Some(()), 0, 100));
         let line = first(&mut combined);
         let (before, after) = line.split_once(" [").unwrap();
@@ -474,7 +479,7 @@ mod tests {
         let line = first(&mut combined);
         assert!(line.ends_with("] \"- - -\" 200 3 \"-\" \"-\"\n"), "{line}");
         let mut json = log(LogFormat::Json);
-        json.note_parts("GET", "/a\"b", "HTTP/1.1", &fields);
+        json.note_parts("GET", "/a\"b", "HTTP/1.1", lookup(&fields));
         json.queued(&answered(Some(()), 9, 100));
         let line = first(&mut json);
         let (time, rest) = line.split_once("\",\"peer\"").unwrap();
@@ -501,7 +506,7 @@ mod tests {
             value: b"t",
         }];
         for i in 0..50u64 {
-            log.note_parts("GET", "/x", "HTTP/1.1", &fields);
+            log.note_parts("GET", "/x", "HTTP/1.1", lookup(&fields));
             log.queued(&answered(Some(()), 3, i * 10 + 10));
         }
         let waiting = log.on.as_ref().unwrap().waiting.len();

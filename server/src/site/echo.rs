@@ -41,13 +41,13 @@ impl EchoJson {
             b64(head.target.as_bytes()),
             b64(version.as_bytes())
         );
-        for (i, f) in head.fields.iter().enumerate() {
+        for (i, (name, value)) in head.fields().enumerate() {
             let sep = if i == 0 { "" } else { "," };
             let _ = write!(
                 prefix,
                 "{sep}[\"{}\",\"{}\"]",
-                b64(f.name.as_bytes()),
-                b64(f.value)
+                b64(name.as_bytes()),
+                b64(value)
             );
         }
         prefix.push_str("],\"body\":\"");

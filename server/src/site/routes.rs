@@ -168,15 +168,9 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
     match route {
         Route::Help => no_query(Answer::Help),
         Route::Healthz => no_query(Answer::Health),
-        Route::Metrics => {
-            let accept = head
-                .fields
-                .iter()
-                .find(|f| f.name.eq_ignore_ascii_case("accept"));
-            no_query(Answer::Metrics(Exposition::from_accept(
-                accept.map(|f| f.value),
-            )))
-        }
+        Route::Metrics => no_query(Answer::Metrics(Exposition::from_accept(
+            head.field("accept"),
+        ))),
         Route::EndString => end_string(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::Large => large(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::ServerWide | Route::Echo | Route::Unmatched => {

@@ -59,6 +59,20 @@ impl Service for App {
         let answer = match (head.method, head.path) {
             ("GET" | "HEAD", "/sleep") => Answer::Sleep,
             ("POST", "/login") => Answer::Login,
+            // The path decoded (UTF-8), a query pair decoded, a field by
+            // name in any case: the request as an application reads it.
+            ("GET" | "HEAD", path) if path.starts_with("/greet/") => {
+                let decoded = head.decoded_path();
+                let name = &decoded["/greet/".len()..];
+                let greeting = head
+                    .query_pairs()
+                    .filter_map(Result::ok)
+                    .find(|(k, _)| k == "greeting")
+                    .map_or("Hello".into(), |(_, v)| v.into_owned());
+                let from = head.field("x-from").map(String::from_utf8_lossy);
+                let from = from.as_deref().unwrap_or("nobody");
+                Answer::Text(format!("{greeting}, {name}! (from {from})\n"))
+            }
             (_, "/echo-header") => {
                 Answer::Echoed(head.query.unwrap_or_default().replace("%0D", "\r"))
             }
@@ -275,6 +289,19 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
             "{}",
             String::from_utf8_lossy(&out)
         );
+
+        // A greeting: the path's escapes and the query's + decoded.
+        let out = whole_or_first(
+            addr,
+            b"GET /greet/Ad%C3%A9le?greeting=Good+day HTTP/1.1\r\nHost: t\r\nX-FROM: me\r\n\r\n",
+        );
+        assert!(
+            out.ends_with("Good day, Adéle! (from me)\n".as_bytes()),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        // Escapes that are not UTF-8: refused by the core, 400.
+        assert_eq!(ask(addr, "GET", "/greet/%FF", "").0, 400);
 
         // Each panic: a 500 that closes its connection, then the next
         // request served by the same (single) worker.

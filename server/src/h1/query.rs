@@ -1,0 +1,187 @@
+//! A request's query as an application reads it
+//! (`application/x-www-form-urlencoded`, decoded by `form_urlencoded`):
+//! its `name=value` pairs in order, percent-decoded with `+` as a space.
+//! A `%` that begins no escape, a name or value that is not UTF-8 once
+//! decoded, or a pair without `=` is an error naming the parameter (the
+//! request's own checks leave the query's escapes to whoever reads it). A
+//! query without an escape or a `+` — nearly every one — is looked at
+//! once for them and its pairs are handed over as they are: nothing
+//! decoded, nothing allocated.
+
+use std::borrow::Cow;
+
+use super::uri::begins_escape;
+
+/// A decoded query parameter: name and value.
+pub type Pair<'q> = (Cow<'q, str>, Cow<'q, str>);
+
+/// Why a query cannot be read: a reason naming the parameter, for a 400.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryError(pub String);
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// The pairs of a query, in order; empty parts (`a=1&&b=2`) skipped.
+///
+/// ```
+/// use unflat_server::h1::query_pairs;
+/// let pairs: Vec<_> = query_pairs(Some("name=Ada+L%C3%B6we&x=1"))
+///     .collect::<Result<_, _>>()
+///     .unwrap();
+/// assert_eq!(pairs[0], ("name".into(), "Ada Löwe".into()));
+/// assert_eq!(pairs[1], ("x".into(), "1".into()));
+/// assert!(query_pairs(Some("q=%zz")).next().unwrap().is_err());
+/// assert!(query_pairs(Some("q=%FF")).next().unwrap().is_err());
+/// assert_eq!(query_pairs(None).count(), 0);
+/// ```
+pub fn query_pairs(query: Option<&str>) -> impl Iterator<Item = Result<Pair<'_>, QueryError>> {
+    let plain = query.is_some_and(|q| !has_escapes(q));
+    query_parts(query)
+        .filter(|p| !p.is_empty())
+        .map(move |pair| {
+            let Some((name, value)) = split_once_byte(pair, b'=') else {
+                return Err(QueryError(format!("query parameter {pair:?} has no value")));
+            };
+            if plain {
+                Ok((Cow::Borrowed(name), Cow::Borrowed(value)))
+            } else {
+                decode_escaped(pair, name, value)
+            }
+        })
+}
+
+/// Whether `s` holds a byte that needs decoding: an escape, or `+`. A fold
+/// over a table, with no early exit, so that the loop unrolls: a query is
+/// a few dozen bytes and nearly never has one.
+fn has_escapes(s: &str) -> bool {
+    s.bytes().fold(false, |e, b| e | ESCAPES[usize::from(b)])
+}
+
+/// The `&`-separated parts of a query, empty ones included (none for no
+/// query).
+pub(crate) fn query_parts(query: Option<&str>) -> impl Iterator<Item = &str> {
+    let mut rest = query;
+    std::iter::from_fn(move || {
+        let s = rest?;
+        let (part, tail) = split_once_byte(s, b'&').map_or((s, None), |(p, t)| (p, Some(t)));
+        rest = tail;
+        Some(part)
+    })
+}
+
+/// `s` split around its first `sep`, an ASCII byte. A byte search: `str`'s
+/// search for a `char` cost more than the rest of the query's parsing
+/// (callgrind), and a target is ASCII anyway.
+pub(crate) fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
+    debug_assert!(sep.is_ascii(), "a separator is one byte of UTF-8");
+    let at = s.bytes().position(|b| b == sep)?;
+    Some((&s[..at], &s[at + 1..]))
+}
+
+/// The bytes that make a pair need decoding: an escape, or `+`.
+static ESCAPES: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'%' as usize] = true;
+    t[b'+' as usize] = true;
+    t
+};
+
+/// One `name=value` pair, percent-decoded with `+` as a space; `None`
+/// when it has no `=`.
+pub(crate) fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, QueryError> {
+    let Some((name, value)) = split_once_byte(pair, b'=') else {
+        return Ok(None);
+    };
+    if has_escapes(pair) {
+        return decode_escaped(pair, name, value).map(Some);
+    }
+    Ok(Some((Cow::Borrowed(name), Cow::Borrowed(value))))
+}
+
+/// A pair decoded: `raw_name` and `raw_value` are its two sides.
+#[cold]
+fn decode_escaped<'q>(
+    pair: &'q str,
+    raw_name: &str,
+    raw_value: &str,
+) -> Result<Pair<'q>, QueryError> {
+    // form_urlencoded keeps a `%` that begins no escape as it is; here it
+    // is an error, in the name or the value.
+    if bad_escape(raw_name) {
+        return Err(QueryError(format!(
+            "query parameter name {raw_name:?}: a % not followed by two hex digits"
+        )));
+    }
+    if bad_escape(raw_value) {
+        return Err(QueryError(format!(
+            "query parameter {raw_name:?}: a % not followed by two hex digits in {raw_value:?}"
+        )));
+    }
+    let (name, value) = form_urlencoded::parse(pair.as_bytes())
+        .next()
+        .expect("a pair with = is one name and one value");
+    if !utf8_once_decoded(raw_name, &name) {
+        return Err(QueryError(format!(
+            "query parameter name {raw_name:?} is not UTF-8 once percent-decoded"
+        )));
+    }
+    if !utf8_once_decoded(raw_value, &value) {
+        return Err(QueryError(format!(
+            "query parameter {name:?}: {raw_value:?} is not UTF-8 once percent-decoded"
+        )));
+    }
+    Ok((name, value))
+}
+
+/// Whether some `%` of `raw` does not begin an escape ([`begins_escape`]).
+fn bad_escape(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    (0..b.len()).any(|i| b[i] == b'%' && !begins_escape(b, i))
+}
+
+/// Whether `raw` decoded to UTF-8 without loss: `form_urlencoded` puts
+/// U+FFFD for bytes that are not UTF-8, and in an ASCII target the only
+/// other U+FFFD is its own escape, `%EF%BF%BD` (whose `EF` no bad sequence
+/// swallows), so equal counts of the two mean nothing was replaced.
+fn utf8_once_decoded(raw: &str, decoded: &str) -> bool {
+    let replaced = decoded.matches('\u{FFFD}').count();
+    replaced == 0
+        || replaced
+            == raw
+                .as_bytes()
+                .windows(9)
+                .filter(|w| w.eq_ignore_ascii_case(b"%EF%BF%BD"))
+                .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte searches split a query as `str::split` and
+    /// `str::split_once` do, empty parts and missing separators included.
+    #[test]
+    fn queries_split_as_the_standard_library_splits_them() {
+        let queries = [
+            "", "a", "a=1", "a=1&b=2", "&", "a=1&&b=", "=&=", "a==b&", "%3D=x&y",
+        ];
+        for q in queries {
+            let parts: Vec<&str> = query_parts(Some(q)).collect();
+            assert_eq!(parts, q.split('&').collect::<Vec<_>>(), "{q:?}");
+            for part in parts {
+                assert_eq!(
+                    split_once_byte(part, b'='),
+                    part.split_once('='),
+                    "{part:?}"
+                );
+            }
+        }
+        assert_eq!(query_parts(None).count(), 0);
+    }
+}
