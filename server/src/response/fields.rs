@@ -19,7 +19,7 @@ use unflat::{Decimal, Piece, Rope, Shape};
 pub const MAX_FIELDS: usize = 32;
 
 /// One piece of a concatenated value.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub enum Part<'a> {
     /// Text, written as Latin-1: one byte per character, each at most U+00FF.
     Text(&'a str),
@@ -27,6 +27,26 @@ pub enum Part<'a> {
     Bytes(&'a [u8]),
     /// An integer's decimal digits.
     Int(Decimal),
+    /// A rope of the application's, borrowed as long as the response (from
+    /// the reply, the service, or a `static`).
+    Rope(&'a (dyn Rope + Sync)),
+}
+
+impl std::fmt::Debug for Part<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Text(s) => f.debug_tuple("Text").field(s).finish(),
+            Part::Bytes(b) => f.debug_tuple("Bytes").field(b).finish(),
+            Part::Int(n) => f.debug_tuple("Int").field(n).finish(),
+            Part::Rope(r) => write!(f, "Rope({} units)", r.shape().len()),
+        }
+    }
+}
+
+impl<'a> From<&'a (dyn Rope + Sync)> for Part<'a> {
+    fn from(r: &'a (dyn Rope + Sync)) -> Self {
+        Part::Rope(r)
+    }
 }
 
 impl<'a> From<&'a str> for Part<'a> {
@@ -79,6 +99,7 @@ impl Rope for Part<'_> {
             Part::Text(s) => visit(Piece::Utf8(s)),
             Part::Bytes(b) => visit(Piece::OneByte(b)),
             Part::Int(n) => n.for_each_piece(visit),
+            Part::Rope(r) => r.for_each_piece(visit),
         }
     }
 
@@ -87,6 +108,7 @@ impl Rope for Part<'_> {
             Part::Text(s) => Shape::of_piece(Piece::Utf8(s)),
             Part::Bytes(b) => Shape::of_piece(Piece::OneByte(b)),
             Part::Int(n) => n.shape(),
+            Part::Rope(r) => r.shape(),
         }
     }
 }

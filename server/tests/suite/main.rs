@@ -10,6 +10,7 @@ mod application;
 mod cli;
 mod conformance;
 mod connection_size;
+mod example_app;
 mod framing;
 mod head_scan;
 mod hostile;
