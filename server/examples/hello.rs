@@ -9,11 +9,9 @@
 //! curl http://127.0.0.1:3002/
 //! ```
 //!
-//! Every flag of `unflat-server --help` applies (`--tls-self-signed`,
-//! `--max-body`, `--workers`, …) but the demo site's own: its routes'
-//! limits, its cache and builds, and its access log (`--access-log`), which
-//! the demo writes from what the core tells it of each response
-//! (`Service::answered`).
+//! Its `--help` lists the core's flags (`--tls-self-signed`, `--max-body`,
+//! `--workers`, …) and none of the demo site's (`Config::from_app_args`);
+//! `examples/app` shows the rest of what an application can do.
 
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
@@ -85,7 +83,7 @@ impl Service for Hello {
 }
 
 fn main() {
-    let config = match Config::from_args(std::env::args_os()) {
+    let config = match Config::from_app_args(std::env::args_os()) {
         Ok(config) => config,
         Err(e) => e.exit(),
     };

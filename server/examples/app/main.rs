@@ -19,7 +19,7 @@ use unflat_server::{Config, Server};
 
 #[tokio::main]
 async fn main() {
-    let config = match Config::from_args(std::env::args_os()) {
+    let config = match Config::from_app_args(std::env::args_os()) {
         Ok(config) => config,
         Err(e) => e.exit(),
     };

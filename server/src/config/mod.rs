@@ -332,6 +332,19 @@ pub struct Config {
 }
 }
 
+/// The demo site's own options — its routes' limits, its cache and
+/// builds, its access log — which the demo binary takes and an
+/// application's command line neither lists nor takes
+/// ([`Config::app_command`]).
+pub const DEMO_OPTIONS: [&str; 6] = [
+    "max_len",
+    "max_large",
+    "max_builds",
+    "cache_bytes",
+    "access_log",
+    "access_log_format",
+];
+
 impl Default for Config {
     /// What an empty command line gives, whatever the environment says:
     /// every default is stated once, in its option's declaration.
@@ -371,6 +384,69 @@ impl Config {
                 "unflat-server: an HTTP/1.1 server that writes rope-built \
              responses without flattening them",
             )
+    }
+
+    /// An application's command line: `cmd` (its name, its own options)
+    /// with the core's options, as [`Config::command`] has them, and none
+    /// of the demo site's ([`DEMO_OPTIONS`]): those are neither listed nor
+    /// read from the environment, and [`Config::from_app_matches`] refuses
+    /// them.
+    ///
+    /// ```
+    /// use unflat_server::Config;
+    /// let cmd = Config::app_command(clap::Command::new("hello"));
+    /// let help = cmd.clone().render_long_help().to_string();
+    /// assert!(help.contains("--max-body") && help.contains("--shutdown-delay"));
+    /// assert!(!help.contains("--max-len") && !help.contains("--access-log"));
+    /// let refused = Config::from_app_args(["hello", "--cache-bytes", "1MiB"]).unwrap_err();
+    /// assert!(refused.to_string().contains("--cache-bytes"));
+    /// ```
+    pub fn app_command(cmd: clap::Command) -> clap::Command {
+        let core = Config::command();
+        let args = core.get_arguments().map(|a| {
+            if DEMO_OPTIONS.contains(&a.get_id().as_str()) {
+                a.clone().hide(true).env(None::<&str>)
+            } else {
+                a.clone()
+            }
+        });
+        cmd.args(args.collect::<Vec<_>>())
+    }
+
+    /// The configuration an application's command line gave
+    /// ([`Config::app_command`]): a demo option given is refused, naming it.
+    pub fn from_app_matches(matches: &clap::ArgMatches) -> Result<Config, clap::Error> {
+        for id in DEMO_OPTIONS {
+            if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::UnknownArgument,
+                    format!(
+                        "unexpected argument '{}': an option of unflat-server's demo site, not of this application\n",
+                        declare::flag(id)
+                    ),
+                ));
+            }
+        }
+        Config::from_arg_matches(matches)
+    }
+
+    /// The configuration `args` (the first is the program's name) and the
+    /// environment give an application with no options of its own: the
+    /// core's ([`Config::app_command`]).
+    pub fn from_app_args<I, T>(args: I) -> Result<Config, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        let name = args
+            .first()
+            .and_then(|a| std::path::Path::new(a).file_name())
+            .map_or_else(|| "app".to_string(), |n| n.to_string_lossy().into_owned());
+        let matches = Config::app_command(clap::Command::new(name))
+            .try_get_matches_from(&args)
+            .map_err(|e| declare::name_the_variable(e, &args))?;
+        Config::from_app_matches(&matches)
     }
 
     /// The configuration the process's arguments and environment give.
