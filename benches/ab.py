@@ -22,6 +22,9 @@ the end-string suite's:
         share="$B/unflat-server --addr 127.0.0.1:PORT --workers 2 --copy-below 0" \\
         copy="$B/unflat-server --addr 127.0.0.1:PORT --workers 2 --copy-below 1000000000"
 
+With `--path PATH`, every run is a plain `wrk` of `GET PATH` instead
+(an application's route, docs/results/application.md).
+
 Pinned, as the end-string suite runs: `taskset -c 1 python3 benches/ab.py
 …` (wrk inherits core 1) with each COMMAND under `taskset -c 0`.
 """
@@ -70,6 +73,13 @@ def wait_accepting(name, proc, port):
     sys.exit(f"{name}: not accepting on port {port} after 30 s")
 
 
+def request_path(s):
+    """A request path for --path: begins with /, no space or control byte."""
+    if not s.startswith("/") or any(c.isspace() or ord(c) < 0x21 or ord(c) == 0x7F for c in s):
+        raise argparse.ArgumentTypeError(f"{s!r} is not a request path (it begins with /, no spaces)")
+    return s
+
+
 def main():
     a = Parser(__doc__)
     a.add_argument("len", metavar="LEN", type=length,
@@ -84,7 +94,12 @@ def main():
                    help="how unflat-server keeps the body (default: flat)")
     a.add_argument("--pipeline", metavar="DEPTH", type=positive,
                    help="requests per write (wrk_scripts/pipeline.lua)")
+    a.add_argument("--path", metavar="PATH", type=request_path,
+                   help="GET PATH (plain wrk, no script) instead of /end-string/LEN: a route of "
+                        "any server, such as an application's (LEN, --kind and --body then unused)")
     o = a.parse_args()
+    if o.path and o.pipeline:
+        a.error("--path and --pipeline: the pipelined script requests /end-string/LEN")
     names = [n for n, _ in o.variants]
     if len(set(names)) < len(names):
         a.error(f"a variant is named twice: {', '.join(names)}")
@@ -109,10 +124,12 @@ def main():
             for name, p, port in servers:
                 progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
-                run = subprocess.run(
-                    ["wrk", "-t1", "-c50", f"-d{o.seconds}s", "-s", script,
-                     f"http://127.0.0.1:{port}", "--", *script_args],
-                    capture_output=True, text=True)
+                if o.path:
+                    argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
+                else:
+                    argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", "-s", script,
+                            f"http://127.0.0.1:{port}", "--", *script_args]
+                run = subprocess.run(argv, capture_output=True, text=True)
                 after = cpu(p.pid)
                 out = run.stdout
                 if run.returncode != 0:
@@ -131,7 +148,8 @@ def main():
     base = [statistics.median(r[i] for r in results[first]) for i in (0, 1)]
     for name, _, _ in servers:
         rate, total, user, system = (statistics.median(r[i] for r in results[name]) for i in range(4))
-        print(f"{name:>12} len={o.len:<6} req/s {rate:9.0f} ({rate / base[0]:4.2f}x)  "
+        what = o.path if o.path else f"len={o.len:<6}"
+        print(f"{name:>12} {what} req/s {rate:9.0f} ({rate / base[0]:4.2f}x)  "
               f"CPU µs/req {total:6.2f} ({total / base[1]:4.2f}x; user {user:5.2f}, sys {system:5.2f})  "
               f"runs {[round(r[0]) for r in results[name]]}")
 
