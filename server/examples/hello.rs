@@ -13,15 +13,12 @@
 //! `--workers`, …) and none of the demo site's (`Config::from_app_args`);
 //! `examples/app` shows the rest of what an application can do.
 
-use unflat::head::{Line, Status};
-use unflat_server::h1::RequestHead;
-use unflat_server::memory::Full;
-use unflat_server::response::{Body, Fields, Response};
-use unflat_server::session::{Reply, Service};
-use unflat_server::{Config, Server};
+use unflat_server::app::{
+    Body, Config, Decimal, Fields, Full, Handler, Line, Reply, RequestHead, Response, Server,
+    Status,
+};
 
-/// The service: two field lines, made once.
-#[derive(Debug)]
+/// The service: its one field line, made once.
 struct Hello {
     text_plain: Line,
 }
@@ -32,7 +29,7 @@ enum Answer {
     /// `GET /` (and `HEAD /`).
     Hello,
     /// `POST /`: the body's length, once read.
-    Count(String),
+    Count(Decimal),
     /// Any other request.
     NotFound,
 }
@@ -44,66 +41,48 @@ impl Reply for Answer {
     }
 }
 
-impl Service for Hello {
+impl Handler for Hello {
     type Reply = Answer;
-    type Conn = ();
-    type Label = ();
 
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Answer) {
-        let answer = match (head.method, head.path) {
+    fn call(&self, head: &RequestHead<'_>) -> Answer {
+        match (head.method, head.path) {
             ("GET" | "HEAD", "/") => Answer::Hello,
-            ("POST", "/") => Answer::Count(String::new()),
+            ("POST", "/") => Answer::Count(Decimal::new(0)),
             _ => Answer::NotFound,
-        };
-        ((), answer)
+        }
     }
 
     fn respond<'a>(
         &'a self,
         reply: &'a mut Answer,
         request_body: &'a [u8],
-        _: &mut Fields<'a>,
+        fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
-        let text = Some(&self.text_plain);
+        let text = [Some(&self.text_plain), None];
         Ok(match reply {
-            Answer::Hello => {
-                Response::new(Status::OK, [text, None], Body::Bytes(b"Hello, world!\n"))
+            Answer::Hello => Response::new(Status::OK, text, Body::Bytes(b"Hello, world!\n")),
+            Answer::Count(n) => {
+                // The count in a field of its own; made into the reply,
+                // which the core keeps while the response is queued.
+                *n = Decimal::new(request_body.len());
+                fields.add("X-Body-Bytes", request_body.len());
+                Response::new(Status::OK, text, Body::Bytes(n.as_str().as_bytes()))
             }
-            Answer::Count(made) => {
-                // Made into the reply, which the core keeps while the
-                // response is queued.
-                *made = format!("{} bytes\n", request_body.len());
-                Response::new(Status::OK, [text, None], Body::Bytes(made.as_bytes()))
-            }
-            Answer::NotFound => {
-                Response::new(Status::NOT_FOUND, [text, None], Body::Bytes(b"not found\n"))
-            }
+            Answer::NotFound => Response::new(Status::NOT_FOUND, text, Body::Bytes(b"not found\n")),
         })
     }
 }
 
-fn main() {
-    let config = match Config::from_app_args(std::env::args_os()) {
-        Ok(config) => config,
-        Err(e) => e.exit(),
-    };
-    let hello = |_: unflat_server::server::Making<'_>| Hello {
-        text_plain: Line::parse("Content-Type", "text/plain; charset=utf-8")
-            .expect("a valid field line"),
-    };
-    let server = match Server::bind_with(config, hello) {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let config = Config::from_app_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let text_plain =
+        Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid line");
+    let server = Server::bind_with(config, |_| Hello { text_plain })?;
     println!("hello at http://{}/ (Ctrl-C stops it)", server.local_addr());
-    let stopped = server.run(async {
-        let _ = tokio::signal::ctrl_c().await;
-    });
-    if let Err(e) = stopped {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    server
+        .serve(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
 }

@@ -3,15 +3,19 @@
 //! socket as iovecs at their own memory (`--strategy flatten` is the old
 //! copying path, for measurement).
 //!
+//! An application starts at [`app`]: everything it implements or receives
+//! is there.
+//!
 //! Layers, bottom up, each using only those below it: [`clock`], [`units`],
 //! [`log`], [`memory`], [`h1`], [`response`], [`session`], [`net`] — the
 //! core, which names nothing of the demo — then [`site`] (the demo, a
 //! [`Service`](session::Service) of the core), [`config`], [`server`],
-//! [`cli`]. docs/design.md has the map of every file.
+//! [`app`], [`cli`]. docs/design.md has the map of every file.
 // Only `net/acked.rs` (a kernel counter) and `h1/scan.rs` (ASCII bytes
 // read as text, fields written into uninitialised slots) need `unsafe`.
 #![deny(unsafe_code)]
 
+pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod config;

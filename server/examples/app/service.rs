@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use unflat::head::{Line, Status};
-use unflat_server::h1::RequestHead;
-use unflat_server::memory::Full;
-use unflat_server::response::{Body, Chunk, Exchange, Fields, Response};
-use unflat_server::session::{Job, Reply, Service};
+use unflat_server::app::{
+    Body, Chunk, Exchange, Fields, Full, Handler, Job, Line, Reply, RequestHead, Response, Rope,
+    Status,
+};
 
 /// How long a "database" call takes (`/login`, `/slow`).
 pub const DATABASE: Duration = Duration::from_millis(50);
@@ -83,6 +82,8 @@ pub enum Answer {
     Echo(String),
     /// A status with a short text.
     Status(Status, &'static str),
+    /// 400, and why.
+    BadRequest(String),
 }
 
 impl Reply for Answer {
@@ -99,22 +100,20 @@ pub struct Events {
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-impl Service for App {
+impl Handler for App {
     type Reply = Answer;
-    type Conn = ();
-    type Label = ();
 
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Answer) {
+    fn call(&self, head: &RequestHead<'_>) -> Answer {
         let path = head.decoded_path();
         let get = matches!(head.method, "GET" | "HEAD");
-        let answer = match (get, &*path) {
+        match (get, &*path) {
             (true, p) if p.starts_with("/hello/") => {
                 let mut greeting = "Hello".to_string();
                 for pair in head.query_pairs() {
                     match pair {
                         Ok((name, value)) if name == "greeting" => greeting = value.into_owned(),
                         Ok(_) => {}
-                        Err(e) => return ((), Answer::Text(format!("bad query: {e}\n"))),
+                        Err(e) => return Answer::BadRequest(format!("{e}\n")),
                     }
                 }
                 Answer::Text(format!("{greeting}, {}!\n", &p["/hello/".len()..]))
@@ -143,17 +142,10 @@ impl Service for App {
                 Answer::Echo(v.unwrap_or_default())
             }
             _ => Answer::Status(Status::NOT_FOUND, "not found\n"),
-        };
-        ((), answer)
+        }
     }
 
-    fn prepare(
-        &self,
-        reply: &mut Answer,
-        request_body: &[u8],
-        _: Exchange,
-        _: &mut (),
-    ) -> Option<Job<Answer>> {
+    fn prepare(&self, reply: &mut Answer, request_body: &[u8], _: Exchange) -> Option<Job<Answer>> {
         match reply {
             Answer::Login => {
                 let form = request_body.to_vec();
@@ -213,7 +205,7 @@ impl Service for App {
             Answer::Download((_, content, encoded)) => {
                 let mut hash = std::collections::hash_map::DefaultHasher::new();
                 content.hash(&mut hash);
-                let encoded: &(dyn unflat::Rope + Sync) = encoded;
+                let encoded: &(dyn Rope + Sync) = encoded;
                 fields
                     .add(
                         "Content-Disposition",
@@ -228,6 +220,11 @@ impl Service for App {
                 fields.add("X-Echo", v.as_str());
                 Response::new(Status::OK, [text, None], Body::Bytes(b"echoed\n"))
             }
+            Answer::BadRequest(why) => Response::new(
+                Status::BAD_REQUEST,
+                [text, None],
+                Body::Bytes(why.as_bytes()),
+            ),
             Answer::Status(status, reason) => {
                 Response::new(*status, [text, None], Body::Bytes(reason.as_bytes()))
             }
@@ -268,7 +265,7 @@ fn form_pairs(
 #[derive(Debug)]
 pub struct Encoded(&'static str);
 
-impl unflat::Rope for Encoded {
+impl Rope for Encoded {
     fn for_each_piece<'s>(
         &'s self,
         visit: &mut dyn FnMut(unflat::Piece<'s>) -> std::ops::ControlFlow<()>,

@@ -53,6 +53,9 @@ async fn the_example_application_answers_as_written() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), "Bonjour, Adèle!\n");
+    let r = client.get(url("/hello/x?greeting=%zz")).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("greeting"));
 
     // A POST body read by async work (a 50 ms "database"), answered with
     // six field lines of its own, two of them Set-Cookie, values built of
