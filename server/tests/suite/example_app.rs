@@ -53,7 +53,11 @@ async fn the_example_application_answers_as_written() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), "Bonjour, Adèle!\n");
-    let r = client.get(url("/hello/x?greeting=%zz")).send().await.unwrap();
+    let r = client
+        .get(url("/hello/x?greeting=%zz"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("greeting"));
 

@@ -1,0 +1,350 @@
+//! The way of one request through the session: its head parsed and the
+//! service called, its body read, the work it awaits prepared, its
+//! response written and recorded.
+
+use super::*;
+
+impl<S: Service> Session<S> {
+    /// Parses one head from `input` and answers or begins its request;
+    /// false when the head is not complete yet.
+    pub(super) fn head(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+    ) -> bool {
+        let limits = service.limits.head;
+        // Uninitialised: httparse writes the fields it finds, and an array
+        // of 256 empty headers would cost an 8 KiB memset per request.
+        let mut fields = [MaybeUninit::uninit(); FIELDS_CAP];
+        let head = match parse_head(input, &mut fields, limits) {
+            Parsed::Partial => return false,
+            Parsed::Rejected {
+                reject,
+                head_request,
+            } => {
+                // No body may follow even a refusal of a HEAD request.
+                self.noted();
+                let next = self.reject(queue, service, reject, head_request, None);
+                self.go(next);
+                return true;
+            }
+            Parsed::NewerMinor(at) => {
+                // HTTP/1.x, x > 1: processed as HTTP/1.1 (RFC 9112 §2.3),
+                // parsed again on the next turn of `process` (a loop, not a
+                // recursion, so that this function stays inlined).
+                input[at] = b'1';
+                return true;
+            }
+            Parsed::Complete(head) => head,
+        };
+        // What a 500 in place of its response needs, should the service
+        // panic (`Session::panicked`).
+        self.head_request = head.is_head();
+        let (label, reply) = service.service.call(&head, &mut self.conn);
+        self.noted();
+        let exchange = self.exchange(
+            service,
+            head.wants_keep_alive,
+            head.is_head(),
+            head.version == 1,
+        );
+        let framed = HeadFacts {
+            len: head.len,
+            framing: head.framing,
+            fields: head.fields().len(),
+            expect_continue: head.expect_continue,
+        };
+        let next = self.begin(
+            input,
+            queue,
+            service,
+            Pending::new(Outcome::Reply(reply), exchange, Some(label)),
+            framed,
+        );
+        self.go(next);
+        true
+    }
+
+    /// Moves on to `next` from [`State::Head`], where the session is while
+    /// a head is parsed. Staying there is the common case: the head is
+    /// forgotten, not dropped (it holds nothing), so that no drop glue and
+    /// no copy of the large state run for every request answered.
+    #[inline]
+    pub(super) fn go(&mut self, next: State<S>) {
+        debug_assert!(matches!(self.state, State::Head));
+        match next {
+            head @ State::Head => std::mem::forget(head),
+            next => self.state = next,
+        }
+    }
+
+    /// Starts on the request `pending` answers, whose head `framed`
+    /// describes: consumes the head, and answers at once when there is no
+    /// body (or the client waits for `100 Continue` and the reply is a
+    /// refusal), or sets out to read it.
+    #[inline]
+    pub(super) fn begin(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut pending: Pending<S>,
+        framed: HeadFacts,
+    ) -> State<S> {
+        input.advance(framed.len);
+        // What the reply made from the head (the echo's JSON so far, an
+        // error's reason) is held while the body is read: counted now.
+        let held = pending.held();
+        if held > 0 {
+            if let Err(full) = self.budget.hold(held, queue.footprint()) {
+                return self.out_of_memory(queue, service, pending, full);
+            }
+        }
+        // The trailer section, if any, shares the head's budget.
+        let head = service.limits.head;
+        let limits = BodyLimits {
+            data: service.limits.max_body as u64,
+            trailer_bytes: head.head.saturating_sub(framed.len),
+            trailer_fields: head.fields.saturating_sub(framed.fields),
+        };
+        let decoder = match BodyDecoder::new(framed.framing, limits) {
+            Ok(Some(decoder)) => decoder,
+            Ok(None) => return self.answer(queue, service, pending),
+            // Refused before it is sent; the unread body makes the
+            // connection unusable, so it is closed.
+            Err(reject) => {
+                let (head_request, label) = (pending.exchange.head_request, pending.label);
+                return self.reject(queue, service, reject, head_request, label);
+            }
+        };
+        if framed.expect_continue {
+            // A head already refused is answered now, without 100 Continue,
+            // so the client sends no body (RFC 9110 §10.1.1); unread, that
+            // body leaves the connection unusable, so it closes.
+            if matches!(&pending.answer, Outcome::Reply(reply) if reply.refuses()) {
+                let (head_request, label) = (pending.exchange.head_request, pending.label);
+                return self.refuse(queue, service, pending.answer, head_request, label);
+            }
+            if let Err(full) = service
+                .writer
+                .interim(queue, Status::CONTINUE, &mut self.budget)
+            {
+                return self.out_of_memory(queue, service, pending, full);
+            }
+        }
+        if matches!(&pending.answer, Outcome::Reply(reply) if reply.wants_body()) {
+            pending.body = Some(Vec::new());
+        }
+        State::Body {
+            decoder,
+            pending,
+            payload: 0,
+        }
+    }
+
+    /// Decodes what `input` holds of a request body; the next state, or
+    /// what to wait for when the body is not complete.
+    pub(super) fn body(
+        &mut self,
+        input: &mut BytesMut,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut decoder: BodyDecoder,
+        mut pending: Pending<S>,
+        payload: u64,
+    ) -> Result<State<S>, Waiting> {
+        if let Some(body) = &pending.body {
+            // Room first for all this input may add to the kept body: no
+            // more than a declared length, so that the capacity charged
+            // is the body's own size once it is whole.
+            let most = match decoder {
+                BodyDecoder::Length(left) => body.len().saturating_add(left as usize),
+                BodyDecoder::Chunked(_) => service.limits.max_body,
+            };
+            let want = body.len() + input.len().min(most.saturating_sub(body.len()));
+            if want > body.capacity() {
+                let grown = want.max(body.capacity() * 2).min(most.max(want));
+                // Counted at its grown size before it grows.
+                let held = grown + pending.reply_held();
+                if let Err(full) = self.budget.hold(held, queue.footprint()) {
+                    return Ok(self.out_of_memory(queue, service, pending, full));
+                }
+                if let Some(body) = &mut pending.body {
+                    body.reserve_exact(grown - body.len());
+                }
+            }
+        }
+        let mut got = 0;
+        let kept = &mut pending.body;
+        let mut sink = |chunk: &[u8]| {
+            got += chunk.len() as u64;
+            if let Some(body) = kept {
+                debug_assert!(body.capacity() - body.len() >= chunk.len(), "room made");
+                body.extend_from_slice(chunk);
+            }
+        };
+        let decoded = match decoder.decode(input, &mut sink) {
+            Ok(d) => d,
+            Err(reject) => {
+                let (head_request, label) = (pending.exchange.head_request, pending.label);
+                drop(pending);
+                return Ok(self.reject(queue, service, reject, head_request, label));
+            }
+        };
+        input.advance(decoded.consumed);
+        let payload = payload + got;
+        if !decoded.done {
+            self.state = State::Body {
+                decoder,
+                pending,
+                payload,
+            };
+            return Err(Waiting::Body { payload });
+        }
+        Ok(self.answer(queue, service, pending))
+    }
+
+    /// Queues the response to a request whose body has been read, unless its
+    /// reply needs a job done first, or the memory to queue it (then it
+    /// waits for the queue to drain, or is refused when nothing is queued).
+    #[inline(always)]
+    pub(super) fn answer(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut p: Pending<S>,
+    ) -> State<S> {
+        if let Outcome::Reply(reply) = &mut p.answer {
+            let body = p.body.as_deref().unwrap_or_default();
+            if let Some(job) = service
+                .service
+                .prepare(reply, body, p.exchange, &mut self.conn)
+            {
+                self.job = Some(job);
+                return State::Deferred(p);
+            }
+        }
+        self.respond(queue, service, p)
+    }
+
+    /// Queues the response of `p`, whose reply is ready. When the lease
+    /// cannot cover it: waits for the queue to drain if anything is queued,
+    /// else refuses with 503 — or, for a refusal itself, closes.
+    pub(super) fn respond(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        mut p: Pending<S>,
+    ) -> State<S> {
+        // What the request holds now (its reply may be a job's, made since).
+        self.budget.note_held(p.held());
+        let (writer, budget) = (&service.writer, &mut self.budget);
+        let request_body = p.body.as_deref().unwrap_or_default();
+        let written = match &mut p.answer {
+            Outcome::Reply(reply) => {
+                // The response's own field lines, on the stack: what they
+                // borrow, the reply holds.
+                let mut fields = Fields::new();
+                let next = match service.service.respond(reply, request_body, &mut fields) {
+                    Ok(_) if fields.is_refused() => Next::Refused(fields.error()),
+                    Ok(r) => match writer.stream_head(&r, &fields, p.exchange) {
+                        Some(head) => Next::Stream(head),
+                        None => Next::Written(writer.write(queue, &r, &fields, p.exchange, budget)),
+                    },
+                    Err(full) => Next::Written(Err(full)),
+                };
+                drop(fields);
+                match next {
+                    Next::Written(written) => written,
+                    Next::Stream(head) => return self.begin_stream(queue, p, head),
+                    Next::Refused(e) => return self.refused_field(queue, service, p, e),
+                }
+            }
+            Outcome::Refusal(r) => {
+                let (status, reason) = (r.status, &r.reason);
+                writer.refuse(queue, status, reason, r.retry_after, p.exchange, budget)
+            }
+        };
+        let written = match written {
+            Ok(written) => written,
+            // The queue's output holds memory that writing gives back.
+            Err(_) if queue.has_remaining() => return State::Ready(p),
+            Err(_) if p.refusal => return State::Closed,
+            Err(full) => return self.out_of_memory(queue, service, p, full),
+        };
+        self.answered(queue, &mut p);
+        let Outcome::Reply(reply) = p.answer else {
+            self.record(service, queue, p.label, written);
+            return State::Closed;
+        };
+        self.record(service, queue, p.label, written);
+        if written.references_body {
+            let end = queue.ledger().written() + queue.remaining() as u64;
+            self.referenced.push_back((end, reply));
+        }
+        if written.keep_alive {
+            State::Head
+        } else {
+            State::Closed
+        }
+    }
+
+    /// Queues `500` in place of the response of `p`, one of whose field
+    /// lines was refused (`e`, logged here with the request's label: once
+    /// per response), and closes.
+    #[cold]
+    pub(super) fn refused_field(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        p: Pending<S>,
+        e: Option<FieldError>,
+    ) -> State<S> {
+        if let Some(e) = e {
+            tracing::error!(label = ?p.label, "a response's {e}: answered 500 instead");
+        }
+        let (head_request, label) = (p.exchange.head_request, p.label);
+        drop(p);
+        let refusal = Outcome::Refusal(Refusal::failed());
+        self.refuse(queue, service, refusal, head_request, label)
+    }
+
+    /// Counts the request of `p` answered, its response queued or set out
+    /// on: what it held is in the queue now, or let go, and a request body
+    /// it kept is freed now, not once the response is written, with its
+    /// part of the lease.
+    pub(super) fn answered(&mut self, queue: &WriteQueue, p: &mut Pending<S>) {
+        self.served += 1;
+        self.budget.note_held(0);
+        if p.body.take().is_some() {
+            self.budget.trim(queue.footprint());
+        }
+    }
+
+    /// Notes that the request about to be answered began now.
+    #[inline]
+    pub(super) fn noted(&mut self) {
+        self.began = self.now;
+    }
+
+    /// Tells the service of a response queued: the one place every
+    /// response passes.
+    pub(super) fn record(
+        &mut self,
+        service: &Protocol<S>,
+        queue: &WriteQueue,
+        label: Option<S::Label>,
+        written: Written,
+    ) {
+        let answered = Answered {
+            label,
+            status: written.status,
+            body_bytes: written.body_bytes,
+            began: self.began,
+            queued: self.now,
+            ends: queue.ledger().written() + queue.remaining() as u64,
+        };
+        service.service.answered(answered, &mut self.conn);
+    }
+}
