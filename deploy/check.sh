@@ -3,8 +3,23 @@
 # the systemd unit with `systemd-analyze verify` (where it runs), and the
 # Containerfile's build-stage RUN lines run as a script, into a temporary
 # prefix, then the binary they installed started and asked for /healthz.
+#
+# With UNFLAT_DEPLOY_PROFILE=P (CI: smoke), the builds use the cargo
+# profile P for the release profile (`--profile P`, target/P/): the same
+# commands, without a fat-LTO build of their own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+profile=${UNFLAT_DEPLOY_PROFILE:-release}
+# `--release` and target/release/ in a command, for the profile used.
+with_profile() {
+  local line=$1
+  if [ "$profile" != release ]; then
+    line=${line//--release/--profile $profile}
+    line=${line//target\/release\//target\/$profile\/}
+  fi
+  printf '%s' "$line"
+}
 
 if command -v systemd-analyze >/dev/null 2>&1; then
   unit_dir=$(mktemp -d)
@@ -12,9 +27,9 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   # ExecStart's binary must exist for verify: a stand-in at its path is
   # not possible without root, so the unit is verified with its path
   # pointed at the binary the build below makes.
-  sed "s|/usr/local/bin/unflat-server|$PWD/target/release/unflat-server|" \
+  sed "s|/usr/local/bin/unflat-server|$PWD/target/$profile/unflat-server|" \
     deploy/unflat-server.service >"$unit_dir/unflat-server.service"
-  cargo build --release --locked -p unflat-server
+  bash -c "$(with_profile 'cargo build --release --locked -p unflat-server')"
   out=$(systemd-analyze verify "$unit_dir/unflat-server.service" 2>&1 || true)
   # Only lines about the unit itself count (not the host's other units).
   bad=$(printf '%s\n' "$out" | grep -F "unflat-server.service" || true)
@@ -32,6 +47,7 @@ fi
 prefix=$(mktemp -d)
 grep '^RUN ' deploy/Containerfile | sed 's/^RUN //' | while IFS= read -r line; do
   line=${line//\/usr\/local\/bin/$prefix}
+  line=$(with_profile "$line")
   echo "deploy: $line"
   bash -c "$line"
 done

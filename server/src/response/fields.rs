@@ -11,12 +11,14 @@ use std::ops::ControlFlow;
 
 use arrayvec::ArrayVec;
 use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status};
-use unflat::{Decimal, Piece, Rope, Shape};
+use unflat::{CharRange, Piece, Rope, Shape};
 
 /// Field lines a response takes besides the core's own (`Date`, framing,
-/// persistence, `X-Content-Type-Options`): dozens, as an application sends
-/// (cookies, caching, security headers, a `Location`, a `Content-Disposition`).
-pub const MAX_FIELDS: usize = 32;
+/// persistence, `X-Content-Type-Options`): two dozen, more than an
+/// application sends (cookies, caching, a dozen security headers, a
+/// `Location`, a `Content-Disposition`), and few enough that the fields of
+/// every response stay under a page of the stack (no stack probe).
+pub const MAX_FIELDS: usize = 24;
 
 /// One piece of a concatenated value.
 #[derive(Clone, Copy)]
@@ -26,7 +28,7 @@ pub enum Part<'a> {
     /// Bytes as they are (obs-text allowed).
     Bytes(&'a [u8]),
     /// An integer's decimal digits.
-    Int(Decimal),
+    Int(Digits),
     /// A rope of the application's, borrowed as long as the response (from
     /// the reply, the service, or a `static`).
     Rope(&'a (dyn Rope + Sync)),
@@ -37,7 +39,7 @@ impl std::fmt::Debug for Part<'_> {
         match self {
             Part::Text(s) => f.debug_tuple("Text").field(s).finish(),
             Part::Bytes(b) => f.debug_tuple("Bytes").field(b).finish(),
-            Part::Int(n) => f.debug_tuple("Int").field(n).finish(),
+            Part::Int(n) => f.debug_tuple("Int").field(&n.as_str()).finish(),
             Part::Rope(r) => write!(f, "Rope({} units)", r.shape().len()),
         }
     }
@@ -73,22 +75,53 @@ impl<'a, const N: usize> From<&'a [u8; N]> for Part<'a> {
     }
 }
 
+/// The decimal digits of an integer of up to 64 bits, held inline: 21
+/// bytes where the library's [`Decimal`](unflat::Decimal) keeps room for
+/// 128 bits, so that a response's [`Fields`] stay small on the stack.
+#[derive(Clone, Copy)]
+pub struct Digits {
+    bytes: [u8; 20],
+    len: u8,
+}
+
+impl Digits {
+    fn new(n: impl itoa::Integer) -> Digits {
+        let mut buf = itoa::Buffer::new();
+        let text = buf.format(n).as_bytes();
+        let mut bytes = [0; 20];
+        // At most 20 bytes: u64::MAX, or i64::MIN with its sign.
+        bytes[..text.len()].copy_from_slice(text);
+        Digits {
+            bytes,
+            len: text.len() as u8,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("ASCII digits")
+    }
+}
+
 macro_rules! int_parts {
     ($($t:ty)*) => {$(
         impl From<$t> for Part<'_> {
             fn from(n: $t) -> Self {
-                Part::Int(Decimal::new(n))
+                Part::Int(Digits::new(n))
             }
         }
 
         impl From<$t> for Value<'_> {
             fn from(n: $t) -> Self {
-                Value::one(Part::Int(Decimal::new(n)))
+                Value::one(Part::Int(Digits::new(n)))
             }
         }
     )*};
 }
-int_parts!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize);
+int_parts!(u8 u16 u32 u64 usize i8 i16 i32 i64 isize);
 
 impl Rope for Part<'_> {
     fn for_each_piece<'s>(
@@ -98,7 +131,7 @@ impl Rope for Part<'_> {
         match self {
             Part::Text(s) => visit(Piece::Utf8(s)),
             Part::Bytes(b) => visit(Piece::OneByte(b)),
-            Part::Int(n) => n.for_each_piece(visit),
+            Part::Int(n) => visit(Piece::OneByte(n.as_bytes())),
             Part::Rope(r) => r.for_each_piece(visit),
         }
     }
@@ -107,7 +140,11 @@ impl Rope for Part<'_> {
         match self {
             Part::Text(s) => Shape::of_piece(Piece::Utf8(s)),
             Part::Bytes(b) => Shape::of_piece(Piece::OneByte(b)),
-            Part::Int(n) => n.shape(),
+            Part::Int(n) => Shape {
+                one_byte: usize::from(n.len),
+                range: CharRange::Ascii,
+                ..Shape::EMPTY
+            },
             Part::Rope(r) => r.shape(),
         }
     }
@@ -167,12 +204,6 @@ impl<'a> From<&'a String> for Value<'a> {
 impl<'a> From<&'a [u8]> for Value<'a> {
     fn from(b: &'a [u8]) -> Self {
         Value::one(Part::Bytes(b))
-    }
-}
-
-impl<'a> From<Decimal> for Value<'a> {
-    fn from(n: Decimal) -> Self {
-        Value::one(Part::Int(n))
     }
 }
 
@@ -351,5 +382,28 @@ impl std::fmt::Debug for Fields<'_> {
         f.debug_list()
             .entries(self.iter().map(|(n, v)| (n.as_str(), v)))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A response's fields live on the session's stack for every response:
+    /// under a page, so that no stack probe runs for them.
+    #[test]
+    fn fields_stay_under_a_page() {
+        let size = std::mem::size_of::<Fields<'_>>();
+        eprintln!("Fields: {size} bytes");
+        assert!(size < 4096, "{size} bytes");
+    }
+
+    /// Integers are written as their decimal digits, signs included.
+    #[test]
+    fn integers_are_their_digits() {
+        for (n, text) in [(0_i64, "0"), (-5, "-5"), (i64::MIN, "-9223372036854775808")] {
+            assert_eq!(Digits::new(n).as_str(), text);
+        }
+        assert_eq!(Digits::new(u64::MAX).as_str(), "18446744073709551615");
     }
 }

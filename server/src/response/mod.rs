@@ -342,7 +342,7 @@ impl Writer {
             [Some(&*TEXT_PLAIN), retry],
             Body::Bytes(text.as_bytes()),
         );
-        self.write(queue, &r, &Fields::new(), exchange, budget)
+        self.write(queue, &r, exchange, budget)
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
@@ -361,14 +361,40 @@ impl Writer {
         Ok(())
     }
 
-    /// Queues `r` with its own `fields`, the answer to a request that
-    /// asked `exchange`, and says what was written; fails with [`Full`],
-    /// queueing nothing, when `budget` cannot cover it.
+    /// Queues `r`, the answer to a request that asked `exchange`, and says
+    /// what was written; fails with [`Full`], queueing nothing, when
+    /// `budget` cannot cover it.
     pub fn write(
         &self,
         queue: &mut WriteQueue,
         r: &Response<'_>,
+        exchange: Exchange,
+        budget: &mut Budget,
+    ) -> Result<Written, Full> {
+        self.write_fielded(queue, r, None, exchange, budget)
+    }
+
+    /// [`Writer::write`] for a response with field lines of its own.
+    pub fn write_with(
+        &self,
+        queue: &mut WriteQueue,
+        r: &Response<'_>,
         fields: &Fields<'_>,
+        exchange: Exchange,
+        budget: &mut Budget,
+    ) -> Result<Written, Full> {
+        self.write_fielded(queue, r, Some(fields), exchange, budget)
+    }
+
+    /// The one body of [`Writer::write`] and [`Writer::write_with`]: made
+    /// twice, so that a response without fields of its own (nearly every
+    /// one) pays nothing for them.
+    #[inline(always)]
+    fn write_fielded(
+        &self,
+        queue: &mut WriteQueue,
+        r: &Response<'_>,
+        fields: Option<&Fields<'_>>,
         exchange: Exchange,
         budget: &mut Budget,
     ) -> Result<Written, Full> {
@@ -393,7 +419,7 @@ impl Writer {
         let second = date::unix_second();
         let templated = match (self.strategy, r.start) {
             // The same bytes as the head below, from a template.
-            (Strategy::Direct, Start::Prepared(start)) if fields.is_empty() => {
+            (Strategy::Direct, Start::Prepared(start)) if fields.is_none() => {
                 let key = Key {
                     start: start.1,
                     framing,
@@ -402,7 +428,7 @@ impl Writer {
                 let render = |dst: &mut [u8; template::MOST]| {
                     let date = date::date_line_at(second);
                     let head: Head<'_, ROOM> =
-                        self.head(r.start, fields, exchange, framing, keep_alive, &date);
+                        self.head(r.start, None, exchange, framing, keep_alive, &date);
                     let len = storage_size(&head, Encoding::Latin1);
                     (len <= dst.len()).then(|| {
                         unflat::write(&head, Encoding::Latin1, Mode::Strict, dst)
@@ -417,10 +443,10 @@ impl Writer {
         };
         let shares = match templated {
             Some(shares) => shares?,
-            None if fields.is_empty() => {
+            None if fields.is_none() => {
                 let date = date::date_line_at(second);
                 let head: Head<'_, ROOM> =
-                    self.head(r.start, fields, exchange, framing, keep_alive, &date);
+                    self.head(r.start, None, exchange, framing, keep_alive, &date);
                 self.put(queue, &Measured::new(&head), body, b"", budget)?
             }
             None => {
@@ -455,6 +481,7 @@ impl Writer {
         }
         let date = date::date_line_at(date::unix_second());
         let (framing, keep_alive) = (shape.framing, shape.keep_alive);
+        let fields = (!fields.is_empty()).then_some(fields);
         let head: Head<'_, ROOM_WITH_FIELDS> =
             self.head(r.start, fields, exchange, framing, keep_alive, &date);
         let mut bytes = vec![0; storage_size(&head, Encoding::Latin1)];
@@ -476,7 +503,7 @@ impl Writer {
     fn head<'h, const N: usize>(
         &'h self,
         start: Start<'h>,
-        fields: &'h Fields<'_>,
+        fields: Option<&'h Fields<'_>>,
         exchange: Exchange,
         framing: Framing,
         keep_alive: bool,
@@ -492,7 +519,7 @@ impl Writer {
             }
             Start::Prepared(start) => Head::prefixed_with_room(&start.0, exchange.method()),
         };
-        for (name, value) in fields.iter() {
+        for (name, value) in fields.into_iter().flat_map(Fields::iter) {
             head.value(name, value)
                 .expect("room for the fields, each checked when added");
         }
@@ -608,7 +635,7 @@ mod tests {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
         let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
         Writer::new(strategy, 5, memory)
-            .write(&mut queue, r, &Fields::new(), exchange, &mut budget)
+            .write(&mut queue, r, exchange, &mut budget)
             .unwrap();
         let mut out = Vec::new();
         queue.write_to(&mut out).unwrap();

@@ -47,12 +47,6 @@ use crate::h1::{
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, FieldError, Fields, Stream, StreamHead, Writer, Written};
 
-/// What answering a ready reply came to, once its fields are let go.
-enum Next {
-    Written(Result<Written, Full>),
-    Stream(StreamHead),
-    Refused(Option<FieldError>),
-}
 use guard::guarded;
 
 /// What every session shares.
@@ -355,7 +349,8 @@ impl<S: Service> Session<S> {
         // service's code runs only inside it, never while a response is
         // half queued (chunks are asked for before they are queued), so
         // the queue holds whole responses when a panic is caught.
-        if let Some(payload) = self.panic.take() {
+        if self.panic.is_some() {
+            let payload = self.panic.take().expect("a panic kept");
             return self.panicked(queue, service, &*payload);
         }
         let turn = guarded(|| {

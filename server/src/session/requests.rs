@@ -245,20 +245,25 @@ impl<S: Service> Session<S> {
             Outcome::Reply(reply) => {
                 // The response's own field lines, on the stack: what they
                 // borrow, the reply holds.
+                // (Let go before `p` moves: they borrow the reply.)
                 let mut fields = Fields::new();
-                let next = match service.service.respond(reply, request_body, &mut fields) {
-                    Ok(_) if fields.is_refused() => Next::Refused(fields.error()),
-                    Ok(r) => match writer.stream_head(&r, &fields, p.exchange) {
-                        Some(head) => Next::Stream(head),
-                        None => Next::Written(writer.write(queue, &r, &fields, p.exchange, budget)),
-                    },
-                    Err(full) => Next::Written(Err(full)),
-                };
-                drop(fields);
-                match next {
-                    Next::Written(written) => written,
-                    Next::Stream(head) => return self.begin_stream(queue, p, head),
-                    Next::Refused(e) => return self.refused_field(queue, service, p, e),
+                match service.service.respond(reply, request_body, &mut fields) {
+                    Ok(r) if !fields.is_refused() => {
+                        match writer.stream_head(&r, &fields, p.exchange) {
+                            None if fields.is_empty() => writer.write(queue, &r, p.exchange, budget),
+                            None => writer.write_with(queue, &r, &fields, p.exchange, budget),
+                            Some(head) => {
+                                drop(fields);
+                                return self.begin_stream(queue, p, head);
+                            }
+                        }
+                    }
+                    Ok(_) => {
+                        let e = fields.error();
+                        drop(fields);
+                        return self.refused_field(queue, service, p, e);
+                    }
+                    Err(full) => Err(full),
                 }
             }
             Outcome::Refusal(r) => {
