@@ -249,9 +249,6 @@ pub struct Session<S: Service> {
     /// A streamed response whose head is queued and whose end is not:
     /// whether it is chunked (how a panic must end it).
     begun: Option<bool>,
-    /// A panic caught while waiting for a stream's chunk
-    /// ([`Session::poll_wait`]), answered on the next turn.
-    panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl<S: Service> Session<S> {
@@ -284,7 +281,6 @@ impl<S: Service> Session<S> {
             now: Moment::default(),
             head_request: false,
             begun: None,
-            panic: None,
         }
     }
 
@@ -349,10 +345,6 @@ impl<S: Service> Session<S> {
         // service's code runs only inside it, never while a response is
         // half queued (chunks are asked for before they are queued), so
         // the queue holds whole responses when a panic is caught.
-        if self.panic.is_some() {
-            let payload = self.panic.take().expect("a panic kept");
-            return self.panicked(queue, service, &*payload);
-        }
         let turn = guarded(|| {
             let step = self.turn(input, queue, service);
             service.service.turn_ended(&mut self.conn);
@@ -366,7 +358,8 @@ impl<S: Service> Session<S> {
 
     /// Ready once the streamed body's next chunk, which the service is
     /// waiting for ([`Step::Wait`]), is: the chunk, the stream's end, or
-    /// its refusal is kept for the next [`Session::process`], as is a panic.
+    /// its refusal is kept for the next [`Session::process`], as is a panic
+    /// (logged here).
     pub fn poll_wait(&mut self, cx: &mut Context<'_>, service: &Protocol<S>) -> Poll<()> {
         let State::Streaming(s) = &mut self.state else {
             return Poll::Ready(());
@@ -380,11 +373,12 @@ impl<S: Service> Session<S> {
             Ok(Poll::Ready(Ok(Some(chunk)))) => s.next = Some(chunk),
             Ok(Poll::Ready(Ok(None))) => s.ended = true,
             Ok(Poll::Ready(Err(full))) => s.refused = Some(full),
-            Err(payload) => self.panic = Some(payload),
+            Err(payload) => {
+                guard::log(&*payload, "a stream's chunk");
+                s.failed = true;
+            }
         }
-        if let State::Streaming(s) = &mut self.state {
-            s.waiting = false;
-        }
+        s.waiting = false;
         Poll::Ready(())
     }
 

@@ -250,7 +250,9 @@ impl<S: Service> Session<S> {
                 match service.service.respond(reply, request_body, &mut fields) {
                     Ok(r) if !fields.is_refused() => {
                         match writer.stream_head(&r, &fields, p.exchange) {
-                            None if fields.is_empty() => writer.write(queue, &r, p.exchange, budget),
+                            None if fields.is_empty() => {
+                                writer.write(queue, &r, p.exchange, budget)
+                            }
                             None => writer.write_with(queue, &r, &fields, p.exchange, budget),
                             Some(head) => {
                                 drop(fields);

@@ -25,6 +25,8 @@ pub(super) struct Streaming<S: Service> {
     /// The service's chunk could not be charged ([`Full`]), seen while
     /// waiting for it: handled on the next turn.
     pub(super) refused: Option<Full>,
+    /// The service panicked while the chunk was awaited (logged then).
+    pub(super) failed: bool,
 }
 
 impl<S: Service> Streaming<S> {
@@ -60,6 +62,7 @@ impl<S: Service> Session<S> {
             ended: false,
             waiting: false,
             refused: None,
+            failed: false,
         });
         // The turn's loop asks for the first chunk (counted as any other).
         State::Streaming(streaming)
@@ -76,6 +79,17 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         mut s: Box<Streaming<S>>,
     ) -> State<S> {
+        if s.failed {
+            // The service panicked while its chunk was awaited (logged):
+            // a 500 in place of a stream not begun, else its end as cut.
+            if s.head.is_none() {
+                return cut(&s);
+            }
+            let (head_request, label) = (s.exchange.head_request, s.label);
+            drop(s);
+            let refusal = Outcome::Refusal(Refusal::failed());
+            return self.refuse(queue, service, refusal, head_request, label);
+        }
         let (writer, budget) = (&service.writer, &mut self.budget);
         let asked = match s.refused.take() {
             Some(full) => Some(Err(full)),

@@ -6,8 +6,11 @@
 //! begun, ended so that it cannot look whole), while the next request on
 //! the same single worker is served.
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::common::read_response;
@@ -41,6 +44,9 @@ enum Answer {
     /// A stream whose `next_chunk` panics at chunk `.0` (0: the first),
     /// having sent `.1` chunks.
     PanicStream(usize, usize),
+    /// A stream whose chunk `.0` (0: the first) is awaited on a timer, and
+    /// whose service panics once the timer has passed; `.1` sent so far.
+    PanicAwaited(usize, usize, Option<Pin<Box<tokio::time::Sleep>>>),
     NotFound,
 }
 
@@ -81,6 +87,8 @@ impl Service for App {
             (_, "/panic/job") => Answer::PanicJob,
             (_, "/panic/stream-first") => Answer::PanicStream(0, 0),
             (_, "/panic/stream-later") => Answer::PanicStream(2, 0),
+            (_, "/panic/awaited-first") => Answer::PanicAwaited(0, 0, None),
+            (_, "/panic/awaited-later") => Answer::PanicAwaited(2, 0, None),
             _ => Answer::NotFound,
         };
         ((), answer)
@@ -150,9 +158,28 @@ impl Service for App {
                 Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
             }
             Answer::PanicRespond => panic!("respond failed on purpose"),
-            Answer::PanicStream(..) => Response::new(Status::OK, [text, None], Body::Stream),
+            Answer::PanicStream(..) | Answer::PanicAwaited(..) => {
+                Response::new(Status::OK, [text, None], Body::Stream)
+            }
             _ => Response::new(Status::NOT_FOUND, [text, None], Body::Bytes(b"none\n")),
         })
+    }
+
+    fn poll_chunk(
+        &self,
+        reply: &mut Answer,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Chunk>, Full>> {
+        let Answer::PanicAwaited(at, sent, wait) = reply else {
+            return Poll::Ready(self.next_chunk(reply));
+        };
+        if *sent == *at {
+            let wait = wait.get_or_insert_with(|| Box::pin(tokio::time::sleep(NAP)));
+            std::task::ready!(wait.as_mut().poll(cx));
+            panic!("a chunk awaited failed on purpose");
+        }
+        *sent += 1;
+        Poll::Ready(Ok(Some(Chunk::Bytes(bytes::Bytes::from_static(b"part\n")))))
     }
 
     fn next_chunk(&self, reply: &mut Answer) -> Result<Option<Chunk>, Full> {
@@ -310,10 +337,11 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
             "/panic/respond",
             "/panic/job",
             "/panic/stream-first",
+            "/panic/awaited-first",
         ] {
             for method in ["GET", "HEAD"] {
                 let (status, _, connection) = ask(addr, method, target, "");
-                if (method, target) == ("HEAD", "/panic/stream-first") {
+                if method == "HEAD" && target.ends_with("-first") {
                     // Nothing of a stream is asked for after HEAD.
                     assert_eq!(status, 200);
                     continue;
@@ -340,6 +368,19 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
             "{text}"
         );
         let old = whole(addr, b"GET /panic/stream-later HTTP/1.0\r\n\r\n");
+        assert!(old.is_err(), "HTTP/1.0 saw a clean end: {old:?}");
+        // The same when the panic comes while a chunk is awaited.
+        let out = whole(
+            addr,
+            b"GET /panic/awaited-later HTTP/1.1\r\nHost: t\r\n\r\n",
+        )
+        .unwrap();
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.ends_with("\r\n\r\n5\r\npart\n\r\n5\r\npart\n\r\n"),
+            "{text}"
+        );
+        let old = whole(addr, b"GET /panic/awaited-later HTTP/1.0\r\n\r\n");
         assert!(old.is_err(), "HTTP/1.0 saw a clean end: {old:?}");
         assert_eq!(ask(addr, "GET", "/sleep", "").0, 200, "after the streams");
     })
