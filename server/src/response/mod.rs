@@ -156,8 +156,9 @@ pub struct Response<'a> {
 /// lines, besides what the writer adds.
 #[derive(Clone, Copy, Debug)]
 pub enum Start<'a> {
-    /// A status and field lines (`Content-Type`, `Allow`, …, two at most),
-    /// put together for this response.
+    /// A status and the route's prepared field lines (`Content-Type`,
+    /// `Allow`, …, two at most; any number more as the response's own
+    /// [`Fields`]), put together for this response.
     Lines(Status, [Option<&'a Line>; 2]),
     /// The same, rendered once for every response of its kind.
     Prepared(&'a Prepared),
