@@ -17,7 +17,7 @@ use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::memory::Part;
 use unflat_server::response::{Body, Fields, Response};
-use unflat_server::session::{Reply, Service};
+use unflat_server::session::{Job, Reply, Service};
 use unflat_server::{Running, Strategy};
 
 #[path = "../../encoder/tests/common/alloc.rs"]
@@ -200,6 +200,16 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
         per_request, 0.0,
         "heap allocations per request, six rope fields"
     );
+
+    // The same response after an awaited job: the job's box, once.
+    let app = Running::start_with(config(Strategy::Direct), |_| Fielded).expect("app starts");
+    let per_request = allocations_per_request(&app, "/awaited");
+    app.stop().unwrap();
+    eprintln!("an awaited reply: {per_request} heap allocations per request");
+    assert!(
+        per_request <= 1.0,
+        "{per_request} heap allocations per request, an awaited reply"
+    );
 }
 
 /// A service whose one response carries six field lines of its own.
@@ -207,9 +217,9 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
 struct Fielded;
 
 /// Its reply: a session number, different for every request, of 7 digits
-/// (the response keeps its length).
+/// (the response keeps its length), and whether a job makes it first.
 #[derive(Debug)]
-struct Session(u64);
+struct Session(u64, bool);
 
 impl Reply for Session {}
 
@@ -218,9 +228,25 @@ impl Service for Fielded {
     type Conn = u64;
     type Label = ();
 
-    fn call(&self, _: &RequestHead<'_>, served: &mut u64) -> ((), Session) {
+    fn call(&self, head: &RequestHead<'_>, served: &mut u64) -> ((), Session) {
         *served += 1;
-        ((), Session(1_000_000 + *served % 1_000_000))
+        let awaited = head.path == "/awaited";
+        ((), Session(1_000_000 + *served % 1_000_000, awaited))
+    }
+
+    /// `/awaited`: the reply is made by a job the connection awaits.
+    fn prepare(
+        &self,
+        reply: &mut Session,
+        _: &[u8],
+        _: unflat_server::response::Exchange,
+        _: &mut u64,
+    ) -> Option<Job<Session>> {
+        if !reply.1 {
+            return None;
+        }
+        let session = Session(reply.0, false);
+        Some(Job::new(async move { session }))
     }
 
     fn respond<'a>(
