@@ -248,7 +248,7 @@ impl<S: Service> Server<S> {
         let mut runtime = tokio::runtime::Builder::new_multi_thread();
         runtime.worker_threads(self.stack.config.worker_threads());
         // The connections' timers are the server's own (`net/timers.rs`);
-        // the time driver is the services' (`Config::time_driver`).
+        // the time driver is the services' (`Server::without_time_driver`).
         runtime.enable_io();
         if self.time_driver {
             runtime.enable_time();

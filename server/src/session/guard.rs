@@ -1,9 +1,10 @@
 //! A panic during a turn of the session — in the service's code, or the
-//! core's — caught once per [`Session::process`](super::Session::process)
-//! and in each job's poll: the request gets a 500 (or, once its streamed
-//! response has begun, the connection ends the way a stream cut short
-//! does), the cause is logged once, and the connection's task — and the
-//! worker it runs on — goes on.
+//! core's — caught once per [`Session::process`](super::Session::process),
+//! in each job's poll and in each poll of a chunk awaited: the request gets
+//! a 500 (or, once its streamed response has begun, the connection ends
+//! the way a stream cut short does: `Session::failed`), the cause is
+//! logged once, and the connection's task — and the worker it runs on —
+//! goes on.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -2,11 +2,10 @@
 //! connection awaits (the demo's: a body being built on the blocking pool).
 
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::Poll;
 
-use super::guard::{log, Panicked};
+use super::guard::{guarded, log, Panicked};
 
 /// What a reply waits for before it can be written, and what it then
 /// becomes (`T`). The connection awaits it, holding no thread, and gives
@@ -29,12 +28,10 @@ impl<T: 'static> Job<T> {
     /// 500 and goes on.
     pub async fn run(mut self) -> Finished<T> {
         let work = &mut self.0;
-        let polled = std::future::poll_fn(|cx| {
-            match catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
-                Ok(Poll::Ready(made)) => Poll::Ready(Ok(made)),
-                Ok(Poll::Pending) => Poll::Pending,
-                Err(payload) => Poll::Ready(Err(log(&*payload, "a job"))),
-            }
+        let polled = std::future::poll_fn(|cx| match guarded(|| work.as_mut().poll(cx)) {
+            Ok(Poll::Ready(made)) => Poll::Ready(Ok(made)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(log(&*payload, "a job"))),
         });
         Finished(polled.await)
     }

@@ -389,10 +389,9 @@ impl<S: Service> Session<S> {
     }
 
     /// After a panic of the service (or of the core) during a turn, caught
-    /// in [`Session::process`] and logged here: a streamed response begun
-    /// is ended as one cut short is ([`cut`]); else the request being
-    /// answered gets a 500 and the connection closes, whatever state the
-    /// panic left (dropped unread).
+    /// in [`Session::process`] and logged here: [`Session::failed`],
+    /// whatever state the panic left (dropped unread), and the connection
+    /// closes.
     #[cold]
     fn panicked(
         &mut self,
@@ -401,15 +400,14 @@ impl<S: Service> Session<S> {
         payload: &(dyn std::any::Any + Send),
     ) -> Step<S::Reply> {
         guard::log(payload, "a turn");
-        self.state = State::Closed;
         self.job = None;
-        if let Some(chunked) = self.begun.take() {
-            return if chunked { Step::Close } else { Step::Reset };
+        // The queue holds whole responses: a 500 goes after them.
+        let next = self.failed(queue, service, self.head_request, None);
+        self.state = State::Closed;
+        match next {
+            State::Reset => Step::Reset,
+            _ => Step::Close,
         }
-        let refusal = Outcome::Refusal(Refusal::failed());
-        // The queue holds whole responses: the 500 goes after them.
-        let _ = self.refuse(queue, service, refusal, self.head_request, None);
-        Step::Close
     }
 
     /// [`Session::process`]'s work: its requests answered.

@@ -49,6 +49,27 @@ impl From<Reject> for Refusal {
 }
 
 impl<S: Service> Session<S> {
+    /// The end of a request whose handling failed — a panic, logged where
+    /// it was caught, or a field refused: a streamed response begun ends
+    /// as one cut short ([`cut`](super::stream::cut)'s rule), else a 500 is
+    /// the connection's last response.
+    pub(super) fn failed(
+        &mut self,
+        queue: &mut WriteQueue,
+        service: &Protocol<S>,
+        head_request: bool,
+        label: Option<S::Label>,
+    ) -> State<S> {
+        match self.begun.take() {
+            Some(true) => State::Closed,
+            Some(false) => State::Reset,
+            None => {
+                let refusal = Outcome::Refusal(Refusal::failed());
+                self.refuse(queue, service, refusal, head_request, label)
+            }
+        }
+    }
+
     /// Queues the answer to a refused request; the connection then closes.
     pub(super) fn reject(
         &mut self,

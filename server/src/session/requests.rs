@@ -313,8 +313,7 @@ impl<S: Service> Session<S> {
         }
         let (head_request, label) = (p.exchange.head_request, p.label);
         drop(p);
-        let refusal = Outcome::Refusal(Refusal::failed());
-        self.refuse(queue, service, refusal, head_request, label)
+        self.failed(queue, service, head_request, label)
     }
 
     /// Counts the request of `p` answered, its response queued or set out

@@ -4,7 +4,7 @@
 
 use super::*;
 
-/// A streamed response being queued ([`Service::next_chunk`]).
+/// A streamed response being queued ([`Service::poll_chunk`]).
 #[derive(Debug)]
 pub(super) struct Streaming<S: Service> {
     pub(super) reply: S::Reply,
@@ -80,15 +80,10 @@ impl<S: Service> Session<S> {
         mut s: Box<Streaming<S>>,
     ) -> State<S> {
         if s.failed {
-            // The service panicked while its chunk was awaited (logged):
-            // a 500 in place of a stream not begun, else its end as cut.
-            if s.head.is_none() {
-                return cut(&s);
-            }
+            // The service panicked while its chunk was awaited (logged).
             let (head_request, label) = (s.exchange.head_request, s.label);
             drop(s);
-            let refusal = Outcome::Refusal(Refusal::failed());
-            return self.refuse(queue, service, refusal, head_request, label);
+            return self.failed(queue, service, head_request, label);
         }
         let (writer, budget) = (&service.writer, &mut self.budget);
         let asked = match s.refused.take() {
