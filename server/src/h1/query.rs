@@ -41,18 +41,13 @@ impl std::error::Error for QueryError {}
 /// assert_eq!(query_pairs(None).count(), 0);
 /// ```
 pub fn query_pairs(query: Option<&str>) -> impl Iterator<Item = Result<Pair<'_>, QueryError>> {
+    // Looked at once for escapes, not pair by pair.
     let plain = query.is_some_and(|q| !has_escapes(q));
     query_parts(query)
         .filter(|p| !p.is_empty())
         .map(move |pair| {
-            let Some((name, value)) = split_once_byte(pair, b'=') else {
-                return Err(QueryError(format!("query parameter {pair:?} has no value")));
-            };
-            if plain {
-                Ok((Cow::Borrowed(name), Cow::Borrowed(value)))
-            } else {
-                decode_escaped(pair, name, value)
-            }
+            decoded(pair, plain)?
+                .ok_or_else(|| QueryError(format!("query parameter {pair:?} has no value")))
         })
 }
 
@@ -95,13 +90,20 @@ static ESCAPES: [bool; 256] = {
 /// One `name=value` pair, percent-decoded with `+` as a space; `None`
 /// when it has no `=`.
 pub(crate) fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, QueryError> {
+    decoded(pair, !has_escapes(pair))
+}
+
+/// [`decode_pair`] for a pair known to hold no escape and no `+` when
+/// `plain`: then handed over as it is.
+#[inline]
+fn decoded(pair: &str, plain: bool) -> Result<Option<Pair<'_>>, QueryError> {
     let Some((name, value)) = split_once_byte(pair, b'=') else {
         return Ok(None);
     };
-    if has_escapes(pair) {
-        return decode_escaped(pair, name, value).map(Some);
+    if plain {
+        return Ok(Some((Cow::Borrowed(name), Cow::Borrowed(value))));
     }
-    Ok(Some((Cow::Borrowed(name), Cow::Borrowed(value))))
+    decode_escaped(pair, name, value).map(Some)
 }
 
 /// A pair decoded: `raw_name` and `raw_value` are its two sides.

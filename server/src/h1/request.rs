@@ -16,7 +16,7 @@ use unflat::head::{Framing, Status};
 use super::fields::check_fields;
 use super::query::{query_pairs, Pair, QueryError};
 use super::scan::{scan, Scanned};
-use super::uri::{parse_target, percent_decoded};
+use super::uri::parse_target;
 use super::{reject, HeadLimits, Reject};
 
 /// A parsed and checked request head, borrowing the input.
@@ -98,11 +98,9 @@ impl<'b> RequestHead<'b> {
     /// (nothing allocated), else decoded. Always text: a path whose escapes
     /// do not decode to UTF-8 was refused with 400.
     pub fn decoded_path(&self) -> Cow<'b, str> {
-        if !self.path.contains('%') {
-            return Cow::Borrowed(self.path);
-        }
-        let bytes = percent_decoded(self.path.as_bytes());
-        Cow::Owned(String::from_utf8(bytes).expect("checked when the head was parsed"))
+        percent_encoding::percent_decode_str(self.path)
+            .decode_utf8()
+            .expect("checked when the head was parsed")
     }
 
     /// The query's `name=value` pairs, in order, percent-decoded with `+`

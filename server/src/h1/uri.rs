@@ -2,6 +2,7 @@
 //! (RFC 9112 §3.2, RFC 3986) and a Host's (RFC 9110 §7.2), checked byte by
 //! byte through tables on every request.
 
+use percent_encoding::percent_decode;
 use unflat::head::Status;
 
 use super::{reject, Reject};
@@ -108,32 +109,11 @@ fn query_in_escaped(bytes: &[u8]) -> Result<Option<usize>, Reject> {
     }
     // The path as an application reads it (`RequestHead::decoded_path`)
     // is text: its escapes must decode to UTF-8.
-    if escaped
-        && std::str::from_utf8(&percent_decoded(&bytes[..query_at.unwrap_or(bytes.len())])).is_err()
-    {
+    let path = &bytes[..query_at.unwrap_or(bytes.len())];
+    if escaped && percent_decode(path).decode_utf8().is_err() {
         return bad("the request target's path is not UTF-8 once percent-decoded");
     }
     Ok(query_at)
-}
-
-/// `bytes` with every escape (`%` and two hex digits, as checked) decoded.
-pub(super) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
-    let hex = |b: u8| match b {
-        b'0'..=b'9' => b - b'0',
-        _ => (b | 0x20) - b'a' + 10,
-    };
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && begins_escape(bytes, i) {
-            out.push(hex(bytes[i + 1]) << 4 | hex(bytes[i + 2]));
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 const FRAGMENT: &str = "a fragment (#) is not allowed in a request target";
@@ -222,7 +202,9 @@ mod tests {
         assert_eq!(get("http://host?q=1"), Ok(("/", Some("q=1"))));
         assert_eq!(get("/%41%7e"), Ok(("/%41%7e", None)));
         assert_eq!(get("/caf%C3%A9?x=%FF"), Ok(("/caf%C3%A9", Some("x=%FF"))));
-        assert_eq!(percent_decoded(b"/caf%C3%a9+%2F"), "/café+/".as_bytes());
+        // A path's `+` is itself (no form encoding), hex in either case.
+        let decoded = percent_decode(b"/caf%C3%a9+%2F").decode_utf8();
+        assert_eq!(decoded.unwrap(), "/café+/");
         // The query's escapes are checked by the route that reads them.
         assert_eq!(get("/a?q=%zz&r=%4"), Ok(("/a", Some("q=%zz&r=%4"))));
         assert_eq!(parse_target("OPTIONS", "*"), Ok(("*", None)));
