@@ -42,6 +42,16 @@ pub fn build_release(bins: &[&str]) -> PathBuf {
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "release".into());
     let mut cmd = Command::new(cargo);
+    // The variables cargo set for this harness's own run are not the
+    // caller's: a build script that declares one (`rerun-if-env-changed`;
+    // ring declares CARGO_MANIFEST_DIR and CARGO_PKG_*) would see it
+    // change, and this build and the next `cargo bench` would each rebuild
+    // ring, rustls and all above them, a minute or more every time.
+    for (name, _) in std::env::vars_os() {
+        if set_by_cargo_for_a_run(&name.to_string_lossy()) {
+            cmd.env_remove(&name);
+        }
+    }
     cmd.current_dir(root())
         .args(["build", "--profile", &profile, "--quiet", "--workspace"]);
     for b in bins {
@@ -56,6 +66,20 @@ pub fn build_release(bins: &[&str]) -> PathBuf {
     let status = cmd.status().expect("run cargo build");
     assert!(status.success(), "cargo build --profile {profile} failed");
     root().join("target").join(profile)
+}
+
+/// Whether cargo sets `name` for the program it runs (cargo's "environment
+/// variables Cargo sets for crates"), rather than it being the caller's.
+fn set_by_cargo_for_a_run(name: &str) -> bool {
+    const PREFIXES: [&str; 3] = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_"];
+    const NAMES: [&str; 5] = [
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p)) || NAMES.contains(&name)
 }
 
 /// `42 s`, `3 min 05 s`, `1 h 02 min`: for progress lines.
