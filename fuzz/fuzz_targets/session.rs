@@ -116,7 +116,7 @@ fuzz_target!(|data: &[u8]| {
             match step {
                 Step::Flush => continue,
                 Step::Defer(job) => session.resume(job.wait()),
-                Step::Wait => session.wait(app.protocol()),
+                Step::Wait => session.wait(),
                 Step::Close | Step::Reset => break 'feed,
                 Step::Read(_) => break,
             }

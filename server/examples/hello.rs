@@ -14,14 +14,11 @@
 //! `examples/app` shows the rest of what an application can do.
 
 use unflat_server::app::{
-    Body, Config, Decimal, Fields, Full, Handler, Line, Reply, RequestHead, Response, Server,
-    Status,
+    Body, Config, Decimal, Fields, Full, Handler, Reply, RequestHead, Response, Server, Status,
 };
 
-/// The service: its one field line, made once.
-struct Hello {
-    text_plain: Line,
-}
+/// The service: it keeps nothing.
+struct Hello;
 
 /// What it answers a request with.
 #[derive(Debug)]
@@ -34,13 +31,6 @@ enum Answer {
     NotFound,
 }
 
-impl Reply for Answer {
-    /// Only `POST /` reads its body.
-    fn wants_body(&self) -> bool {
-        matches!(self, Answer::Count(_))
-    }
-}
-
 impl Handler for Hello {
     type Reply = Answer;
 
@@ -51,34 +41,39 @@ impl Handler for Hello {
             _ => Answer::NotFound,
         }
     }
+}
+
+impl Reply for Answer {
+    /// Only `POST /` reads its body.
+    fn wants_body(&self) -> bool {
+        matches!(self, Answer::Count(_))
+    }
 
     fn respond<'a>(
-        &'a self,
-        reply: &'a mut Answer,
+        &'a mut self,
         request_body: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
-        let text = [Some(&self.text_plain), None];
-        Ok(match reply {
-            Answer::Hello => Response::new(Status::OK, text, Body::Bytes(b"Hello, world!\n")),
+        fields.add("Content-Type", "text/plain; charset=utf-8");
+        let (status, body): (_, &[u8]) = match self {
+            Answer::Hello => (Status::OK, b"Hello, world!\n"),
             Answer::Count(n) => {
                 // The count in a field of its own; made into the reply,
                 // which the core keeps while the response is queued.
                 *n = Decimal::new(request_body.len());
                 fields.add("X-Body-Bytes", request_body.len());
-                Response::new(Status::OK, text, Body::Bytes(n.as_str().as_bytes()))
+                (Status::OK, n.as_str().as_bytes())
             }
-            Answer::NotFound => Response::new(Status::NOT_FOUND, text, Body::Bytes(b"not found\n")),
-        })
+            Answer::NotFound => (Status::NOT_FOUND, b"not found\n"),
+        };
+        Ok(Response::new(status, [None, None], Body::Bytes(body)))
     }
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let config = Config::from_app_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    let text_plain =
-        Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid line");
-    let server = Server::bind_with(config, |_| Hello { text_plain })?;
+    let server = Server::bind_with(config, |_| Hello)?;
     println!("hello at http://{}/ (Ctrl-C stops it)", server.local_addr());
     server
         .serve(async {

@@ -7,9 +7,10 @@
 //! is there.
 //!
 //! Layers, bottom up, each using only those below it: [`clock`], [`units`],
-//! [`log`], [`memory`], [`h1`], [`response`], [`session`], [`net`] — the
-//! core, which names nothing of the demo — then [`site`] (the demo, a
-//! [`Service`](session::Service) of the core), [`config`], [`server`],
+//! [`log`], [`memory`], [`h1`], [`response`], [`service`] (the contract
+//! with the application), [`session`], [`net`] — the core, which names
+//! nothing of the demo — then [`site`] (the demo, a
+//! [`Service`](service::Service) of the core), [`config`], [`server`],
 //! [`app`], [`cli`]. docs/design.md has the map of every file.
 // Only `net/acked.rs` (a kernel counter) and `h1/scan.rs` (ASCII bytes
 // read as text, fields written into uninitialised slots) need `unsafe`.
@@ -25,6 +26,7 @@ pub mod memory;
 pub mod net;
 pub mod response;
 pub mod server;
+pub mod service;
 pub mod session;
 pub mod site;
 pub mod units;

@@ -21,14 +21,15 @@ use crate::net::shutdown::{self, Shutdown};
 use crate::net::tls::{self, Tls};
 use crate::net::{self, Connections, IdleConnections, Transport};
 use crate::response::Writer;
-use crate::session::{Draining, Protocol, Service};
+use crate::service::Service;
+use crate::session::{Draining, Protocol};
 use crate::site::Site;
 
 /// A server's layers, made from its [`Config`]: the connections' shared
 /// part, which holds the protocol, which holds the service. Each layer
 /// sees only its own part.
 #[derive(Debug)]
-pub struct Stack<S = Site> {
+pub struct Stack<S: Service = Site> {
     config: Config,
     connections: Connections<S>,
 }
@@ -97,6 +98,7 @@ impl<S: Service> Stack<S> {
             memory.clone(),
         );
         let protocol = Protocol {
+            observer: service.observer(),
             service,
             writer,
             memory,
@@ -142,7 +144,7 @@ impl<S: Service> Stack<S> {
 }
 
 /// A bound server, not yet accepting.
-pub struct Server<S = Site> {
+pub struct Server<S: Service = Site> {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     stack: Arc<Stack<S>>,
@@ -151,7 +153,7 @@ pub struct Server<S = Site> {
     time_driver: bool,
 }
 
-impl<S> std::fmt::Debug for Server<S> {
+impl<S: Service> std::fmt::Debug for Server<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("addr", &self.addr)
@@ -507,7 +509,7 @@ async fn accept_loop<S: Service>(
 /// A server running on its own thread, for tests and benchmark harnesses:
 /// bound to `config.addr` (use port 0), stopped on drop.
 #[derive(Debug)]
-pub struct Running<S = Site> {
+pub struct Running<S: Service = Site> {
     addr: SocketAddr,
     stack: Arc<Stack<S>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -547,7 +549,7 @@ impl<S: Service> Running<S> {
     }
 }
 
-impl<S> Running<S> {
+impl<S: Service> Running<S> {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -576,7 +578,7 @@ impl<S> Running<S> {
     }
 }
 
-impl<S> Drop for Running<S> {
+impl<S: Service> Drop for Running<S> {
     fn drop(&mut self) {
         let _ = self.stop_inner();
     }

@@ -17,7 +17,7 @@ use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::memory::Part;
 use unflat_server::response::{Body, Fields, Response};
-use unflat_server::session::{Job, Reply, Service};
+use unflat_server::service::{Job, Reply, Service};
 use unflat_server::{Running, Strategy};
 
 #[path = "../../encoder/tests/common/alloc.rs"]
@@ -221,46 +221,41 @@ struct Fielded;
 #[derive(Debug)]
 struct Session(u64, bool);
 
-impl Reply for Session {}
-
 impl Service for Fielded {
     type Reply = Session;
     type Conn = u64;
-    type Label = ();
+    type Observer = ();
 
-    fn call(&self, head: &RequestHead<'_>, served: &mut u64) -> ((), Session) {
+    fn observer(&self) {}
+
+    fn call(&self, head: &RequestHead<'_>, served: &mut u64) -> Session {
         *served += 1;
         let awaited = head.path == "/awaited";
-        ((), Session(1_000_000 + *served % 1_000_000, awaited))
+        Session(1_000_000 + *served % 1_000_000, awaited)
     }
+}
 
+impl Reply for Session {
     /// `/awaited`: the reply is made by a job the connection awaits.
-    fn prepare(
-        &self,
-        reply: &mut Session,
-        _: &[u8],
-        _: unflat_server::response::Exchange,
-        _: &mut u64,
-    ) -> Option<Job<Session>> {
-        if !reply.1 {
+    fn prepare(&mut self, _: &[u8]) -> Option<Job<Session>> {
+        if !self.1 {
             return None;
         }
-        let session = Session(reply.0, false);
+        let session = Session(self.0, false);
         Some(Job::new(async move { session }))
     }
 
     fn respond<'a>(
-        &'a self,
-        reply: &'a mut Session,
+        &'a mut self,
         _: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         fields
             .add("Content-Type", "text/plain")
-            .add("Set-Cookie", ("sid=", reply.0, "; Path=/; HttpOnly"))
-            .add("Set-Cookie", ("seen=", reply.0 * 2, "; Max-Age=", 3600))
+            .add("Set-Cookie", ("sid=", self.0, "; Path=/; HttpOnly"))
+            .add("Set-Cookie", ("seen=", self.0 * 2, "; Max-Age=", 3600))
             .add("Cache-Control", "no-store")
-            .add("ETag", ("\"", reply.0, "\""))
+            .add("ETag", ("\"", self.0, "\""))
             .add("Vary", "Cookie");
         Ok(Response::new(
             unflat::head::Status::OK,

@@ -10,8 +10,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use unflat_server::app::{
-    Body, Chunk, Exchange, Fields, Full, Handler, Job, Line, Reply, RequestHead, Response, Rope,
-    Status,
+    Body, Chunk, Fields, Full, Handler, Job, Reply, RequestHead, Response, Rope, Status,
 };
 
 /// How long a "database" call takes (`/login`, `/slow`).
@@ -40,8 +39,6 @@ static FILES: [(&str, &str, Encoded); 2] = [
 /// The application: what it shares among requests.
 #[derive(Debug)]
 pub struct App {
-    text: Line,
-    html: Line,
     /// Session numbers given out so far.
     sessions: AtomicU64,
 }
@@ -50,12 +47,13 @@ impl App {
     /// An application with no session given out yet.
     pub fn new() -> App {
         App {
-            text: Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid line"),
-            html: Line::parse("Content-Type", "text/html; charset=utf-8").expect("a valid line"),
             sessions: AtomicU64::new(0),
         }
     }
 }
+
+/// The `Content-Type` of every text answer.
+const TEXT: &str = "text/plain; charset=utf-8";
 
 impl Default for App {
     fn default() -> Self {
@@ -68,8 +66,9 @@ impl Default for App {
 pub enum Answer {
     /// `GET /hello/{name}?greeting=…`: made from the head at once.
     Text(String),
-    /// `POST /login`: the form is checked by async work once read.
-    Login,
+    /// `POST /login`: the form is checked by async work once read; the
+    /// session number it would get.
+    Login { session: u64 },
     /// Signed in as the user, with a session number.
     SignedIn { user: String, session: u64 },
     /// `GET /slow`: answered after an awaited timer.
@@ -84,13 +83,6 @@ pub enum Answer {
     Status(Status, &'static str),
     /// 400, and why.
     BadRequest(String),
-}
-
-impl Reply for Answer {
-    /// Only `/login` reads its body.
-    fn wants_body(&self) -> bool {
-        matches!(self, Answer::Login)
-    }
 }
 
 /// A stream of [`EVENTS`] chunks, one per [`EVENT_EVERY`].
@@ -118,7 +110,9 @@ impl Handler for App {
                 }
                 Answer::Text(format!("{greeting}, {}!\n", &p["/hello/".len()..]))
             }
-            (false, "/login") if head.method == "POST" => Answer::Login,
+            (false, "/login") if head.method == "POST" => Answer::Login {
+                session: self.sessions.fetch_add(1, Ordering::Relaxed) + 1,
+            },
             (true, "/slow") => Answer::Slow,
             (true, p) if p.starts_with("/download/") => {
                 match FILES
@@ -144,12 +138,18 @@ impl Handler for App {
             _ => Answer::Status(Status::NOT_FOUND, "not found\n"),
         }
     }
+}
 
-    fn prepare(&self, reply: &mut Answer, request_body: &[u8], _: Exchange) -> Option<Job<Answer>> {
-        match reply {
-            Answer::Login => {
+impl Reply for Answer {
+    /// Only `/login` reads its body.
+    fn wants_body(&self) -> bool {
+        matches!(self, Answer::Login { .. })
+    }
+
+    fn prepare(&mut self, request_body: &[u8]) -> Option<Job<Answer>> {
+        match *self {
+            Answer::Login { session } => {
                 let form = request_body.to_vec();
-                let session = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
                 Some(Job::new(async move {
                     // As a database would be asked whether the password is right.
                     tokio::time::sleep(DATABASE).await;
@@ -176,14 +176,12 @@ impl Handler for App {
     }
 
     fn respond<'a>(
-        &'a self,
-        reply: &'a mut Answer,
+        &'a mut self,
         _: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
-        let text = Some(&self.text);
-        Ok(match reply {
-            Answer::Text(t) => Response::new(Status::OK, [text, None], Body::Bytes(t.as_bytes())),
+        let (status, body): (_, Body<'a>) = match self {
+            Answer::Text(t) => (Status::OK, Body::Bytes(t.as_bytes())),
             Answer::SignedIn { user, session } => {
                 // Six lines of its own, two of them Set-Cookie; values built
                 // of pieces, written into the head as they are.
@@ -198,9 +196,9 @@ impl Handler for App {
                         ("user=", user.as_str(), "; Path=/; Max-Age=", 86_400),
                     )
                     .add("Cache-Control", "no-store")
-                    .add("X-Session-Count", self.sessions.load(Ordering::Relaxed))
+                    .add("X-Session-Count", *session)
                     .add("Vary", "Cookie");
-                Response::new(Status::SEE_OTHER, [text, None], Body::Bytes(b"signed in\n"))
+                (Status::SEE_OTHER, Body::Bytes(b"signed in\n"))
             }
             Answer::Download((_, content, encoded)) => {
                 let mut hash = std::collections::hash_map::DefaultHasher::new();
@@ -211,33 +209,27 @@ impl Handler for App {
                         "Content-Disposition",
                         ("attachment; filename*=UTF-8''", encoded),
                     )
-                    .add("ETag", ("\"", hash.finish(), "\""))
-                    .add("Content-Type", "text/plain; charset=utf-8");
-                Response::new(Status::OK, [None, None], Body::Bytes(content.as_bytes()))
+                    .add("ETag", ("\"", hash.finish(), "\""));
+                (Status::OK, Body::Bytes(content.as_bytes()))
             }
-            Answer::Events(_) => Response::new(Status::OK, [Some(&self.html), None], Body::Stream),
+            Answer::Events(_) => {
+                fields.add("Content-Type", "text/html; charset=utf-8");
+                return Ok(Response::new(Status::OK, [None, None], Body::Stream));
+            }
             Answer::Echo(v) => {
                 fields.add("X-Echo", v.as_str());
-                Response::new(Status::OK, [text, None], Body::Bytes(b"echoed\n"))
+                (Status::OK, Body::Bytes(b"echoed\n"))
             }
-            Answer::BadRequest(why) => Response::new(
-                Status::BAD_REQUEST,
-                [text, None],
-                Body::Bytes(why.as_bytes()),
-            ),
-            Answer::Status(status, reason) => {
-                Response::new(*status, [text, None], Body::Bytes(reason.as_bytes()))
-            }
-            Answer::Login | Answer::Slow => unreachable!("replaced by their jobs"),
-        })
+            Answer::BadRequest(why) => (Status::BAD_REQUEST, Body::Bytes(why.as_bytes())),
+            Answer::Status(status, reason) => (*status, Body::Bytes(reason.as_bytes())),
+            Answer::Login { .. } | Answer::Slow => unreachable!("replaced by their jobs"),
+        };
+        fields.add("Content-Type", TEXT);
+        Ok(Response::new(status, [None, None], body))
     }
 
-    fn poll_chunk(
-        &self,
-        reply: &mut Answer,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Chunk>, Full>> {
-        let Answer::Events(events) = reply else {
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
+        let Answer::Events(events) = self else {
             return Poll::Ready(Ok(None));
         };
         if events.sent == EVENTS {

@@ -34,7 +34,8 @@ use super::tls::{self, Tls, TlsSocket};
 use super::{Connections, Ended, Socket, READ_CHUNK};
 use crate::clock::Moment;
 use crate::memory::{Full, Lease};
-use crate::session::{Service, Session, Step, Waiting};
+use crate::service::Service;
+use crate::session::{Session, Step, Waiting};
 
 /// Bytes a connection writes in one go before it lets the other tasks of
 /// its worker run: a peer that reads a long body as fast as it comes would
@@ -171,8 +172,7 @@ pub async fn serve<S: Service, IO: Socket>(
                 continue;
             }
             Step::Wait => {
-                let protocol = &connections.protocol;
-                std::future::poll_fn(|cx| c.session.poll_wait(cx, protocol)).await;
+                std::future::poll_fn(|cx| c.session.poll_wait(cx)).await;
                 continue;
             }
             Step::Read(w) => w,

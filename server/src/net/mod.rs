@@ -29,6 +29,7 @@ pub use shutdown::Shutdown;
 pub use socket::{limit_unsent, Socket, UNSENT_MOST};
 pub use transport::{Open, PerWorker, Transport};
 
+use crate::service::Service;
 use crate::session::Protocol;
 
 /// Bytes a connection's read buffer is allocated with, and grows by when
@@ -37,7 +38,7 @@ pub const READ_CHUNK: usize = 16 * 1024;
 
 /// What every connection shares.
 #[derive(Debug)]
-pub struct Connections<S> {
+pub struct Connections<S: Service> {
     /// The sessions' service, writer, memory account and limits.
     pub protocol: Protocol<S>,
     /// Every timeout a connection keeps.

@@ -276,7 +276,7 @@ impl std::fmt::Display for FieldError {
 impl std::error::Error for FieldError {}
 
 /// A response's own field lines, in order ([`Fields::add`]); the core
-/// hands one, empty, to [`Service::respond`](crate::session::Service::respond)
+/// hands one, empty, to [`Reply::respond`](crate::service::Reply::respond)
 /// on its stack, and writes it into the head. No heap: names and values
 /// borrow, integers and concatenations are held inline; an empty one is
 /// made without touching its slots (an `ArrayVec`), so that a response

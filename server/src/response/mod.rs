@@ -75,11 +75,11 @@ pub enum Body<'a> {
     /// A body of this many bytes, announced but never sent: a `HEAD` that
     /// knows its length without building the body.
     Unsent(usize),
-    /// A body of unknown length, asked of the service a [`Chunk`] at a time
-    /// ([`Service::next_chunk`]): chunked to HTTP/1.1, ended by the close to
+    /// A body of unknown length, asked of the reply a [`Chunk`] at a time
+    /// ([`Reply::poll_chunk`]): chunked to HTTP/1.1, ended by the close to
     /// HTTP/1.0, nothing after a `HEAD`.
     ///
-    /// [`Service::next_chunk`]: crate::session::Service::next_chunk
+    /// [`Reply::poll_chunk`]: crate::service::Reply::poll_chunk
     Stream,
 }
 

@@ -4,15 +4,20 @@
 
 use unflat::queue::WriteQueue;
 
-use super::{Protocol, Service, Session, WRITE_BUFFER_FIRST};
+use super::{Observe, Protocol, Service, Session, WRITE_BUFFER_FIRST};
 use crate::memory::Full;
 
 impl<S: Service> Session<S> {
     /// A connection's base ([`Lease`](crate::memory::Lease)): its read
     /// buffer, its socket's buffers, a write buffer for a small response,
-    /// and what the service keeps for it.
+    /// and what the service and its observer keep for it.
     pub fn base_memory(service: &Protocol<S>, read_buffer: usize, socket: usize) -> usize {
-        read_buffer + socket + WRITE_BUFFER_FIRST + service.service.conn_memory()
+        read_buffer + socket + WRITE_BUFFER_FIRST + Session::kept_memory(service)
+    }
+
+    /// What the service and its observer keep for a connection, at most.
+    pub(super) fn kept_memory(service: &Protocol<S>) -> usize {
+        service.service.conn_memory() + service.observer.conn_memory()
     }
 
     /// Makes the lease cover the read buffer grown to `bytes`, or fails (the
@@ -28,7 +33,7 @@ impl<S: Service> Session<S> {
         self.budget.cover_sending(bytes, queue.footprint())
     }
 
-    /// After a write: tells the service what was written, lets go of the
+    /// After a write: tells the observer what was written, lets go of the
     /// bodies responses no longer need, and gives back what the buffers no
     /// longer occupy.
     #[inline]
@@ -37,13 +42,13 @@ impl<S: Service> Session<S> {
         self.budget.settle(queue.footprint());
     }
 
-    /// Tells the service how much of the output the queue has written
-    /// ([`Service::sent`]), and drops the bodies of the responses written
+    /// Tells the observer how much of the output the queue has written
+    /// ([`Observe::sent`]), and drops the bodies of the responses written
     /// whole.
     #[inline]
     pub(super) fn release_written(&mut self, queue: &WriteQueue, service: &Protocol<S>) {
         let written = queue.ledger().written();
-        service.service.sent(written, &mut self.conn);
+        service.observer.sent(written, &mut self.watch);
         while self
             .referenced
             .front()

@@ -2,8 +2,9 @@
 //! complete request in the bytes read, pipelined ones included, by queueing
 //! responses on the [`WriteQueue`], and says what the connection does next
 //! ([`Step`]). No socket, no blocking: the same code runs under tokio, in
-//! tests and in the fuzzer. Replies come from the [`Service`]
-//! (`service.rs`); one that must wait hands the connection a [`Job`].
+//! tests and in the fuzzer. Replies come from the [`Service`], called once
+//! per request (`requests.rs`); one that must wait hands the connection a
+//! [`Job`]; its observer hears of each response.
 //!
 //! **Backpressure**: past `--max-queued-bytes` or `--max-queued-responses`,
 //! and after [`TURN`] bytes, `process` asks for a flush before parsing on.
@@ -25,19 +26,12 @@ use unflat::head::{Framing, Status};
 use unflat::queue::WriteQueue;
 
 mod buffers;
-mod guard;
-mod job;
 mod refuse;
 mod requests;
-mod service;
 mod stream;
 
 use refuse::Refusal;
 use stream::Streaming;
-
-pub use guard::Panicked;
-pub use job::{Finished, Job};
-pub use service::{Answered, Reply, Service};
 
 use crate::clock::Moment;
 use crate::h1::{
@@ -46,14 +40,17 @@ use crate::h1::{
 };
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, FieldError, Fields, Stream, StreamHead, Writer, Written};
-
-use guard::guarded;
+use crate::service::{
+    block_on, guarded, log, Answered, Finished, Job, Label, Observe, Reply, Service, Watch,
+};
 
 /// What every session shares.
 #[derive(Debug)]
-pub struct Protocol<S> {
-    /// The application: its replies, and what it is told of responses.
+pub struct Protocol<S: Service> {
+    /// The application, called once per request.
     pub service: S,
+    /// What hears of its responses ([`Service::observer`], asked once).
+    pub observer: S::Observer,
     /// Writes responses, by the configured strategy.
     pub writer: Writer,
     /// The memory account.
@@ -114,8 +111,8 @@ pub enum Step<R> {
     /// flushed meanwhile.
     Defer(Job<R>),
     /// Flush the queue, then await [`Session::poll_wait`] — a streamed
-    /// body's next chunk, which the service is waiting for
-    /// ([`Service::poll_chunk`]) — and call `process` again.
+    /// body's next chunk, which the reply is waiting for
+    /// ([`Reply::poll_chunk`]) — and call `process` again.
     Wait,
     /// Flush the queue, then close the connection.
     Close,
@@ -187,9 +184,9 @@ struct Pending<S: Service> {
     answer: Outcome<S::Reply>,
     /// What the request asked of its response.
     exchange: Exchange,
-    /// What the service counts its response under; `None` for a head the
+    /// What the observer counts its response under; `None` for a head the
     /// core could not read.
-    label: Option<S::Label>,
+    label: Option<Label<S>>,
     /// The request body so far, for a reply that uses it.
     body: Option<Vec<u8>>,
     /// A refusal, the connection's last answer: when even it finds no
@@ -198,7 +195,7 @@ struct Pending<S: Service> {
 }
 
 impl<S: Service> Pending<S> {
-    fn new(answer: Outcome<S::Reply>, exchange: Exchange, label: Option<S::Label>) -> Pending<S> {
+    fn new(answer: Outcome<S::Reply>, exchange: Exchange, label: Option<Label<S>>) -> Pending<S> {
         Pending {
             answer,
             exchange,
@@ -224,13 +221,16 @@ impl<S: Service> Pending<S> {
 
 /// One connection's state in the core: the request being read or
 /// answered, what its lease covers, the replies its queued responses
-/// still share memory with, and what the service keeps for it.
+/// still share memory with, and what the service and its observer keep
+/// for it.
 #[derive(Debug)]
 pub struct Session<S: Service> {
     state: State<S>,
     served: u64,
     /// What the service keeps for this connection.
     conn: S::Conn,
+    /// What the service's observer keeps for this connection.
+    watch: Watch<S>,
     /// The job the pending reply needs, to hand to the connection.
     job: Option<Job<S::Reply>>,
     /// The connection's memory: its lease, and what it covers.
@@ -274,8 +274,9 @@ impl<S: Service> Session<S> {
             state: State::Head,
             served: 0,
             conn: service.service.open(peer),
+            watch: service.observer.open(peer),
             job: None,
-            budget: Budget::new(lease, read_buffer, socket, service.service.conn_memory()),
+            budget: Budget::new(lease, read_buffer, socket, Session::kept_memory(service)),
             referenced: VecDeque::new(),
             began: Moment::default(),
             now: Moment::default(),
@@ -347,7 +348,7 @@ impl<S: Service> Session<S> {
         // the queue holds whole responses when a panic is caught.
         let turn = guarded(|| {
             let step = self.turn(input, queue, service);
-            service.service.turn_ended(&mut self.conn);
+            service.observer.turn_ended(&mut self.watch);
             step
         });
         match turn {
@@ -356,11 +357,11 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// Ready once the streamed body's next chunk, which the service is
+    /// Ready once the streamed body's next chunk, which the reply is
     /// waiting for ([`Step::Wait`]), is: the chunk, the stream's end, or
     /// its refusal is kept for the next [`Session::process`], as is a panic
     /// (logged here).
-    pub fn poll_wait(&mut self, cx: &mut Context<'_>, service: &Protocol<S>) -> Poll<()> {
+    pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let State::Streaming(s) = &mut self.state else {
             return Poll::Ready(());
         };
@@ -368,13 +369,13 @@ impl<S: Service> Session<S> {
             return Poll::Ready(());
         }
         let reply = &mut s.reply;
-        match guarded(|| service.service.poll_chunk(reply, cx)) {
+        match guarded(|| reply.poll_chunk(cx)) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Ok(Some(chunk)))) => s.next = Some(chunk),
             Ok(Poll::Ready(Ok(None))) => s.ended = true,
             Ok(Poll::Ready(Err(full))) => s.refused = Some(full),
             Err(payload) => {
-                guard::log(&*payload, "a stream's chunk");
+                log(&*payload, "a stream's chunk");
                 s.failed = true;
             }
         }
@@ -384,8 +385,8 @@ impl<S: Service> Session<S> {
 
     /// [`Session::poll_wait`] to its end outside an async context (a
     /// session driven in memory), on a runtime of this thread's own.
-    pub fn wait(&mut self, service: &Protocol<S>) {
-        job::block_on(std::future::poll_fn(|cx| self.poll_wait(cx, service)));
+    pub fn wait(&mut self) {
+        block_on(std::future::poll_fn(|cx| self.poll_wait(cx)));
     }
 
     /// After a panic of the service (or of the core) during a turn, caught
@@ -399,7 +400,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         payload: &(dyn std::any::Any + Send),
     ) -> Step<S::Reply> {
-        guard::log(payload, "a turn");
+        log(payload, "a turn");
         self.job = None;
         // The queue holds whole responses: a 500 goes after them.
         let next = self.failed(queue, service, self.head_request, None);
@@ -471,7 +472,9 @@ impl<S: Service> Session<S> {
                     Ok(next) => next,
                     Err(waiting) => return Step::Read(waiting),
                 },
-                State::Ready(pending) => self.answer(queue, service, pending),
+                // Its work done (the job's reply is not prepared again), or
+                // waiting for memory: its response is written now.
+                State::Ready(pending) => self.respond(queue, service, pending),
                 // A turn asks for so many chunks at most: a stream of empty
                 // or tiny ones lets the worker's other connections run.
                 State::Streaming(streaming) if chunks_asked == CHUNKS_PER_TURN => {

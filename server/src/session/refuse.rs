@@ -58,7 +58,7 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
         head_request: bool,
-        label: Option<S::Label>,
+        label: Option<Label<S>>,
     ) -> State<S> {
         match self.begun.take() {
             Some(true) => State::Closed,
@@ -77,7 +77,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         reject: Reject,
         head_request: bool,
-        label: Option<S::Label>,
+        label: Option<Label<S>>,
     ) -> State<S> {
         let refusal = Outcome::Refusal(reject.into());
         self.refuse(queue, service, refusal, head_request, label)
@@ -103,7 +103,7 @@ impl<S: Service> Session<S> {
         &mut self,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
-        (exchange, label): (Exchange, Option<S::Label>),
+        (exchange, label): (Exchange, Option<Label<S>>),
         held: H,
         full: Full,
     ) -> State<S> {
@@ -122,7 +122,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         answer: Outcome<S::Reply>,
         head_request: bool,
-        label: Option<S::Label>,
+        label: Option<Label<S>>,
     ) -> State<S> {
         // No request may follow a refusal on this connection.
         let exchange = self.exchange(service, false, head_request, false);
@@ -152,7 +152,7 @@ impl<S: Service> Session<S> {
         service.memory.refused();
         let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
         self.state = self.refuse(queue, service, refusal, head_request, label);
-        service.service.turn_ended(&mut self.conn);
+        service.observer.turn_ended(&mut self.watch);
     }
 
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
@@ -181,6 +181,6 @@ impl<S: Service> Session<S> {
             reason,
         };
         self.state = self.reject(queue, service, reject, head_request, about);
-        service.service.turn_ended(&mut self.conn);
+        service.observer.turn_ended(&mut self.watch);
     }
 }

@@ -1,6 +1,6 @@
 //! The way of one request through the session: its head parsed and the
-//! service called, its body read, the work it awaits prepared, its
-//! response written and recorded.
+//! service called (the one call per request), its body read, the work its
+//! reply awaits prepared, its response written and its observer told.
 
 use super::*;
 
@@ -41,7 +41,8 @@ impl<S: Service> Session<S> {
         // What a 500 in place of its response needs, should the service
         // panic (`Session::panicked`).
         self.head_request = head.is_head();
-        let (label, reply) = service.service.call(&head, &mut self.conn);
+        let reply = service.service.call(&head, &mut self.conn);
+        let label = service.observer.begun(&head, &reply, &mut self.watch);
         self.noted();
         let exchange = self.exchange(
             service,
@@ -217,10 +218,7 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         if let Outcome::Reply(reply) = &mut p.answer {
             let body = p.body.as_deref().unwrap_or_default();
-            if let Some(job) = service
-                .service
-                .prepare(reply, body, p.exchange, &mut self.conn)
-            {
+            if let Some(job) = reply.prepare(body) {
                 self.job = Some(job);
                 return State::Deferred(p);
             }
@@ -247,7 +245,7 @@ impl<S: Service> Session<S> {
                 // borrow, the reply holds.
                 // (Let go before `p` moves: they borrow the reply.)
                 let mut fields = Fields::new();
-                match service.service.respond(reply, request_body, &mut fields) {
+                match reply.respond(request_body, &mut fields) {
                     Ok(r) if !fields.is_refused() => {
                         match writer.stream_head(&r, &fields, p.exchange) {
                             None if fields.is_empty() => {
@@ -334,13 +332,13 @@ impl<S: Service> Session<S> {
         self.began = self.now;
     }
 
-    /// Tells the service of a response queued: the one place every
+    /// Tells the observer of a response queued: the one place every
     /// response passes.
     pub(super) fn record(
         &mut self,
         service: &Protocol<S>,
         queue: &WriteQueue,
-        label: Option<S::Label>,
+        label: Option<Label<S>>,
         written: Written,
     ) {
         let answered = Answered {
@@ -351,6 +349,6 @@ impl<S: Service> Session<S> {
             queued: self.now,
             ends: queue.ledger().written() + queue.remaining() as u64,
         };
-        service.service.answered(answered, &mut self.conn);
+        service.observer.answered(answered, &mut self.watch);
     }
 }

@@ -1,14 +1,14 @@
 //! A streamed response: set out on with its head held back, its chunks
-//! asked of the service as the queue drains (or awaited, `Step::Wait`),
+//! asked of the reply as the queue drains (or awaited, `Step::Wait`),
 //! its end, and how it ends when it cannot go on.
 
 use super::*;
 
-/// A streamed response being queued ([`Service::poll_chunk`]).
+/// A streamed response being queued ([`Reply::poll_chunk`]).
 #[derive(Debug)]
 pub(super) struct Streaming<S: Service> {
     pub(super) reply: S::Reply,
-    pub(super) label: Option<S::Label>,
+    pub(super) label: Option<Label<S>>,
     /// Its head, until it is queued with the first chunk.
     pub(super) head: Option<StreamHead>,
     pub(super) exchange: Exchange,
@@ -17,15 +17,15 @@ pub(super) struct Streaming<S: Service> {
     pub(super) keep_alive: bool,
     /// A chunk asked for that the lease could not cover yet.
     pub(super) next: Option<Chunk>,
-    /// The service said the stream ended; its end waits for memory.
+    /// The reply said the stream ended; its end waits for memory.
     pub(super) ended: bool,
-    /// The service is waiting for the next chunk ([`Service::poll_chunk`]
+    /// The reply is waiting for the next chunk ([`Reply::poll_chunk`]
     /// was `Pending`): the connection awaits [`Session::poll_wait`].
     pub(super) waiting: bool,
-    /// The service's chunk could not be charged ([`Full`]), seen while
+    /// The reply's chunk could not be charged ([`Full`]), seen while
     /// waiting for it: handled on the next turn.
     pub(super) refused: Option<Full>,
-    /// The service panicked while the chunk was awaited (logged then).
+    /// The reply panicked while the chunk was awaited (logged then).
     pub(super) failed: bool,
 }
 
@@ -69,7 +69,7 @@ impl<S: Service> Session<S> {
     }
 
     /// Queues what comes next of a streamed response: its head with its
-    /// first chunk, a chunk asked of the service, or its end. When the
+    /// first chunk, a chunk asked of the reply, or its end. When the
     /// lease cannot cover it, it waits for the queue to drain; with nothing
     /// queued, a stream not begun is refused (503), and one begun is cut
     /// short so that no client can take it for whole ([`Session::cut_short`]).
@@ -80,7 +80,7 @@ impl<S: Service> Session<S> {
         mut s: Box<Streaming<S>>,
     ) -> State<S> {
         if s.failed {
-            // The service panicked while its chunk was awaited (logged).
+            // The reply panicked while its chunk was awaited (logged).
             let (head_request, label) = (s.exchange.head_request, s.label);
             drop(s);
             return self.failed(queue, service, head_request, label);
@@ -92,7 +92,7 @@ impl<S: Service> Session<S> {
                 // Asked with a waker that does nothing: a chunk not ready
                 // is awaited by the connection (`Step::Wait`), with its own.
                 let mut cx = Context::from_waker(Waker::noop());
-                match service.service.poll_chunk(&mut s.reply, &mut cx) {
+                match s.reply.poll_chunk(&mut cx) {
                     Poll::Ready(asked) => Some(asked),
                     Poll::Pending => {
                         s.waiting = true;

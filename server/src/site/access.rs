@@ -1,9 +1,9 @@
 //! The access log (`--access-log`): one line per response, in either
 //! [`LogFormat`] (docs/operations.md shows both), written once its last byte
 //! has gone to the socket. The request is noted as it is routed
-//! (`Service::call`), its line rendered when it is answered
-//! (`Service::answered`), and written when the output has passed its end
-//! (`Service::sent`). Not a `tracing` event: its formatter made a line cost
+//! (`Observe::begun`), its line rendered when it is answered
+//! (`Observe::answered`), and written when the output has passed its end
+//! (`Observe::sent`). Not a `tracing` event: its formatter made a line cost
 //! more than the request. Field values are escaped as nginx does and cut at
 //! [`FIELD_MOST`] bytes. A connection's waiting lines fit one fixed buffer
 //! ([`AccessLog::memory`], in its base); a line that does not fit writes the
@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use crate::clock::Moment;
 use crate::h1::RequestHead;
-use crate::session::Answered;
+use crate::service::Answered;
 
 /// The format of the access log's lines (`--access-log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -5,7 +5,7 @@
 //! share the body's memory, which the cache charged; the reply keeps the
 //! body until the last chunk is written. With `&every=MS`, the chunks come
 //! one per `MS` milliseconds, on a timer: a stream that waits
-//! ([`Service::poll_chunk`](crate::session::Service::poll_chunk)).
+//! ([`Reply::poll_chunk`](crate::service::Reply::poll_chunk)).
 
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;

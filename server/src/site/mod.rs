@@ -1,8 +1,9 @@
 //! The demo site, a [`Service`] of the core: its routes (`routes.rs`, one
 //! table), replies (`reply.rs`), bodies built off the workers and cached
-//! (`bodies.rs`), `/metrics` (`metrics.rs`) and the access log (`access.rs`),
-//! both fed by the core's one call per response (`Service::answered`). It
-//! knows nothing of the command line: [`Site::new`] takes [`Settings`].
+//! (`bodies.rs`), and its [`Observer`]: `/metrics`' counters (`metrics.rs`)
+//! and the access log (`access.rs`), both fed by the core's one report per
+//! response (`Observe::answered`). It knows nothing of the command line:
+//! [`Site::new`] takes [`Settings`].
 
 mod access;
 mod bodies;
@@ -19,8 +20,7 @@ mod routes;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, LazyLock};
 
 use unflat::head::{Line, Status};
 
@@ -33,15 +33,17 @@ pub use reply::Answer;
 pub use routes::Route;
 
 use access::AccessLog;
-use bodies::{Bodies, Memo};
+use bodies::Bodies;
+pub use bodies::Memo;
 use body::BodyKey;
 use reply::ErrorField;
 
 use crate::h1::RequestHead;
-use crate::memory::{Full, Memory};
+use crate::memory::Memory;
 use crate::net::Transport;
-use crate::response::{self, Chunk, Exchange, Prepared, Response, Strategy};
-use crate::session::{Answered, Draining, Job, Service};
+use crate::response::{Prepared, Strategy};
+use crate::service::{Answered, Observe, Service};
+use crate::session::Draining;
 
 /// The limits of the routes' arguments.
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +52,16 @@ pub struct RouteLimits {
     pub max_len: usize,
     /// The largest `/large` payload, in bytes (`--max-large`).
     pub max_large: usize,
+}
+
+/// The site's reply: the answer, and the route its response is counted
+/// under (the observer's label).
+#[derive(Debug)]
+pub struct Routed {
+    /// The route the request took.
+    pub route: Route,
+    /// What it is answered with.
+    pub answer: Answer,
 }
 
 /// What the site is made with.
@@ -81,15 +93,21 @@ pub struct Settings<'a> {
 /// The demo site.
 #[derive(Debug)]
 pub struct Site {
-    fields: Fields,
     bodies: Arc<Bodies>,
     /// What made bodies (the echo's JSON) are charged to.
     memory: Arc<Memory>,
-    metrics: Metrics,
-    help: String,
+    help: Arc<str>,
     /// The core's: whether the server is shutting down (`/healthz`).
     draining: Draining,
     limits: RouteLimits,
+    observer: Arc<Observer>,
+}
+
+/// What watches the site's responses: `/metrics`' counters and the access
+/// log, told of each response by the core ([`Observe`]).
+#[derive(Debug)]
+pub struct Observer {
+    metrics: Metrics,
     access_log: Option<LogFormat>,
     request_line: usize,
 }
@@ -106,15 +124,16 @@ impl Site {
         let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
         let metrics = Metrics::new(settings.strategy, memory.clone(), bodies.clone(), transport);
         Site {
-            fields: Fields::new(),
-            metrics,
             bodies,
             memory: memory.clone(),
-            help: help_text(&settings),
+            help: help_text(&settings).into(),
             draining,
             limits: settings.limits,
-            access_log: settings.access_log,
-            request_line: settings.request_line,
+            observer: Arc::new(Observer {
+                metrics,
+                access_log: settings.access_log,
+                request_line: settings.request_line,
+            }),
         }
     }
 
@@ -125,7 +144,7 @@ impl Site {
 
     /// The counters of `/metrics`.
     pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.observer.metrics
     }
 
     /// True once the server is shutting down.
@@ -134,27 +153,43 @@ impl Site {
     }
 }
 
-/// What the site keeps for one connection: its last body, and its access
-/// log's lines waiting for their responses.
-#[derive(Debug, Default)]
-pub struct Conn {
-    memo: Memo,
+/// Routes choose the answer and make it ready: a body from the
+/// connection's memo or the cache, or one to build (`reply.rs`).
+impl Service for Site {
+    type Reply = Routed;
+    /// The connection's last body.
+    type Conn = Memo;
+    type Observer = Arc<Observer>;
+
+    fn observer(&self) -> Arc<Observer> {
+        self.observer.clone()
+    }
+
+    #[inline(always)]
+    fn call(&self, head: &RequestHead<'_>, memo: &mut Memo) -> Routed {
+        let (route, mut answer) = routes::route(self.limits, head);
+        answer.resolve(self, head.is_head(), memo);
+        Routed { route, answer }
+    }
+}
+
+/// What the observer keeps for one connection: its access log's lines
+/// waiting for their responses, and the counts of the batch answered.
+#[derive(Debug)]
+pub struct Watched {
     log: AccessLog,
     tally: Tally,
 }
 
-/// Routes choose the reply, bodies are built off the workers (the job),
-/// the counters and the access log hear of every response.
-impl Service for Site {
-    type Reply = Answer;
-    type Conn = Conn;
+/// The counters and the access log hear of every response, counted under
+/// its route.
+impl Observe<Routed> for Observer {
+    type Conn = Watched;
     type Label = Route;
 
-    fn open(&self, peer: Option<SocketAddr>) -> Conn {
-        let log = AccessLog::new(self.access_log, self.request_line, peer);
-        Conn {
-            memo: Memo::default(),
-            log,
+    fn open(&self, peer: Option<SocketAddr>) -> Watched {
+        Watched {
+            log: AccessLog::new(self.access_log, self.request_line, peer),
             tally: Tally::default(),
         }
     }
@@ -166,45 +201,14 @@ impl Service for Site {
         }
     }
 
-    fn call(&self, head: &RequestHead<'_>, conn: &mut Conn) -> (Route, Answer) {
+    #[inline(always)]
+    fn begun(&self, head: &RequestHead<'_>, reply: &Routed, conn: &mut Watched) -> Route {
         conn.log.note(head);
-        routes::route(self.limits, head)
+        reply.route
     }
 
     #[inline(always)]
-    fn prepare(
-        &self,
-        reply: &mut Answer,
-        _: &[u8],
-        exchange: Exchange,
-        conn: &mut Conn,
-    ) -> Option<Job<Answer>> {
-        reply.prepare(self, exchange, &mut conn.memo)
-    }
-
-    #[inline]
-    fn respond<'a>(
-        &'a self,
-        reply: &'a mut Answer,
-        request_body: &'a [u8],
-        _: &mut response::Fields<'a>,
-    ) -> Result<Response<'a>, Full> {
-        reply.respond(self, request_body)
-    }
-
-    fn poll_chunk(
-        &self,
-        reply: &mut Answer,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Chunk>, Full>> {
-        match reply {
-            Answer::Stream(chunks) => chunks.poll_chunk(cx).map(Ok),
-            _ => Poll::Ready(Ok(None)),
-        }
-    }
-
-    #[inline(always)]
-    fn answered(&self, answered: Answered<Route>, conn: &mut Conn) {
+    fn answered(&self, answered: Answered<Route>, conn: &mut Watched) {
         let route = answered.label.unwrap_or(Route::Unmatched);
         // The clock ticks in milliseconds: no Duration on the way.
         let us = answered.took_ms().saturating_mul(1000);
@@ -214,12 +218,12 @@ impl Service for Site {
     }
 
     #[inline]
-    fn turn_ended(&self, conn: &mut Conn) {
+    fn turn_ended(&self, conn: &mut Watched) {
         self.metrics.count(&mut conn.tally);
     }
 
     #[inline]
-    fn sent(&self, total: u64, conn: &mut Conn) {
+    fn sent(&self, total: u64, conn: &mut Watched) {
         conn.log.sent(total);
     }
 }
@@ -263,7 +267,13 @@ pub fn routes_text() -> String {
     )
 }
 
-/// The field lines the routes send, rendered once at start-up.
+/// The field lines the routes send, rendered once, on first use.
+fn fields() -> &'static Fields {
+    static FIELDS: LazyLock<Fields> = LazyLock::new(Fields::new);
+    &FIELDS
+}
+
+/// The field lines the routes send.
 #[derive(Debug)]
 struct Fields {
     text_plain: Line,

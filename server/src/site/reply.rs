@@ -1,7 +1,9 @@
 //! What a request is answered with ([`Answer`], chosen by `routes.rs` from
-//! the head), and the [`Response`] each answer gives once the request body
-//! is read ([`Answer::respond`]); a body not at hand is built first by a
-//! [`Job`]. Nothing else in the server knows what a response looks like.
+//! the head and made ready by [`Answer::resolve`] in the one call), the
+//! site's reply ([`Routed`]: the answer and its route), and the
+//! [`Response`] each answer gives once the request body is read
+//! ([`Answer::respond`]); a body not at hand is built first by a [`Job`].
+//! Nothing else in the server knows what a response looks like.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -9,42 +11,61 @@ use std::sync::Arc;
 use bytes::Bytes;
 use unflat::head::Status;
 
-use super::bodies::{Memo, Unavailable};
+use super::bodies::{Bodies, Memo, Unavailable};
 use super::body::{BodyKey, Built, Text};
 use super::chunks::{Chunks, Plan};
 use super::echo::EchoJson;
 use super::exposition::Exposition;
-use super::{Fields, Site};
+use super::{fields, Fields, Routed, Site};
 use crate::h1::RequestHead;
-use crate::memory::{Full, Part};
-use crate::response::{Body, Exchange, Response};
-use crate::session::Job;
+use crate::memory::{Full, Memory, Part};
+use crate::response::{Body, Response};
+use crate::service::{Job, Reply};
 
 /// What a request is answered with.
 #[derive(Debug)]
 pub enum Answer {
-    /// `GET /`: the help text.
+    /// `GET /`: the help text (the site's, given by [`Answer::resolve`]).
     Help,
+    /// The help text.
+    HelpText(Arc<str>),
     /// `/end-string/{len}?kind=…&body=…` or `/large/{size}`: answered from
     /// the key alone for `HEAD`; a `GET` needs the body, from the cache or
     /// built by a [`Job`].
     Body(BodyKey),
     /// A body at hand, cached or built.
     Ready(Arc<Built>),
+    /// A body neither in the connection's memo nor in the cache: built by
+    /// the job [`Reply::prepare`] gives, sent whole or as a stream.
+    Building {
+        /// The body.
+        key: BodyKey,
+        /// Its chunks, for a stream.
+        chunks: Option<Plan>,
+        /// Where it is built.
+        bodies: Arc<Bodies>,
+    },
     /// `/end-string/{len}?chunks=K`: as [`Answer::Body`], sent as a stream
     /// of `K` chunks.
     Streamed(BodyKey, Plan),
     /// A body at hand, being sent a chunk at a time.
     Stream(Chunks),
-    /// `/healthz`: 200 `ok`, or 503 once shutdown has begun, so that a load
-    /// balancer stops sending while the server drains.
-    Health,
+    /// `/healthz`: 200 `ok`, or 503 once shutdown has begun (`draining`,
+    /// as [`Answer::resolve`] found it), so that a load balancer stops
+    /// sending while the server drains.
+    Health {
+        /// Whether shutdown had begun.
+        draining: bool,
+    },
     /// `/metrics`: the counters, in the text format the scraper asked for.
     Metrics(Exposition),
     /// The counters rendered for `/metrics`, in that format.
     Rendered(Exposition, String),
     /// `/echo`: the request as received; the body is added once read.
     Echo(Echoed),
+    /// The JSON echo waiting for its body, with the account its JSON is
+    /// charged to.
+    EchoJson(EchoJson, Arc<Memory>),
     /// The echo's JSON, made once the body was read: a body of its own.
     Json(Arc<Built>),
     /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
@@ -135,7 +156,7 @@ impl Answer {
 
     /// True for `/echo`, whose request body is kept.
     pub fn wants_body(&self) -> bool {
-        matches!(self, Answer::Echo(_))
+        matches!(self, Answer::Echo(_) | Answer::EchoJson(..))
     }
 
     /// Bytes the reply holds while it waits for its request body: the echo's
@@ -143,7 +164,7 @@ impl Answer {
     /// reason made for this request.
     pub fn held(&self) -> usize {
         match self {
-            Answer::Echo(Echoed::Json(echo)) => echo.prefix.capacity(),
+            Answer::Echo(Echoed::Json(echo)) | Answer::EchoJson(echo, _) => echo.prefix.capacity(),
             Answer::Error {
                 reason: Cow::Owned(reason),
                 ..
@@ -152,87 +173,88 @@ impl Answer {
         }
     }
 
-    /// Makes the reply ready to write, or gives the job that builds its body
-    /// off the async workers (`memo` remembers the last). A `HEAD` needs no
-    /// body: it is answered from the key.
+    /// Makes the answer the route chose ready, in the site's one call:
+    /// what it needs of the site (the help text, the counters rendered,
+    /// whether the server drains, the account the echo is charged to) and
+    /// the body — found in the connection's `memo` or the cache, or left
+    /// to be built ([`Answer::Building`]). A `HEAD` needs no body: it is
+    /// answered from the key.
     #[inline(always)]
-    pub fn prepare(
-        &mut self,
-        site: &Site,
-        exchange: Exchange,
-        memo: &mut Memo,
-    ) -> Option<Job<Answer>> {
-        let key = match self {
-            Answer::Body(key) | Answer::Streamed(key, _) => *key,
-            _ => return None,
+    pub fn resolve(&mut self, site: &Site, head_request: bool, memo: &mut Memo) {
+        let (key, chunks) = match self {
+            Answer::Body(key) => (*key, None),
+            Answer::Streamed(key, plan) => (*key, Some(*plan)),
+            _ => return self.resolve_rare(site),
         };
-        if !exchange.sends_content() {
-            return None;
+        if head_request {
+            return;
         }
         let at_hand = match key {
             BodyKey::Text(text) => site.bodies.text(text, memo),
             BodyKey::Large(_) => site.bodies.cached(key),
         };
-        let chunks = match *self {
-            Answer::Streamed(_, plan) => Some(plan),
-            _ => None,
+        let next = match at_hand {
+            Some(body) => ready(body, chunks),
+            None => Answer::Building {
+                key,
+                chunks,
+                bodies: site.bodies.clone(),
+            },
         };
-        let ready = move |body| match chunks {
-            None => Answer::Ready(body),
-            Some(plan) => Answer::Stream(Chunks::new(body, plan)),
-        };
-        if let Some(body) = at_hand {
-            // What it replaces is a key, which holds nothing: forgotten,
-            // not dropped, so that no drop glue runs on every request.
-            std::mem::forget(std::mem::replace(self, ready(body)));
-            return None;
-        }
-        let bodies = site.bodies.clone();
-        Some(Job::new(async move {
-            match bodies.get(key).await {
-                Ok(body) => ready(body),
-                Err(Unavailable::Memory(full)) => Answer::out_of_memory(full),
-                Err(Unavailable::Failed) => Answer::unavailable("the body could not be built"),
+        // What it replaces is a key, which holds nothing: forgotten, not
+        // dropped, so that no drop glue runs on every request.
+        std::mem::forget(std::mem::replace(self, next));
+    }
+
+    /// [`Answer::resolve`] for the answers of the routes that are not
+    /// bodies.
+    #[inline(never)]
+    fn resolve_rare(&mut self, site: &Site) {
+        match self {
+            Answer::Help => *self = Answer::HelpText(site.help.clone()),
+            Answer::Health { draining } => *draining = site.is_draining(),
+            Answer::Metrics(format) => {
+                let format = *format;
+                *self = Answer::Rendered(format, site.observer.metrics.render(format));
             }
-        }))
+            Answer::Echo(Echoed::Json(_)) => {
+                let Answer::Echo(Echoed::Json(echo)) = std::mem::replace(self, Answer::Help) else {
+                    unreachable!("matched above")
+                };
+                *self = Answer::EchoJson(echo, site.memory.clone());
+            }
+            _ => {}
+        }
     }
 
     /// The response to write, given the request body. What it makes (the
     /// metrics' text, the echo's JSON) goes into the reply first, which the
     /// core keeps while the queue shares its memory.
     #[inline]
-    pub(super) fn respond<'a>(
-        &'a mut self,
-        site: &'a Site,
-        request_body: &'a [u8],
-    ) -> Result<Response<'a>, Full> {
+    pub(super) fn respond<'a>(&'a mut self, request_body: &'a [u8]) -> Result<Response<'a>, Full> {
         if let Answer::Ready(body) = self {
             // What nearly every request is: a built body, nothing made.
-            return Ok(built(body, &site.fields));
+            return Ok(built(body, fields()));
         }
         match self {
-            Answer::Metrics(format) => {
-                let format = *format;
-                *self = Answer::Rendered(format, site.metrics.render(format));
-            }
-            Answer::Echo(Echoed::Json(echo)) => {
-                let json = echo_body(echo, site, request_body)?;
+            Answer::EchoJson(echo, memory) => {
+                let json = echo_body(echo, memory, request_body)?;
                 *self = Answer::Json(json);
             }
             Answer::Error { reason, .. } if !reason.ends_with('\n') => reason.to_mut().push('\n'),
             _ => {}
         }
         let this: &'a Answer = self;
-        Ok(this.response(site, request_body))
+        Ok(this.response(request_body))
     }
 
     /// The response: its status, its field lines, its body in its form.
-    fn response<'a>(&'a self, site: &'a Site, request_body: &'a [u8]) -> Response<'a> {
-        let fields = &site.fields;
+    fn response<'a>(&'a self, request_body: &'a [u8]) -> Response<'a> {
+        let fields = fields();
         let text_plain =
             |status, body| Response::new(status, [Some(&fields.text_plain), None], body);
         match self {
-            Answer::Help => text_plain(Status::OK, Body::Bytes(site.help.as_bytes())),
+            Answer::HelpText(help) => text_plain(Status::OK, Body::Bytes(help.as_bytes())),
             // A GET is prepared into a body first: only a HEAD gets here,
             // answered from the key alone.
             Answer::Body(key) => Response::new(
@@ -250,8 +272,8 @@ impl Answer {
                 body: Body::Stream,
                 ..built(chunks.body(), fields)
             },
-            Answer::Health => {
-                let (status, text): (_, &[u8]) = if site.is_draining() {
+            Answer::Health { draining } => {
+                let (status, text): (_, &[u8]) = if *draining {
                     (Status::SERVICE_UNAVAILABLE, b"shutting down\n")
                 } else {
                     (Status::OK, b"ok\n")
@@ -280,8 +302,12 @@ impl Answer {
                     Body::SharedBytes(bytes),
                 )
             }
-            Answer::Metrics(_) | Answer::Echo(Echoed::Json(_)) => {
-                unreachable!("made into the reply by respond")
+            Answer::Help
+            | Answer::Metrics(_)
+            | Answer::Echo(Echoed::Json(_))
+            | Answer::EchoJson(..)
+            | Answer::Building { .. } => {
+                unreachable!("made into another answer by resolve, respond or the job")
             }
             Answer::Options { server_wide } => {
                 let allow = if *server_wide {
@@ -314,11 +340,15 @@ impl Answer {
 
 /// The echo's JSON, charged before it is made and sent from its own memory
 /// like any body: a long one is held once, not copied into the write buffer.
-fn echo_body(echo: &EchoJson, site: &Site, request_body: &[u8]) -> Result<Arc<Built>, Full> {
+fn echo_body(
+    echo: &EchoJson,
+    memory: &Arc<Memory>,
+    request_body: &[u8],
+) -> Result<Arc<Built>, Full> {
     let len = echo.len(request_body.len());
     // As a flat body is charged (`BodyKey::footprint`): its one allocation
     // and what making it leaves resident, a sixty-fourth over.
-    let charge = site.memory.charge(Part::Connections, len + len / 64)?;
+    let charge = memory.charge(Part::Connections, len + len / 64)?;
     let json = Bytes::from(echo.finish(request_body, len));
     Ok(Arc::new(Built::new(Text::Payload(json), len, charge)))
 }
@@ -336,17 +366,67 @@ fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
     Response::prepared(start, form)
 }
 
-/// What the core asks of a reply while its request's body is read.
-impl crate::session::Reply for Answer {
+/// A body at hand, sent whole (`chunks`: `None`) or as a stream.
+fn ready(body: Arc<Built>, chunks: Option<Plan>) -> Answer {
+    match chunks {
+        None => Answer::Ready(body),
+        Some(plan) => Answer::Stream(Chunks::new(body, plan)),
+    }
+}
+
+/// The site's reply, as the core asks it: the body only `/echo` keeps, the
+/// job that builds a body not at hand, the response, a stream's chunks.
+impl Reply for Routed {
     fn wants_body(&self) -> bool {
-        Answer::wants_body(self)
+        self.answer.wants_body()
     }
 
     fn held(&self) -> usize {
-        Answer::held(self)
+        self.answer.held()
     }
 
     fn refuses(&self) -> bool {
-        Answer::refuses(self)
+        self.answer.refuses()
+    }
+
+    /// The job of a body neither memo nor cache had: built on the blocking
+    /// pool (`--max-builds`), or 503 when it cannot be.
+    fn prepare(&mut self, _: &[u8]) -> Option<Job<Routed>> {
+        let Answer::Building {
+            key,
+            chunks,
+            bodies,
+        } = &self.answer
+        else {
+            return None;
+        };
+        let (route, key, chunks, bodies) = (self.route, *key, *chunks, bodies.clone());
+        Some(Job::new(async move {
+            let answer = match bodies.get(key).await {
+                Ok(body) => ready(body, chunks),
+                Err(Unavailable::Memory(full)) => Answer::out_of_memory(full),
+                Err(Unavailable::Failed) => Answer::unavailable("the body could not be built"),
+            };
+            Routed { route, answer }
+        }))
+    }
+
+    #[inline]
+    fn respond<'a>(
+        &'a mut self,
+        request_body: &'a [u8],
+        _: &mut crate::response::Fields<'a>,
+    ) -> Result<Response<'a>, Full> {
+        self.answer.respond(request_body)
+    }
+
+    fn poll_chunk(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Option<crate::response::Chunk>, Full>> {
+        match &mut self.answer {
+            Answer::Stream(chunks) => chunks.poll_chunk(cx).map(Ok),
+            _ => std::task::Poll::Ready(Ok(None)),
+        }
     }
 }

@@ -167,7 +167,7 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
     };
     match route {
         Route::Help => no_query(Answer::Help),
-        Route::Healthz => no_query(Answer::Health),
+        Route::Healthz => no_query(Answer::Health { draining: false }),
         Route::Metrics => no_query(Answer::Metrics(Exposition::from_accept(
             head.field("accept"),
         ))),

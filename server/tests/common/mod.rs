@@ -11,7 +11,8 @@ use std::time::Duration;
 use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 use unflat::queue::WriteQueue;
-use unflat_server::session::{Service, Session, Step};
+use unflat_server::service::Service;
+use unflat_server::session::{Session, Step};
 use unflat_server::{Config, Running, Stack, Strategy};
 
 pub mod haproxy;
@@ -37,7 +38,7 @@ pub fn start(strategy: Strategy) -> Running {
 
 /// Connects with a read timeout, so that a broken server fails the test
 /// instead of hanging it.
-pub fn connect<S>(server: &Running<S>) -> TcpStream {
+pub fn connect<S: Service>(server: &Running<S>) -> TcpStream {
     let s = TcpStream::connect(server.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.set_nodelay(true).unwrap();
@@ -186,7 +187,7 @@ fn fill(stream: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// Sends `request` on a new connection and reads one response.
-pub fn exchange<S>(server: &Running<S>, request: &[u8]) -> Raw {
+pub fn exchange<S: Service>(server: &Running<S>, request: &[u8]) -> Raw {
     let mut s = connect(server);
     s.write_all(request).unwrap();
     let head = request.starts_with(b"HEAD ");
@@ -293,7 +294,7 @@ pub fn serve_in_memory<S: Service>(app: &Stack<S>, parts: &[&[u8]]) -> (Vec<u8>,
             match step {
                 Step::Flush => continue,
                 Step::Defer(job) => session.resume(job.wait()),
-                Step::Wait => session.wait(app.protocol()),
+                Step::Wait => session.wait(),
                 Step::Close | Step::Reset => return (out, true),
                 Step::Read(_) => break,
             }

@@ -26,7 +26,8 @@
 //! kept only for tests would widen the core's public API.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use unflat::head::{Line, Status};
@@ -34,14 +35,21 @@ use unflat::queue::SharedRope;
 use unflat::{Latin1, Utf16};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Chunk, Exchange, Fields, Response};
-use unflat_server::session::{Job, Reply, Service};
+use unflat_server::response::{Body, Chunk, Fields, Response};
+use unflat_server::service::{Job, Reply, Service};
 
 /// The service; `/n` bodies are at most `longest` characters.
 #[derive(Debug)]
 pub struct Trivial {
     longest: usize,
-    text_plain: Line,
+}
+
+/// Every response's `Content-Type`.
+fn text_plain() -> [Option<&'static Line>; 2] {
+    static TEXT_PLAIN: LazyLock<Line> = LazyLock::new(|| {
+        Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid Content-Type")
+    });
+    [Some(&TEXT_PLAIN), None]
 }
 
 /// The most chunks a `/n` stream is asked in.
@@ -51,15 +59,12 @@ impl Trivial {
     /// A trivial service whose `/n` bodies are at most `longest`
     /// characters (a fuzzer keeps them short).
     pub fn new(longest: usize) -> Trivial {
-        Trivial {
-            longest,
-            text_plain: Line::parse("Content-Type", "text/plain; charset=utf-8")
-                .expect("a valid Content-Type"),
-        }
+        Trivial { longest }
     }
 
-    /// The answer to `/n/{len}?{query}`.
-    fn plan(&self, len: &str, query: Option<&str>) -> Answer {
+    /// The answer to `/n/{len}?{query}`, whose body is sent unless
+    /// `head_request`.
+    fn plan(&self, len: &str, query: Option<&str>, head_request: bool) -> Answer {
         let Some(len) = digits(len) else {
             return Answer::Bad("the length is not a number");
         };
@@ -73,6 +78,7 @@ impl Trivial {
             later: false,
             unsent: false,
             chunks: None,
+            sends: !head_request,
         };
         for option in query.unwrap_or("").split('&').filter(|o| !o.is_empty()) {
             match option.split_once('=') {
@@ -216,11 +222,14 @@ pub struct Plan {
     pub unsent: bool,
     /// The chunks it is streamed in, if it is.
     pub chunks: Option<usize>,
+    /// Whether the body is sent (not after a `HEAD`).
+    pub sends: bool,
 }
 
 impl Plan {
-    /// The body this plan asks for, given whether it is sent at all.
-    fn make(self, sends_content: bool) -> Made {
+    /// The body this plan asks for.
+    fn make(self) -> Made {
+        let sends_content = self.sends;
         let Plan {
             form, len, chunks, ..
         } = self;
@@ -299,6 +308,25 @@ pub enum Answer {
     Bad(&'static str),
 }
 
+impl Service for Trivial {
+    type Reply = Answer;
+    type Conn = ();
+    type Observer = ();
+
+    fn observer(&self) {}
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Answer {
+        match head.path {
+            "/echo" => Answer::Echo,
+            "/refuse" => Answer::Refuse,
+            path => match path.strip_prefix("/n/") {
+                Some(len) => self.plan(len, head.query, head.is_head()),
+                None => Answer::NotFound,
+            },
+        }
+    }
+}
+
 impl Reply for Answer {
     fn wants_body(&self) -> bool {
         matches!(self, Answer::Echo)
@@ -311,57 +339,31 @@ impl Reply for Answer {
             _ => false,
         }
     }
-}
 
-impl Service for Trivial {
-    type Reply = Answer;
-    type Conn = ();
-    type Label = ();
-
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Answer) {
-        let answer = match head.path {
-            "/echo" => Answer::Echo,
-            "/refuse" => Answer::Refuse,
-            path => match path.strip_prefix("/n/") {
-                Some(len) => self.plan(len, head.query),
-                None => Answer::NotFound,
-            },
-        };
-        ((), answer)
-    }
-
-    fn prepare(
-        &self,
-        reply: &mut Answer,
-        _: &[u8],
-        exchange: Exchange,
-        _: &mut (),
-    ) -> Option<Job<Answer>> {
-        let Answer::Make(plan) = *reply else {
+    fn prepare(&mut self, _: &[u8]) -> Option<Job<Answer>> {
+        let Answer::Make(plan) = *self else {
             return None;
         };
-        let sends = exchange.sends_content();
         if plan.later {
-            return Some(Job::new(async move {
-                Answer::Made(plan.status, plan.make(sends))
-            }));
+            return Some(Job::new(
+                async move { Answer::Made(plan.status, plan.make()) },
+            ));
         }
-        *reply = Answer::Made(plan.status, plan.make(sends));
+        *self = Answer::Made(plan.status, plan.make());
         None
     }
 
     fn respond<'a>(
-        &'a self,
-        reply: &'a mut Answer,
+        &'a mut self,
         request_body: &'a [u8],
         _: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         // A reply refused from its head is not prepared: made now.
-        if let Answer::Make(plan) = *reply {
-            *reply = Answer::Made(plan.status, plan.make(true));
+        if let Answer::Make(plan) = *self {
+            *self = Answer::Made(plan.status, plan.make());
         }
-        let text = [Some(&self.text_plain), None];
-        Ok(match reply {
+        let text = text_plain();
+        Ok(match self {
             Answer::Made(status, made) => Response::new(*status, text, made.body()),
             Answer::Echo => Response::new(Status::OK, text, Body::Bytes(request_body)),
             Answer::Refuse => Response::new(Status::FORBIDDEN, text, Body::Bytes(b"refused\n")),
@@ -373,7 +375,7 @@ impl Service for Trivial {
         })
     }
 
-    fn next_chunk(&self, reply: &mut Answer) -> Result<Option<Chunk>, Full> {
+    fn poll_chunk(&mut self, _: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
         let Answer::Made(
             _,
             Made::Stream {
@@ -382,17 +384,17 @@ impl Service for Trivial {
                 count,
                 next,
             },
-        ) = reply
+        ) = self
         else {
-            return Ok(None);
+            return Poll::Ready(Ok(None));
         };
         if *next == *count {
-            return Ok(None);
+            return Poll::Ready(Ok(None));
         }
         let at = |i: usize| i * *len / *count;
         let chunk = form.chunk(at(*next)..at(*next + 1));
         *next += 1;
-        Ok(Some(chunk))
+        Poll::Ready(Ok(Some(chunk)))
     }
 }
 

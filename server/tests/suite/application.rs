@@ -17,16 +17,21 @@ use crate::common::read_response;
 use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Chunk, Exchange, Fields, Response};
-use unflat_server::session::{Job, Reply, Service};
+use unflat_server::response::{Body, Chunk, Fields, Response};
+use unflat_server::service::{Job, Reply, Service};
 use unflat_server::{Config, Server};
 
 /// How long `/sleep` awaits.
 const NAP: Duration = Duration::from_millis(50);
 
 #[derive(Debug)]
-struct App {
-    text: Line,
+struct App;
+
+/// Every response's `Content-Type`.
+fn text() -> Option<&'static Line> {
+    static TEXT: std::sync::LazyLock<Line> =
+        std::sync::LazyLock::new(|| Line::parse("Content-Type", "text/plain").unwrap());
+    Some(&TEXT)
 }
 
 #[derive(Debug)]
@@ -50,19 +55,15 @@ enum Answer {
     NotFound,
 }
 
-impl Reply for Answer {
-    fn wants_body(&self) -> bool {
-        matches!(self, Answer::Login)
-    }
-}
-
 impl Service for App {
     type Reply = Answer;
     type Conn = ();
-    type Label = ();
+    type Observer = ();
 
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Answer) {
-        let answer = match (head.method, head.path) {
+    fn observer(&self) {}
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Answer {
+        match (head.method, head.path) {
             ("GET" | "HEAD", "/sleep") => Answer::Sleep,
             ("POST", "/login") => Answer::Login,
             // The path decoded (UTF-8), a query pair decoded, a field by
@@ -90,18 +91,17 @@ impl Service for App {
             (_, "/panic/awaited-first") => Answer::PanicAwaited(0, 0, None),
             (_, "/panic/awaited-later") => Answer::PanicAwaited(2, 0, None),
             _ => Answer::NotFound,
-        };
-        ((), answer)
+        }
+    }
+}
+
+impl Reply for Answer {
+    fn wants_body(&self) -> bool {
+        matches!(self, Answer::Login)
     }
 
-    fn prepare(
-        &self,
-        reply: &mut Answer,
-        request_body: &[u8],
-        _: Exchange,
-        _: &mut (),
-    ) -> Option<Job<Answer>> {
-        match reply {
+    fn prepare(&mut self, request_body: &[u8]) -> Option<Job<Answer>> {
+        match self {
             Answer::Sleep => Some(Job::new(async {
                 tokio::time::sleep(NAP).await;
                 Answer::Text(format!("slept {} ms\n", NAP.as_millis()))
@@ -129,13 +129,12 @@ impl Service for App {
     }
 
     fn respond<'a>(
-        &'a self,
-        reply: &'a mut Answer,
+        &'a mut self,
         _: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
-        let text = Some(&self.text);
-        Ok(match reply {
+        let text = text();
+        Ok(match self {
             Answer::Text(t) => Response::new(Status::OK, [text, None], Body::Bytes(t.as_bytes())),
             Answer::Welcome(sid, user) => {
                 fields
@@ -165,13 +164,9 @@ impl Service for App {
         })
     }
 
-    fn poll_chunk(
-        &self,
-        reply: &mut Answer,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Chunk>, Full>> {
-        let Answer::PanicAwaited(at, sent, wait) = reply else {
-            return Poll::Ready(self.next_chunk(reply));
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
+        let Answer::PanicAwaited(at, sent, wait) = self else {
+            return Poll::Ready(self.next_chunk());
         };
         if *sent == *at {
             let wait = wait.get_or_insert_with(|| Box::pin(tokio::time::sleep(NAP)));
@@ -181,9 +176,12 @@ impl Service for App {
         *sent += 1;
         Poll::Ready(Ok(Some(Chunk::Bytes(bytes::Bytes::from_static(b"part\n")))))
     }
+}
 
-    fn next_chunk(&self, reply: &mut Answer) -> Result<Option<Chunk>, Full> {
-        let Answer::PanicStream(at, sent) = reply else {
+impl Answer {
+    /// A chunk of [`Answer::PanicStream`], at once.
+    fn next_chunk(&mut self) -> Result<Option<Chunk>, Full> {
+        let Answer::PanicStream(at, sent) = self else {
             return Ok(None);
         };
         if *sent == *at {
@@ -243,10 +241,7 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
         addr: "127.0.0.1:0".parse().unwrap(),
         ..Config::default()
     };
-    let server = Server::bind_with(config, |_| App {
-        text: Line::parse("Content-Type", "text/plain").unwrap(),
-    })
-    .unwrap();
+    let server = Server::bind_with(config, |_| App).unwrap();
     let addr = server.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.serve(async {

@@ -1,11 +1,13 @@
 //! The core serves any [`Service`], not only the demo site: a second,
 //! small service on the same core gets the same grammar, framing,
 //! persistence, HEAD, pipelining, refusals, its connections counted by the
-//! core, and one call per response to observe it by.
+//! core, one call per request, and an observer told of each response (the
+//! service observes itself).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::read_response;
@@ -13,13 +15,18 @@ use unflat::head::{Line, Status};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Fields, Response};
-use unflat_server::session::{Answered, Reply, Service};
+use unflat_server::service::{Answered, Observe, Reply, Service};
 use unflat_server::{Config, Running};
 
-/// A service of three answers, which counts what the core tells it.
+/// A service of three answers; its observer counts what the core tells it.
 #[derive(Debug)]
-struct Greeter {
-    text_plain: Line,
+struct Greeter(Arc<Counts>);
+
+/// What the greeter's observer counts.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Calls of the service: one per request it answers.
+    called: AtomicU64,
     answered: AtomicU64,
     refused: AtomicU64,
     /// Body bytes of the responses answered.
@@ -42,6 +49,32 @@ enum Answer {
     Forbidden,
 }
 
+/// Every response's `Content-Type`.
+fn text() -> Option<&'static Line> {
+    static TEXT: std::sync::LazyLock<Line> =
+        std::sync::LazyLock::new(|| Line::parse("Content-Type", "text/plain").unwrap());
+    Some(&TEXT)
+}
+
+impl Service for Greeter {
+    type Reply = Answer;
+    type Conn = ();
+    type Observer = Arc<Counts>;
+
+    fn observer(&self) -> Arc<Counts> {
+        self.0.clone()
+    }
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Answer {
+        self.0.called.fetch_add(1, Ordering::Relaxed);
+        match head.path {
+            "/hello" => Answer::Hello,
+            "/length" => Answer::Length(String::new()),
+            _ => Answer::Forbidden,
+        }
+    }
+}
+
 impl Reply for Answer {
     fn wants_body(&self) -> bool {
         matches!(self, Answer::Length(_))
@@ -50,10 +83,27 @@ impl Reply for Answer {
     fn refuses(&self) -> bool {
         matches!(self, Answer::Forbidden)
     }
+
+    fn respond<'a>(
+        &'a mut self,
+        request_body: &'a [u8],
+        _: &mut Fields<'a>,
+    ) -> Result<Response<'a>, Full> {
+        let text = text();
+        Ok(match self {
+            Answer::Hello => Response::new(Status::OK, [text, None], Body::Bytes(b"hello\n")),
+            Answer::Length(made) => {
+                *made = format!("{}\n", request_body.len());
+                Response::new(Status::OK, [text, None], Body::Bytes(made.as_bytes()))
+            }
+            Answer::Forbidden => {
+                Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
+            }
+        })
+    }
 }
 
-impl Service for Greeter {
-    type Reply = Answer;
+impl Observe<Answer> for Counts {
     type Conn = Unwritten;
     type Label = &'static str;
 
@@ -64,31 +114,12 @@ impl Service for Greeter {
         Unwritten::default()
     }
 
-    fn call(&self, head: &RequestHead<'_>, _: &mut Unwritten) -> (&'static str, Answer) {
-        match head.path {
-            "/hello" => ("hello", Answer::Hello),
-            "/length" => ("length", Answer::Length(String::new())),
-            _ => ("other", Answer::Forbidden),
+    fn begun(&self, _: &RequestHead<'_>, reply: &Answer, _: &mut Unwritten) -> &'static str {
+        match reply {
+            Answer::Hello => "hello",
+            Answer::Length(_) => "length",
+            Answer::Forbidden => "other",
         }
-    }
-
-    fn respond<'a>(
-        &'a self,
-        reply: &'a mut Answer,
-        request_body: &'a [u8],
-        _: &mut Fields<'a>,
-    ) -> Result<Response<'a>, Full> {
-        let text = Some(&self.text_plain);
-        Ok(match reply {
-            Answer::Hello => Response::new(Status::OK, [text, None], Body::Bytes(b"hello\n")),
-            Answer::Length(made) => {
-                *made = format!("{}\n", request_body.len());
-                Response::new(Status::OK, [text, None], Body::Bytes(made.as_bytes()))
-            }
-            Answer::Forbidden => {
-                Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
-            }
-        })
     }
 
     fn answered(&self, answered: Answered<&'static str>, conn: &mut Unwritten) {
@@ -115,15 +146,7 @@ fn start() -> Running<Greeter> {
         workers: Some(1),
         ..Config::default()
     };
-    Running::start_with(config, |_| Greeter {
-        text_plain: Line::parse("Content-Type", "text/plain").unwrap(),
-        answered: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
-        body_bytes: AtomicU64::new(0),
-        opened: AtomicU64::new(0),
-        written: AtomicU64::new(0),
-    })
-    .unwrap()
+    Running::start_with(config, |_| Greeter(Arc::default())).unwrap()
 }
 
 #[test]
@@ -166,12 +189,17 @@ fn a_second_service_is_served_by_the_same_core() {
     );
     assert_eq!((r.status, r.header("connection")), (403, Some("close")));
 
-    let g = server.stack().service();
+    let g = &*server.stack().service().0;
     assert_eq!(
         g.answered.load(Ordering::Relaxed),
         5,
         "every response it answered"
     );
+    // The service itself is called once per request it answers — the
+    // HEAD, the body read, the HTTP/1.0 close, the refusal from the head
+    // alike — and never for the head the core refused; its reply does
+    // the rest.
+    assert_eq!(g.called.load(Ordering::Relaxed), 5, "one call per request");
     assert_eq!(g.refused.load(Ordering::Relaxed), 1, "the core's refusal");
     // `hello`, nothing after HEAD, `5`, `hello`, `no`, and the refusal's
     // reason.

@@ -21,7 +21,8 @@ use unflat::Utf16;
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::{Full, Part};
 use unflat_server::response::{Body, Chunk, Fields, Response};
-use unflat_server::session::{Reply, Service, Session, Step, STREAM_AHEAD};
+use unflat_server::service::{Reply, Service};
+use unflat_server::session::{Session, Step, STREAM_AHEAD};
 use unflat_server::{Config, Running, Stack, Strategy};
 
 /// Reads a chunked body from `s` (`buf`: bytes already read): the size of
@@ -249,16 +250,18 @@ struct Chunks {
     /// `GET /paced/{n}`: each chunk after a millisecond's wait, on a tokio
     /// timer (`poll_chunk` pending meanwhile).
     wait: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The service's counts.
+    counts: Counting,
 }
-
-impl Reply for Chunks {}
 
 impl Service for Counting {
     type Reply = Chunks;
     type Conn = ();
-    type Label = ();
+    type Observer = ();
 
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Chunks) {
+    fn observer(&self) {}
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Chunks {
         let (empty, n) = match head.path.strip_prefix("/empty/") {
             Some(n) => (true, n),
             None => (false, &head.path[1..]),
@@ -271,51 +274,49 @@ impl Service for Counting {
             None => (None, n),
         };
         let count = n.parse().unwrap_or(0);
-        (
-            (),
-            Chunks {
-                next: 0,
-                count,
-                empty,
-                wait,
+        Chunks {
+            next: 0,
+            count,
+            empty,
+            wait,
+            counts: Counting {
+                made: self.made.clone(),
+                asked: self.asked.clone(),
             },
-        )
+        }
     }
+}
 
-    fn respond<'a>(
-        &'a self,
-        _: &'a mut Chunks,
-        _: &'a [u8],
-        _: &mut Fields<'a>,
-    ) -> Result<Response<'a>, Full> {
+impl Reply for Chunks {
+    fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
         Ok(Response::new(Status::OK, [None, None], Body::Stream))
     }
 
-    fn poll_chunk(
-        &self,
-        reply: &mut Chunks,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Chunk>, Full>> {
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
+        let reply = self;
         if let Some(wait) = &mut reply.wait {
             std::task::ready!(wait.as_mut().poll(cx));
             let next = tokio::time::Instant::now() + Duration::from_millis(1);
             wait.as_mut().reset(next);
         }
-        Poll::Ready(self.next_chunk(reply))
+        Poll::Ready(reply.next_chunk())
     }
+}
 
-    fn next_chunk(&self, reply: &mut Chunks) -> Result<Option<Chunk>, Full> {
-        if reply.next == reply.count {
+impl Chunks {
+    /// The next chunk, made now.
+    fn next_chunk(&mut self) -> Result<Option<Chunk>, Full> {
+        if self.next == self.count {
             return Ok(None);
         }
-        let i = reply.next;
-        reply.next += 1;
-        self.asked.fetch_add(1, Ordering::Relaxed);
-        if reply.empty {
+        let i = self.next;
+        self.next += 1;
+        self.counts.asked.fetch_add(1, Ordering::Relaxed);
+        if self.empty {
             return Ok(Some(Chunk::Bytes(Bytes::new())));
         }
         let text = chunk_text(i);
-        self.made.fetch_add(text.len(), Ordering::Relaxed);
+        self.counts.made.fetch_add(text.len(), Ordering::Relaxed);
         Ok(Some(match i % 3 {
             0 => Chunk::Bytes(Bytes::from(text)),
             1 => Chunk::Rope(ropey::Rope::from_str(&text)),
@@ -488,33 +489,28 @@ struct Sized;
 #[derive(Debug)]
 struct Two(Vec<usize>);
 
-impl Reply for Two {}
-
 impl Service for Sized {
     type Reply = Two;
     type Conn = ();
-    type Label = ();
+    type Observer = ();
 
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> ((), Two) {
+    fn observer(&self) {}
+
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Two {
         // Anything else (a proxy's health check) is one empty chunk.
         let sizes = head.path[1..].split('/').rev();
-        ((), Two(sizes.map(|n| n.parse().unwrap_or(0)).collect()))
+        Two(sizes.map(|n| n.parse().unwrap_or(0)).collect())
     }
+}
 
-    fn respond<'a>(
-        &'a self,
-        _: &'a mut Two,
-        _: &'a [u8],
-        _: &mut Fields<'a>,
-    ) -> Result<Response<'a>, Full> {
+impl Reply for Two {
+    fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
         Ok(Response::new(Status::OK, [None, None], Body::Stream))
     }
 
-    fn next_chunk(&self, reply: &mut Two) -> Result<Option<Chunk>, Full> {
-        Ok(reply
-            .0
-            .pop()
-            .map(|n| Chunk::Bytes(Bytes::from(vec![b'x'; n]))))
+    fn poll_chunk(&mut self, _: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
+        let next = self.0.pop();
+        Poll::Ready(Ok(next.map(|n| Chunk::Bytes(Bytes::from(vec![b'x'; n])))))
     }
 }
 

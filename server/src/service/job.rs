@@ -45,7 +45,7 @@ impl<T: 'static> Job<T> {
 
 /// Runs `work` to its end on a runtime of this thread's own (with IO and
 /// time), outside an async context: for a session driven in memory.
-pub(super) fn block_on<F: Future>(work: F) -> F::Output {
+pub(crate) fn block_on<F: Future>(work: F) -> F::Output {
     thread_local! {
         static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -1,5 +1,5 @@
 //! A panic during a turn of the session — in the service's code, or the
-//! core's — caught once per [`Session::process`](super::Session::process),
+//! core's — caught once per [`Session::process`](crate::session::Session::process),
 //! in each job's poll and in each poll of a chunk awaited: the request gets
 //! a 500 (or, once its streamed response has begun, the connection ends
 //! the way a stream cut short does: `Session::failed`), the cause is
@@ -21,13 +21,13 @@ pub struct Panicked;
 /// held, a reply, the service's per-connection state — is dropped unread
 /// or read only to close the connection after a 500.
 #[inline(always)]
-pub(super) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
     catch_unwind(AssertUnwindSafe(f))
 }
 
 /// Logs a panic's message, and `during` what (`"a turn"`, `"a job"`):
 /// once per panic.
-pub(super) fn log(payload: &(dyn Any + Send), during: &str) -> Panicked {
+pub(crate) fn log(payload: &(dyn Any + Send), during: &str) -> Panicked {
     let message = payload
         .downcast_ref::<&str>()
         .copied()
