@@ -33,7 +33,7 @@ pub fn out_dir() -> PathBuf {
 /// peers' of `peers/`, which is not a default member: hence
 /// `--workspace`), with the cargo that runs the harness, and returns the
 /// directory they are in. `UNFLAT_BENCH_PROFILE` names another profile for
-/// them (CI's smoke runs: `smoke`, thin LTO, quick to link); figures are
+/// them (CI's smoke runs: `smoke`, no LTO, quick to link); figures are
 /// measured with the release profile, the default.
 pub fn build_release(bins: &[&str]) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

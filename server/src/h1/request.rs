@@ -46,12 +46,16 @@ pub struct RequestHead<'b> {
     pub wants_keep_alive: bool,
     /// `Expect: 100-continue` on an HTTP/1.1 request.
     pub expect_continue: bool,
+    /// The method is `HEAD`: compared once, asked by the core and the
+    /// service alike.
+    head_request: bool,
 }
 
 impl<'b> RequestHead<'b> {
     /// True for `HEAD`.
+    #[inline]
     pub fn is_head(&self) -> bool {
-        self.method == "HEAD"
+        self.head_request
     }
 
     /// The header fields in order, as received: name and value.
@@ -183,6 +187,7 @@ pub fn parse_head<'b>(
             framing: checked.framing,
             wants_keep_alive: checked.wants_keep_alive,
             expect_continue: checked.expect_continue,
+            head_request: method == "HEAD",
         }),
         Err(r) => rejected(r),
     }

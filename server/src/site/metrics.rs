@@ -65,11 +65,12 @@ impl Shard {
     }
 }
 
-/// The counters, shared by every connection.
-#[derive(Debug)]
+/// The counters, shared by every connection (and cloned as cheaply: the
+/// site renders what its observer counts).
+#[derive(Clone, Debug)]
 pub struct Metrics {
     counters: Arc<Counters>,
-    registry: Registry,
+    registry: Arc<Registry>,
 }
 
 #[derive(Debug)]
@@ -121,7 +122,10 @@ impl Metrics {
             .sub_registry_with_prefix("unflat")
             .register_collector(Box::new(Collect(counters.clone())));
         registry.register_collector(Box::new(Process::new()));
-        Metrics { counters, registry }
+        Metrics {
+            counters,
+            registry: Arc::new(registry),
+        }
     }
 
     /// Counts a response of `status` to a request of `route`, queued `us`

@@ -100,7 +100,11 @@ pub struct Site {
     /// The core's: whether the server is shutting down (`/healthz`).
     draining: Draining,
     limits: RouteLimits,
-    observer: Arc<Observer>,
+    /// The counters its observer keeps, for `/metrics`.
+    metrics: Metrics,
+    /// What its observer is made of ([`Service::observer`]).
+    access_log: Option<LogFormat>,
+    request_line: usize,
 }
 
 /// What watches the site's responses: `/metrics`' counters and the access
@@ -129,11 +133,9 @@ impl Site {
             help: help_text(&settings).into(),
             draining,
             limits: settings.limits,
-            observer: Arc::new(Observer {
-                metrics,
-                access_log: settings.access_log,
-                request_line: settings.request_line,
-            }),
+            metrics,
+            access_log: settings.access_log,
+            request_line: settings.request_line,
         }
     }
 
@@ -144,7 +146,7 @@ impl Site {
 
     /// The counters of `/metrics`.
     pub fn metrics(&self) -> &Metrics {
-        &self.observer.metrics
+        &self.metrics
     }
 
     /// True once the server is shutting down.
@@ -159,17 +161,22 @@ impl Service for Site {
     type Reply = Routed;
     /// The connection's last body.
     type Conn = Memo;
-    type Observer = Arc<Observer>;
+    type Observer = Observer;
 
-    fn observer(&self) -> Arc<Observer> {
-        self.observer.clone()
+    fn observer(&self) -> Observer {
+        Observer {
+            metrics: self.metrics.clone(),
+            access_log: self.access_log,
+            request_line: self.request_line,
+        }
     }
 
     #[inline(always)]
     fn call(&self, head: &RequestHead<'_>, memo: &mut Memo) -> Routed {
-        let (route, mut answer) = routes::route(self.limits, head);
-        answer.resolve(self, head.is_head(), memo);
-        Routed { route, answer }
+        // Made in place, and made ready there: a reply is moved whole.
+        let mut routed = routes::route(self.limits, head);
+        routed.answer.resolve(self, head.is_head(), memo);
+        routed
     }
 }
 

@@ -12,7 +12,7 @@ use crate::h1::{self, QueryError};
 
 /// 400 for `reason`.
 pub(super) fn bad_request(reason: String) -> Answer {
-    Answer::error(Status::BAD_REQUEST, reason)
+    Answer::error(&Status::BAD_REQUEST, reason)
 }
 
 /// `s` as a decimal count: digits only (refused naming `what` otherwise),

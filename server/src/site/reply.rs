@@ -76,8 +76,9 @@ pub enum Answer {
     },
     /// An error with a plain-text reason.
     Error {
-        /// The status.
-        status: Status,
+        /// The status: a reference, so that this rare answer does not make
+        /// every reply larger (each is moved whole).
+        status: &'static Status,
         /// Why.
         reason: Cow<'static, str>,
         /// A field line besides `Content-Type`, if any.
@@ -107,7 +108,7 @@ pub enum Echoed {
 
 impl Answer {
     /// An error reply.
-    pub fn error(status: Status, reason: impl Into<Cow<'static, str>>) -> Answer {
+    pub fn error(status: &'static Status, reason: impl Into<Cow<'static, str>>) -> Answer {
         Answer::Error {
             status,
             reason: reason.into(),
@@ -118,7 +119,7 @@ impl Answer {
     /// 503 with `Retry-After`: the server cannot take this request now.
     pub fn unavailable(reason: impl Into<Cow<'static, str>>) -> Answer {
         Answer::Error {
-            status: Status::SERVICE_UNAVAILABLE,
+            status: &Status::SERVICE_UNAVAILABLE,
             reason: reason.into(),
             field: Some(ErrorField::RetryAfter),
         }
@@ -135,7 +136,7 @@ impl Answer {
     /// 405 for a path that takes GET, HEAD and OPTIONS, with `Allow`.
     pub fn method_not_allowed(method: &str, path: &str) -> Answer {
         Answer::Error {
-            status: Status::METHOD_NOT_ALLOWED,
+            status: &Status::METHOD_NOT_ALLOWED,
             reason: Cow::Owned(format!(
                 "{method} is not allowed on {path}; use GET, HEAD or OPTIONS"
             )),
@@ -181,23 +182,18 @@ impl Answer {
     /// answered from the key.
     #[inline(always)]
     pub fn resolve(&mut self, site: &Site, head_request: bool, memo: &mut Memo) {
-        let (key, chunks) = match self {
-            Answer::Body(key) => (*key, None),
-            Answer::Streamed(key, plan) => (*key, Some(*plan)),
-            _ => return self.resolve_rare(site),
+        let key = match self {
+            Answer::Body(key) => *key,
+            _ => return self.resolve_rare(site, head_request, memo),
         };
         if head_request {
             return;
         }
-        let at_hand = match key {
-            BodyKey::Text(text) => site.bodies.text(text, memo),
-            BodyKey::Large(_) => site.bodies.cached(key),
-        };
-        let next = match at_hand {
-            Some(body) => ready(body, chunks),
+        let next = match at_hand(site, key, memo) {
+            Some(body) => Answer::Ready(body),
             None => Answer::Building {
                 key,
-                chunks,
+                chunks: None,
                 bodies: site.bodies.clone(),
             },
         };
@@ -207,15 +203,26 @@ impl Answer {
     }
 
     /// [`Answer::resolve`] for the answers of the routes that are not
-    /// bodies.
+    /// whole bodies.
     #[inline(never)]
-    fn resolve_rare(&mut self, site: &Site) {
+    fn resolve_rare(&mut self, site: &Site, head_request: bool, memo: &mut Memo) {
         match self {
+            Answer::Streamed(key, plan) if !head_request => {
+                let (key, plan) = (*key, *plan);
+                *self = match at_hand(site, key, memo) {
+                    Some(body) => Answer::Stream(Chunks::new(body, plan)),
+                    None => Answer::Building {
+                        key,
+                        chunks: Some(plan),
+                        bodies: site.bodies.clone(),
+                    },
+                };
+            }
             Answer::Help => *self = Answer::HelpText(site.help.clone()),
             Answer::Health { draining } => *draining = site.is_draining(),
             Answer::Metrics(format) => {
                 let format = *format;
-                *self = Answer::Rendered(format, site.observer.metrics.render(format));
+                *self = Answer::Rendered(format, site.metrics.render(format));
             }
             Answer::Echo(Echoed::Json(_)) => {
                 let Answer::Echo(Echoed::Json(echo)) = std::mem::replace(self, Answer::Help) else {
@@ -329,7 +336,7 @@ impl Answer {
             } => {
                 let field = field.map(|f| fields.error_field(f));
                 Response::new(
-                    *status,
+                    **status,
                     [Some(&fields.text_plain), field],
                     Body::Bytes(reason.as_bytes()),
                 )
@@ -364,6 +371,16 @@ fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
         Text::Payload(b) => (Body::SharedBytes(b), &fields.ok_octets),
     };
     Response::prepared(start, form)
+}
+
+/// The body of `key` if it is at hand: in the connection's `memo` or the
+/// cache.
+#[inline(always)]
+fn at_hand(site: &Site, key: BodyKey, memo: &mut Memo) -> Option<Arc<Built>> {
+    match key {
+        BodyKey::Text(text) => site.bodies.text(text, memo),
+        BodyKey::Large(_) => site.bodies.cached(key),
+    }
 }
 
 /// A body at hand, sent whole (`chunks`: `None`) or as a stream.

@@ -12,7 +12,7 @@ use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
 use super::exposition::Exposition;
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
 use super::reply::Answer;
-use super::RouteLimits;
+use super::{RouteLimits, Routed};
 use crate::h1::RequestHead;
 
 /// The routes, as the metrics count requests by them.
@@ -138,12 +138,18 @@ pub fn usage() -> String {
 
 /// Chooses the reply for a request head within `limits`, and says which
 /// route gave it.
-pub fn route(limits: RouteLimits, head: &RequestHead<'_>) -> (Route, Answer) {
+pub fn route(limits: RouteLimits, head: &RequestHead<'_>) -> Routed {
     let path = head.path;
     let Some((route, argument)) = Route::of(path) else {
-        return (Route::Unmatched, not_found(path));
+        return Routed {
+            route: Route::Unmatched,
+            answer: not_found(path),
+        };
     };
-    (route, reply(limits, route, argument, head))
+    Routed {
+        route,
+        answer: reply(limits, route, argument, head),
+    }
 }
 
 #[inline]
@@ -295,7 +301,7 @@ fn echo(head: &RequestHead<'_>) -> Answer {
 /// 404, with the routes there are.
 fn not_found(path: &str) -> Answer {
     Answer::error(
-        Status::NOT_FOUND,
+        &Status::NOT_FOUND,
         format!("no route for {path}; routes:\n{}", usage()),
     )
 }
