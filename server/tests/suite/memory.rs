@@ -174,6 +174,7 @@ fn report(what: &str, idle: u64, rss: u64, bound: u64) {
 /// Attack 1: keep-alive connections each ask once for a different large
 /// body, then only for cheap ones. Nothing of the evicted bodies stays:
 /// the memo that used to keep each connection's last body alive is gone.
+#[test]
 fn no_connection_pins_a_body_past_the_cache() {
     let cache = 16 * MIB;
     // The kept connections wait while the others are answered (20 bodies
@@ -234,6 +235,7 @@ fn no_connection_pins_a_body_past_the_cache() {
 /// server with one async worker; a third client's `/healthz` is answered
 /// promptly throughout (the builds run on the blocking pool, one at a
 /// time, and the connections that asked wait without holding a worker).
+#[test]
 fn builds_leave_the_workers_free() {
     let server = Server::start(&[
         "--workers",
@@ -292,6 +294,7 @@ fn builds_leave_the_workers_free() {
 /// head; the payloads their responses reference are counted, and past the
 /// limit a client is answered 503 with `Retry-After`. Then twenty clients
 /// ask for the same payload at once: it is built once.
+#[test]
 fn large_payloads_held_by_responses_are_counted() {
     let limit = 256 * MIB;
     let server = Server::start(&[
@@ -366,6 +369,7 @@ fn large_payloads_held_by_responses_are_counted() {
 /// connections hold beyond their bases — queued output, frames — is within
 /// `--connection-memory`; past it, a request whose connection has nothing
 /// queued is refused with 503.
+#[test]
 fn connection_buffers_are_counted() {
     let part = 32 * MIB;
     let server = Server::start(&[
@@ -403,6 +407,7 @@ fn connection_buffers_are_counted() {
 /// the formula, and once they close the server gives the memory back
 /// within seconds (jemalloc's background threads; glibc's malloc kept
 /// ~330 MiB here).
+#[test]
 fn a_thousand_non_readers_with_the_defaults() {
     let defaults = Config::default();
     let server = Server::start(&[
@@ -448,6 +453,7 @@ fn a_thousand_non_readers_with_the_defaults() {
 /// Rope bodies: connections that ask for a 16 M-character rope body and
 /// never read hold one frame each of it beyond their bases, by the
 /// server's own account (in process: the account is read directly).
+#[test]
 fn rope_bodies_cost_a_frame_per_connection() {
     let config = Config {
         addr: "127.0.0.1:0".parse().unwrap(),
@@ -499,6 +505,7 @@ fn rope_bodies_cost_a_frame_per_connection() {
 /// `--connection-memory`; past it a client is answered 503 with
 /// `Retry-After`, and a normal client is served throughout (in process:
 /// the account is read directly).
+#[test]
 fn long_heads_are_counted() {
     let part = 1 << 20;
     let server = Running::start(Config {
@@ -548,6 +555,7 @@ fn long_heads_are_counted() {
 /// echo's JSON so far, every field base64-encoded — is counted: a 12 KiB
 /// head of fields whose body does not come holds its connection's buffers
 /// beyond the base (in process: the account is read directly).
+#[test]
 fn an_echo_waiting_for_its_body_counts_its_json() {
     let server = Running::start(Config {
         addr: "127.0.0.1:0".parse().unwrap(),
@@ -583,6 +591,7 @@ fn an_echo_waiting_for_its_body_counts_its_json() {
 /// ones instead of being refused (it used to be answered 503 while
 /// evicting would have made room). In process: the account is read
 /// directly.
+#[test]
 fn a_full_account_evicts_unused_cached_bodies_first() {
     let server = Running::start(Config {
         addr: "127.0.0.1:0".parse().unwrap(),
@@ -639,6 +648,7 @@ fn a_full_account_evicts_unused_cached_bodies_first() {
 /// resident memory by no more than the account says (ropes used to occupy
 /// 1.11 times their charge: 226 MiB for 204 charged), and are charged at
 /// most a few per cent more than they occupy.
+#[test]
 fn rope_bodies_occupy_what_they_are_charged() {
     let server = Server::start(&["--memory-limit", "4GiB", "--cache-bytes", "2GiB"]);
     for kind in ["latin1", "twobyte"] {
@@ -667,19 +677,4 @@ fn rope_bodies_occupy_what_they_are_charged() {
             "{kind}: {charged} charged for {resident} resident"
         );
     }
-}
-
-/// One test: each measurement needs the server to itself.
-#[test]
-fn clients_cannot_make_the_server_hold_more_than_its_limits() {
-    rope_bodies_cost_a_frame_per_connection();
-    rope_bodies_occupy_what_they_are_charged();
-    long_heads_are_counted();
-    an_echo_waiting_for_its_body_counts_its_json();
-    a_full_account_evicts_unused_cached_bodies_first();
-    no_connection_pins_a_body_past_the_cache();
-    builds_leave_the_workers_free();
-    large_payloads_held_by_responses_are_counted();
-    connection_buffers_are_counted();
-    a_thousand_non_readers_with_the_defaults();
 }
