@@ -33,10 +33,10 @@ use bytes::Bytes;
 use unflat::head::{Line, Status};
 use unflat::queue::SharedRope;
 use unflat::{Latin1, Utf16};
+use unflat_server::app::{Handler, Job, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Chunk, Fields, Response};
-use unflat_server::service::{Job, Reply, Service};
 
 /// The service; `/n` bodies are at most `longest` characters.
 #[derive(Debug)]
@@ -308,14 +308,10 @@ pub enum Answer {
     Bad(&'static str),
 }
 
-impl Service for Trivial {
+impl Handler for Trivial {
     type Reply = Answer;
-    type Conn = ();
-    type Observer = ();
 
-    fn observer(&self) {}
-
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Answer {
+    fn call(&self, head: &RequestHead<'_>) -> Answer {
         match head.path {
             "/echo" => Answer::Echo,
             "/refuse" => Answer::Refuse,

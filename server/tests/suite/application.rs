@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use crate::common::read_response;
 use unflat::head::{Line, Status};
+use unflat_server::app::{Handler, Job, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Chunk, Fields, Response};
-use unflat_server::service::{Job, Reply, Service};
 use unflat_server::{Config, Server};
 
 /// How long `/sleep` awaits.
@@ -55,14 +55,10 @@ enum Answer {
     NotFound,
 }
 
-impl Service for App {
+impl Handler for App {
     type Reply = Answer;
-    type Conn = ();
-    type Observer = ();
 
-    fn observer(&self) {}
-
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Answer {
+    fn call(&self, head: &RequestHead<'_>) -> Answer {
         match (head.method, head.path) {
             ("GET" | "HEAD", "/sleep") => Answer::Sleep,
             ("POST", "/login") => Answer::Login,

@@ -18,10 +18,10 @@ use bytes::{Buf, Bytes, BytesMut};
 use unflat::head::Status;
 use unflat::queue::{SharedRope, WriteQueue};
 use unflat::Utf16;
+use unflat_server::app::{Handler, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::{Full, Part};
 use unflat_server::response::{Body, Chunk, Fields, Response};
-use unflat_server::service::{Reply, Service};
 use unflat_server::session::{Session, Step, STREAM_AHEAD};
 use unflat_server::{Config, Running, Stack, Strategy};
 
@@ -257,14 +257,10 @@ struct Chunks {
     counts: Counting,
 }
 
-impl Service for Counting {
+impl Handler for Counting {
     type Reply = Chunks;
-    type Conn = ();
-    type Observer = ();
 
-    fn observer(&self) {}
-
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Chunks {
+    fn call(&self, head: &RequestHead<'_>) -> Chunks {
         let (empty, n) = match head.path.strip_prefix("/empty/") {
             Some(n) => (true, n),
             None => (false, &head.path[1..]),
@@ -492,14 +488,10 @@ struct Sized;
 #[derive(Debug)]
 struct Two(Vec<usize>);
 
-impl Service for Sized {
+impl Handler for Sized {
     type Reply = Two;
-    type Conn = ();
-    type Observer = ();
 
-    fn observer(&self) {}
-
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Two {
+    fn call(&self, head: &RequestHead<'_>) -> Two {
         // Anything else (a proxy's health check) is one empty chunk.
         let sizes = head.path[1..].split('/').rev();
         Two(sizes.map(|n| n.parse().unwrap_or(0)).collect())
