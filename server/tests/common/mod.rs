@@ -5,7 +5,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -221,13 +221,31 @@ pub fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
     }
 }
 
+/// The flags of a server binary that gives up on a client after about a
+/// second: the head, idle, send and body timeouts and the send rate's grace.
+pub const SHORT_TIMEOUTS: [&str; 12] = [
+    "--workers",
+    "2",
+    "--head-timeout",
+    "1s",
+    "--idle-timeout",
+    "1s",
+    "--send-timeout",
+    "1s",
+    "--min-send-rate-grace",
+    "1s",
+    "--body-timeout",
+    "1s",
+];
+
 /// The end of a test of clients that never read, `sockets` (their TCP
-/// connections), begun when the process's resident memory was `before`: a
-/// reading client is `served` throughout, memory grew by less than 64 MiB,
-/// and once a send timeout of about a second has passed the server has
-/// closed every one of them.
+/// connections) to `server` (started with [`SHORT_TIMEOUTS`]), begun when
+/// its resident memory was `before`: a reading client is `served`
+/// throughout, memory grew by less than 64 MiB, and once the send timeout
+/// has passed the server has closed every one of them.
 pub fn non_readers_bounded_and_closed(
     what: &str,
+    server: &Spawned,
     before: u64,
     served: impl Fn() -> bool,
     sockets: &mut [TcpStream],
@@ -236,7 +254,7 @@ pub fn non_readers_bounded_and_closed(
         assert!(served());
         std::thread::sleep(Duration::from_millis(100));
     }
-    let growth = proc_status_bytes("self", "VmRSS:").saturating_sub(before);
+    let growth = server.rss().saturating_sub(before);
     eprintln!(
         "memory growth with {} non-reading {what}: {:.1} MiB",
         sockets.len(),
@@ -335,6 +353,62 @@ pub fn spawn_server(args: &[&str]) -> (std::process::Child, String) {
         .unwrap();
     let addr = banner_address(&mut child).expect("no banner");
     (child, addr)
+}
+
+/// The server binary on port 0, stopped when dropped: for measuring its
+/// memory apart from this process, where other tests run at the same time.
+pub struct Spawned {
+    /// The server's process.
+    pub child: std::process::Child,
+    /// Its address.
+    pub addr: SocketAddr,
+}
+
+impl Spawned {
+    /// Starts the server binary with `args` (see [`spawn_server`]).
+    pub fn start(args: &[&str]) -> Spawned {
+        let (child, addr) = spawn_server(args);
+        Spawned {
+            child,
+            addr: addr.parse().unwrap(),
+        }
+    }
+
+    /// Its resident memory, in bytes.
+    pub fn rss(&self) -> u64 {
+        proc_status_bytes(&self.child.id().to_string(), "VmRSS:")
+    }
+
+    /// Its peak resident memory, in bytes.
+    pub fn peak(&self) -> u64 {
+        proc_status_bytes(&self.child.id().to_string(), "VmHWM:")
+    }
+
+    /// A connection to it, with a read timeout.
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.set_nodelay(true).unwrap();
+        s
+    }
+
+    /// One response to `GET path` on a new connection.
+    pub fn get(&self, path: &str) -> Raw {
+        let mut s = self.connect();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        read_response(&mut s, &mut Vec::new(), false).unwrap()
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The address in the banner of a server started with its stdout piped

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::tls::{Cert, Duplex};
-use crate::common::{closed_within, config, connect, read_response};
+use crate::common::{closed_within, config, connect, read_response, Spawned, SHORT_TIMEOUTS};
 use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
@@ -300,16 +300,26 @@ fn max_requests_per_connection_closes_after_the_last() {
     assert!(buf.is_empty() && closed_within(&mut s, Duration::from_secs(5)));
 }
 
+/// Against the server binary: resident memory is measured in a process
+/// of its own, not in this one, where other tests run at the same time.
 #[test]
 fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
-    let server = Running::start(short_timeouts()).unwrap();
-    assert!(served(&server)); // warm-up: the body is cached
-                              // Resident memory of this process (the server runs in it).
-    let before = crate::common::proc_status_bytes("self", "VmRSS:");
+    let server = Spawned::start(&SHORT_TIMEOUTS);
+    let served = || {
+        let mut s = server.connect();
+        s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+        r.status == 200 && r.body == b"aaa"
+    };
+    assert!(served());
+    // Warm-up: the body is cached before memory is measured.
+    assert_eq!(server.get("/end-string/102400").status, 200);
+    let before = server.rss();
     let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
     let mut hostile: Vec<TcpStream> = (0..100)
         .map(|_| {
-            let s = connect(&server);
+            let s = server.connect();
             s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
             s
         })
@@ -318,12 +328,7 @@ fn clients_that_never_read_cost_bounded_memory_and_are_closed() {
         // The server may stop reading (backpressure) before it has all of it.
         let _ = s.write_all(batch.as_bytes());
     }
-    crate::common::non_readers_bounded_and_closed(
-        "clients",
-        before,
-        || served(&server),
-        &mut hostile,
-    );
+    crate::common::non_readers_bounded_and_closed("clients", &server, before, served, &mut hostile);
 }
 
 #[test]

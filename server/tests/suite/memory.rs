@@ -10,10 +10,9 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::common::{proc_status_bytes, read_response, spawn_server, Raw};
+use crate::common::{read_response, Spawned as Server};
 use socket2::{Domain, Socket, Type};
 use unflat_server::memory::Part;
 use unflat_server::{Config, Running};
@@ -31,41 +30,7 @@ const PER_CONNECTION: u64 = (24 + 4) * 1024;
 /// classes and metadata, and pages freed and not yet given back.
 const SLACK: u64 = 8 * MIB;
 
-/// The server binary, stopped when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
 impl Server {
-    fn start(args: &[&str]) -> Server {
-        let (child, addr) = spawn_server(args);
-        Server {
-            child,
-            addr: addr.parse().unwrap(),
-        }
-    }
-
-    fn rss(&self) -> u64 {
-        proc_status_bytes(&self.child.id().to_string(), "VmRSS:")
-    }
-
-    fn peak(&self) -> u64 {
-        proc_status_bytes(&self.child.id().to_string(), "VmHWM:")
-    }
-
-    /// One response to `GET path` on a new connection.
-    fn get(&self, path: &str) -> Raw {
-        let mut s = TcpStream::connect(self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        read_response(&mut s, &mut Vec::new(), false).unwrap()
-    }
-
     /// The value of the `/metrics` line that starts with `series` (name
     /// and labels, as the server writes them).
     fn metric(&self, series: &str) -> u64 {
@@ -93,13 +58,6 @@ impl Server {
         .iter()
         .map(|p| self.part(p))
         .sum()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

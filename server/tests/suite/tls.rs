@@ -9,23 +9,14 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::tls::{client, Cert, TlsClient};
+use crate::common::tls::{client, over, Cert, TlsClient};
+use crate::common::{Spawned, SHORT_TIMEOUTS};
 use rustls::NamedGroup;
 use unflat_server::net::tls::Provider;
 use unflat_server::{Config, Running, Strategy};
 
-/// The tests of this file one at a time: the memory test reads the
-/// resident memory of this process, in which the other tests' servers and
-/// clients run too.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 #[test]
 fn every_body_form_arrives_whole_over_https() {
-    let _serial = one_at_a_time();
     let cert = Cert::new("bodies");
     for strategy in [Strategy::Direct, Strategy::Flatten] {
         let server = Running::start(cert.config(strategy)).unwrap();
@@ -79,7 +70,6 @@ fn every_body_form_arrives_whole_over_https() {
 
 #[test]
 fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_served() {
-    let _serial = one_at_a_time();
     let cert = Cert::new("stall");
     let config = Config {
         // The shortest accepted.
@@ -120,7 +110,6 @@ fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_
 
 #[test]
 fn a_self_signed_server_names_the_certificate_it_wrote() {
-    let _serial = one_at_a_time();
     let server = Running::start(Config {
         tls_self_signed: true,
         ..crate::common::config(Strategy::Direct)
@@ -166,7 +155,6 @@ fn a_self_signed_server_names_the_certificate_it_wrote() {
 /// directory, and removed when SIGTERM stops the server.
 #[test]
 fn the_self_signed_certificate_is_removed_when_the_server_stops() {
-    let _serial = one_at_a_time();
     use std::io::BufRead;
     let mut child = std::process::Command::new(crate::common::server_binary())
         .args(["--addr", "127.0.0.1:0", "--tls-self-signed"])
@@ -202,35 +190,31 @@ fn the_self_signed_certificate_is_removed_when_the_server_stops() {
     );
 }
 
+/// Against the server binary: resident memory is measured in a process
+/// of its own, not in this one, where other tests run at the same time.
 #[test]
 fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
-    let _serial = one_at_a_time();
     let cert = Cert::new("nonreaders");
-    let config = Config {
-        send_timeout: Duration::from_secs(1),
-        min_send_rate_grace: Duration::from_secs(1),
-        idle_timeout: Duration::from_secs(1),
-        ..cert.config(Strategy::Direct)
+    let mut args: Vec<String> = SHORT_TIMEOUTS.iter().map(|a| a.to_string()).collect();
+    args.extend(cert.args());
+    let server = Spawned::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let get = |path: &str| {
+        let mut tls = over(server.connect(), &cert.der);
+        write!(tls, "GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        crate::common::read_response(&mut tls, &mut Vec::new(), false).unwrap()
     };
-    let server = Running::start(config).unwrap();
-    let served = |server: &Running| {
-        let mut tls = client(server, &cert.der);
-        tls.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
-            .unwrap();
-        let r = crate::common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+    let served = || {
+        let r = get("/end-string/3");
         r.status == 200 && r.body == b"aaa"
     };
-    assert!(served(&server));
+    assert!(served());
     // Warm-up: the body is cached before memory is measured.
-    let mut warm = client(&server, &cert.der);
-    warm.write_all(b"GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n")
-        .unwrap();
-    crate::common::read_response(&mut warm, &mut Vec::new(), false).unwrap();
-    let before = crate::common::proc_status_bytes("self", "VmRSS:");
+    assert_eq!(get("/end-string/102400").status, 200);
+    let before = server.rss();
     let batch = "GET /end-string/102400 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(200);
     let mut hostile: Vec<_> = (0..100)
         .map(|_| {
-            let tls = client(&server, &cert.der);
+            let tls = over(server.connect(), &cert.der);
             tls.sock
                 .set_write_timeout(Some(Duration::from_secs(5)))
                 .unwrap();
@@ -250,15 +234,15 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
         .collect();
     crate::common::non_readers_bounded_and_closed(
         "TLS clients",
+        &server,
         before,
-        || served(&server),
+        served,
         &mut sockets,
     );
 }
 
 #[test]
 fn graceful_shutdown_ends_an_idle_connection_with_close_notify() {
-    let _serial = one_at_a_time();
     let cert = Cert::new("shutdown");
     let server = Running::start(cert.config(Strategy::Direct)).unwrap();
     let mut tls = client(&server, &cert.der);
@@ -290,7 +274,6 @@ fn status_over_https(
 
 #[test]
 fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_ones() {
-    let _serial = one_at_a_time();
     let (old, new) = (Cert::new("reload-old"), Cert::new("reload-new"));
     let args = old.args();
     let (mut child, addr) =
@@ -401,7 +384,6 @@ impl Log {
 #[test]
 fn sighup_refuses_a_chain_longer_than_openssl_clients_take_and_keeps_the_certificate() {
     use crate::common::tls::{certificate_message, most_copies_taken};
-    let _serial = one_at_a_time();
     let (old, long, longest) = (
         Cert::new("chain-old"),
         Cert::new("chain-long"),
@@ -484,7 +466,6 @@ fn provider_probe(addr: &str, der: &rustls::pki_types::CertificateDer<'static>) 
 
 #[test]
 fn tls_provider_ring_serves_https_on_ring_and_the_banner_names_it() {
-    let _serial = one_at_a_time();
     let cert = Cert::new("provider");
     for (provider, group) in [
         ("ring", NamedGroup::X25519),
