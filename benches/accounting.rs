@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use unflat::head::Status;
-use unflat_server::site::{Exposition, Metrics, Route};
+use unflat_server::observe::{Exposition, Metrics};
+use unflat_server::site::Route;
 use unflat_server::{Config, Stack};
 
 /// This thread's CPU time.
@@ -63,7 +64,7 @@ fn on_threads(threads: usize, iters: u64, account: &(impl Fn(u64) + Sync)) -> Du
 
 fn accounting(c: &mut Criterion) {
     let stack = Stack::new(Config::default(), "127.0.0.1:3000".parse().unwrap(), None);
-    let metrics: &Metrics = stack.site().metrics();
+    let metrics: &Metrics<Route> = stack.site().metrics();
     let transport = &stack.connections().transport;
     let shared = AtomicU64::new(0);
     let mut group = c.benchmark_group("accounting");

@@ -651,8 +651,8 @@ fn no_layer_uses_one_listed_after_it_in_the_map() {
 }
 
 /// The server's core: the protocol and IO, which serve any `Service`.
-const CORE: [&str; 9] = [
-    "clock", "units", "log", "memory", "h1", "response", "service", "session", "net",
+const CORE: [&str; 10] = [
+    "clock", "units", "log", "memory", "h1", "response", "service", "session", "net", "observe",
 ];
 
 /// The core names nothing of the demo: no module of it uses `site`, so

@@ -6,7 +6,9 @@
 //! for work to await ([`Job`]) and for its [`Response`] ([`Body`], its own
 //! [`Fields`] built as ropes, the [`Chunk`]s of a stream) — and the
 //! [`Server`] that runs it on its runtime or its caller's. The service is
-//! called once per request; everything after is its reply's.
+//! called once per request; everything after is its reply's. What an
+//! operator watches — `/metrics`' counters, the access log — is the core's
+//! [`Standard`] observer, which a handler takes by being [`Observed`].
 //!
 //! ```no_run
 //! use unflat_server::app::{Body, Config, Fields, Full, Handler, Reply, RequestHead};
@@ -46,6 +48,7 @@ pub use unflat::{Concat, Decimal, Rope};
 pub use crate::config::Config;
 pub use crate::h1::{Pair, QueryError, RequestHead};
 pub use crate::memory::Full;
+pub use crate::observe::{Exposition, Label, Labelled, Metrics, Standard};
 pub use crate::response::{
     Body, Chunk, FieldError, Fields, Part, Prepared, Response, Value, MAX_FIELDS,
 };
@@ -74,5 +77,46 @@ impl<H: Handler> Service for H {
     #[inline]
     fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> H::Reply {
         Handler::call(self, head)
+    }
+}
+
+/// A [`Handler`] whose responses the core's [`Standard`] observer counts
+/// for `/metrics` (under the [`Label`] each reply names, [`Labelled`]) and
+/// writes to the access log (`--access-log`):
+/// `Server::bind_with(config, |m| Observed::new(MyHandler, m.standard()))`.
+#[derive(Debug)]
+pub struct Observed<H, L: Label = ()> {
+    handler: H,
+    observer: Standard<L>,
+}
+
+impl<H, L: Label> Observed<H, L> {
+    /// `handler`, observed by `observer` (a server's
+    /// [`Making::standard`](crate::server::Making::standard)).
+    pub fn new(handler: H, observer: Standard<L>) -> Self {
+        Observed { handler, observer }
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+}
+
+impl<H: Handler, L: Label> Service for Observed<H, L>
+where
+    H::Reply: Labelled<L>,
+{
+    type Reply = H::Reply;
+    type Conn = ();
+    type Observer = Standard<L>;
+
+    fn observer(&self) -> Standard<L> {
+        self.observer.clone()
+    }
+
+    #[inline]
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> H::Reply {
+        self.handler.call(head)
     }
 }

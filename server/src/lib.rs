@@ -8,8 +8,9 @@
 //!
 //! Layers, bottom up, each using only those below it: [`clock`], [`units`],
 //! [`log`], [`memory`], [`h1`], [`response`], [`service`] (the contract
-//! with the application), [`session`], [`net`] — the core, which names
-//! nothing of the demo — then [`site`] (the demo, a
+//! with the application), [`session`], [`net`], [`observe`] (what an
+//! operator watches of any service) — the core, which names nothing of the
+//! demo — then [`site`] (the demo, a
 //! [`Service`](service::Service) of the core), [`config`], [`server`],
 //! [`app`], [`cli`]. docs/design.md has the map of every file.
 // Only `net/acked.rs` (a kernel counter) and `h1/scan.rs` (ASCII bytes
@@ -24,6 +25,7 @@ pub mod h1;
 pub mod log;
 pub mod memory;
 pub mod net;
+pub mod observe;
 pub mod response;
 pub mod server;
 pub mod service;

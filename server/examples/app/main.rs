@@ -2,7 +2,8 @@
 //! needs: field lines built as ropes (cookies, a `Location`, an `ETag`, a
 //! `Content-Disposition`), replies that await timers and read their POST
 //! body, a stream whose chunks come on a timer, the request's path, query
-//! and fields decoded, and its own runtime (`#[tokio::main]`).
+//! and fields decoded, its own runtime (`#[tokio::main]`), and the core's
+//! counters (`/metrics`) and access log (`--access-log`).
 //!
 //! ```sh
 //! cargo run --release -p unflat-server --example app -- --addr 127.0.0.1:3003
@@ -11,6 +12,7 @@
 //! curl -i http://127.0.0.1:3003/slow
 //! curl -i 'http://127.0.0.1:3003/download/caf%C3%A9%20menu.txt'
 //! curl -iN http://127.0.0.1:3003/events
+//! curl http://127.0.0.1:3003/metrics
 //! ```
 
 mod service;
@@ -23,7 +25,7 @@ async fn main() {
         Ok(config) => config,
         Err(e) => e.exit(),
     };
-    let server = match Server::bind_with(config, |_| service::App::new()) {
+    let server = match Server::bind_with(config, service::app) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("error: {e}");

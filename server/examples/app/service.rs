@@ -1,6 +1,7 @@
-//! The application: its routes, its replies, and how each is answered. No
-//! socket and no process here — `main.rs` serves it; the tests serve it
-//! too (server/tests/suite/example_app.rs).
+//! The application: its routes, its replies, and how each is answered,
+//! observed by the core's counters (its `/metrics`, by route) and access
+//! log (`--access-log`). No socket and no process here — `main.rs` serves
+//! it; the tests serve it too (server/tests/suite/example_app.rs).
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -10,7 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use unflat_server::app::{
-    Body, Chunk, Fields, Full, Handler, Job, Reply, RequestHead, Response, Rope, Status,
+    Body, Chunk, Exposition, Fields, Full, Handler, Job, Label, Labelled, Making, Metrics,
+    Observed, Reply, RequestHead, Response, Rope, Status,
 };
 
 /// How long a "database" call takes (`/login`, `/slow`).
@@ -41,23 +43,84 @@ static FILES: [(&str, &str, Encoded); 2] = [
 pub struct App {
     /// Session numbers given out so far.
     sessions: AtomicU64,
+    /// What the core counts of its responses, for `/metrics`.
+    metrics: Metrics<Route>,
 }
 
-impl App {
-    /// An application with no session given out yet.
-    pub fn new() -> App {
-        App {
-            sessions: AtomicU64::new(0),
-        }
-    }
+/// The application as a server makes it, observed by the core: its
+/// responses counted by [`Route`], and logged when `--access-log` asks.
+pub fn app(making: Making<'_>) -> Observed<App, Route> {
+    let observer = making.standard::<Route>();
+    let app = App {
+        sessions: AtomicU64::new(0),
+        metrics: observer.metrics().clone(),
+    };
+    Observed::new(app, observer)
 }
 
 /// The `Content-Type` of every text answer.
 const TEXT: &str = "text/plain; charset=utf-8";
 
-impl Default for App {
-    fn default() -> Self {
-        App::new()
+/// What `/metrics` counts responses under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Hello,
+    Login,
+    Slow,
+    Download,
+    Events,
+    Echo,
+    Metrics,
+    /// A path the application does not have, or a request the core
+    /// refused before the application saw it.
+    Other,
+}
+
+impl Label for Route {
+    const ALL: &'static [Route] = &[
+        Route::Hello,
+        Route::Login,
+        Route::Slow,
+        Route::Download,
+        Route::Events,
+        Route::Echo,
+        Route::Metrics,
+        Route::Other,
+    ];
+    const REFUSED: Route = Route::Other;
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn name(self) -> &'static str {
+        [
+            "/hello",
+            "/login",
+            "/slow",
+            "/download",
+            "/events",
+            "/echo",
+            "/metrics",
+            "other",
+        ][self as usize]
+    }
+}
+
+/// Each answer is counted under the route it was chosen for (a job's
+/// result, under its request's: the label is taken at the call).
+impl Labelled<Route> for Answer {
+    fn label(&self) -> Route {
+        match self {
+            Answer::Text(_) | Answer::BadRequest(_) => Route::Hello,
+            Answer::Login { .. } | Answer::SignedIn { .. } => Route::Login,
+            Answer::Slow => Route::Slow,
+            Answer::Download(_) | Answer::NoFile => Route::Download,
+            Answer::Events(_) => Route::Events,
+            Answer::Echo(_) => Route::Echo,
+            Answer::Metrics(..) => Route::Metrics,
+            Answer::Status(..) => Route::Other,
+        }
     }
 }
 
@@ -75,10 +138,14 @@ pub enum Answer {
     Slow,
     /// A file of [`FILES`].
     Download(&'static (&'static str, &'static str, Encoded)),
+    /// `/download/{name}` of a file not in [`FILES`].
+    NoFile,
     /// `GET /events`: chunks that come on a timer.
     Events(Events),
     /// `GET /echo?v=…`: the value sent back as a field (`X-Echo`).
     Echo(String),
+    /// `GET /metrics`: the counters, rendered in the format asked for.
+    Metrics(Exposition, String),
     /// A status with a short text.
     Status(Status, &'static str),
     /// 400, and why.
@@ -120,7 +187,7 @@ impl Handler for App {
                     .find(|(name, ..)| p["/download/".len()..] == **name)
                 {
                     Some(file) => Answer::Download(file),
-                    None => Answer::Status(Status::NOT_FOUND, "no such file\n"),
+                    None => Answer::NoFile,
                 }
             }
             (true, "/events") => Answer::Events(Events {
@@ -134,6 +201,10 @@ impl Handler for App {
                     .find(|(name, _)| name == "v")
                     .map(|(_, v)| v.into_owned());
                 Answer::Echo(v.unwrap_or_default())
+            }
+            (true, "/metrics") => {
+                let format = Exposition::from_accept(head.field("accept"));
+                Answer::Metrics(format, self.metrics.render(format))
             }
             _ => Answer::Status(Status::NOT_FOUND, "not found\n"),
         }
@@ -216,6 +287,14 @@ impl Reply for Answer {
                 fields.add("Content-Type", "text/html; charset=utf-8");
                 return Ok(Response::new(Status::OK, [None, None], Body::Stream));
             }
+            Answer::Metrics(format, text) => {
+                fields
+                    .add("Content-Type", format.content_type())
+                    .add("Cache-Control", "no-store");
+                let body = Body::Bytes(text.as_bytes());
+                return Ok(Response::new(Status::OK, [None, None], body));
+            }
+            Answer::NoFile => (Status::NOT_FOUND, Body::Bytes(b"no such file\n")),
             Answer::Echo(v) => {
                 fields.add("X-Echo", v.as_str());
                 (Status::OK, Body::Bytes(b"echoed\n"))

@@ -12,10 +12,9 @@
 //! so tests drive it with in-memory sockets.
 
 use std::future::{poll_fn, Future};
-use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -27,23 +26,16 @@ use unflat::queue::WriteQueue;
 use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
 use super::idle;
-use super::pace::{Pace, PaceRules};
+use super::pace::Pace;
 use super::shutdown::{Shutdown, Stopped};
 use super::timers::Timer;
 use super::tls::{self, Tls, TlsSocket};
+use super::write::{flush, poll_write};
 use super::{Connections, Ended, Socket, READ_CHUNK};
 use crate::clock::Moment;
 use crate::memory::{Full, Lease};
 use crate::service::Service;
 use crate::session::{Session, Step, Waiting};
-
-/// Bytes a connection writes in one go before it lets the other tasks of
-/// its worker run: a peer that reads a long body as fast as it comes would
-/// otherwise keep the worker for the whole body.
-const YIELD_AFTER: usize = 256 << 10;
-
-/// iovecs tried first per `write_vectored`.
-const FEW_IOVECS: usize = 8;
 
 /// How long an idle connection whose client asked again at once holds its
 /// buffers before it puts them in the worker's pool (`idle.rs`). The timer
@@ -51,10 +43,6 @@ const FEW_IOVECS: usize = 8;
 /// per `HOLD`; a longer hold keeps the buffers of connections that went
 /// quiet longer.
 const HOLD: Duration = Duration::from_millis(20);
-
-/// Linux's `UIO_MAXIOV` (and macOS's `IOV_MAX`): the most slices one
-/// `writev` takes; a longer array would be filled for nothing.
-const IOV_MAX: usize = 1024;
 
 /// A connection's lease, its base covering what it needs before it reads
 /// a byte, the socket's own `socket` bytes included.
@@ -503,63 +491,4 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         session.settle(queue, &connections.protocol);
         Ok(())
     }
-}
-
-/// Writes the whole queue, then flushes a socket that buffers (TLS holds
-/// records), failing when `pace` judges the client stopped or too slow.
-pub(super) async fn flush<S: Socket>(
-    io: &mut S,
-    queue: &mut WriteQueue,
-    pace: &mut Pace,
-    rules: &PaceRules,
-    timer: &Timer,
-) -> Result<(), Ended> {
-    let mut since_yield = 0;
-    while queue.has_remaining() {
-        let written = in_time(pace, rules, timer, io, |io, cx| poll_write(io, queue, cx)).await?;
-        match written {
-            0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
-            n => queue.advance(n),
-        }
-        since_yield += written;
-        if since_yield >= YIELD_AFTER && queue.has_remaining() {
-            since_yield = 0;
-            tokio::task::yield_now().await;
-        }
-    }
-    if S::UNBUFFERED {
-        return Ok(());
-    }
-    in_time(pace, rules, timer, io, |io, cx| Pin::new(io).poll_flush(cx)).await
-}
-
-/// One vectored write of the queue's pending bytes. The iovec arrays live
-/// on this poll's stack, never in the connection's future; the IOV_MAX one
-/// (16 KiB to initialise) only when a few slices do not hold the batch.
-fn poll_write<S: Socket>(
-    io: &mut S,
-    queue: &WriteQueue,
-    cx: &mut Context<'_>,
-) -> Poll<io::Result<usize>> {
-    let mut few = [IoSlice::new(&[]); FEW_IOVECS];
-    let n = queue.chunks_vectored(&mut few);
-    if n < FEW_IOVECS {
-        return io.poll_send_vectored(cx, &few[..n]);
-    }
-    poll_write_many(io, queue, cx)
-}
-
-/// [`poll_write`] of a queue with many slices. Apart, so that the common
-/// write's frame is small: a 16 KiB frame is probed page by page on every
-/// call.
-#[cold]
-#[inline(never)]
-fn poll_write_many<S: Socket>(
-    io: &mut S,
-    queue: &WriteQueue,
-    cx: &mut Context<'_>,
-) -> Poll<io::Result<usize>> {
-    let mut many = [IoSlice::new(&[]); IOV_MAX];
-    let n = queue.chunks_vectored(&mut many);
-    io.poll_send_vectored(cx, &many[..n])
 }

@@ -15,6 +15,7 @@ mod socket;
 pub mod timers;
 pub mod tls;
 mod transport;
+mod write;
 
 use std::io;
 use std::sync::Arc;

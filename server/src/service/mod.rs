@@ -149,6 +149,13 @@ pub trait Observe<R>: Send + Sync + std::fmt::Debug + 'static {
         0
     }
 
+    /// Whether it writes the access log `--access-log` asks for (the
+    /// core's [`Standard`](crate::observe::Standard) does): a server whose
+    /// observer does not refuses the flag rather than ignore it.
+    fn writes_access_log(&self) -> bool {
+        false
+    }
+
     /// A request's head read and its reply chosen: the label its response
     /// is counted under.
     fn begun(&self, head: &RequestHead<'_>, reply: &R, conn: &mut Self::Conn) -> Self::Label;
@@ -189,8 +196,7 @@ impl<R> Observe<R> for () {
     fn begun(&self, _: &RequestHead<'_>, _: &R, _: &mut ()) {}
 }
 
-/// An observer shared with what made it (the demo's site renders the
-/// counters its observer keeps).
+/// An observer shared with what made it.
 impl<R, O: Observe<R>> Observe<R> for std::sync::Arc<O> {
     type Conn = O::Conn;
     type Label = O::Label;
@@ -203,6 +209,10 @@ impl<R, O: Observe<R>> Observe<R> for std::sync::Arc<O> {
     #[inline(always)]
     fn conn_memory(&self) -> usize {
         O::conn_memory(self)
+    }
+
+    fn writes_access_log(&self) -> bool {
+        O::writes_access_log(self)
     }
 
     #[inline(always)]
@@ -227,7 +237,7 @@ impl<R, O: Observe<R>> Observe<R> for std::sync::Arc<O> {
 }
 
 /// The label a service's observer counts its responses under.
-pub type Label<S> = <<S as Service>::Observer as Observe<<S as Service>::Reply>>::Label;
+pub type LabelOf<S> = <<S as Service>::Observer as Observe<<S as Service>::Reply>>::Label;
 
 /// What a service's observer keeps per connection.
 pub type Watch<S> = <<S as Service>::Observer as Observe<<S as Service>::Reply>>::Conn;

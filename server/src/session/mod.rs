@@ -41,7 +41,7 @@ use crate::h1::{
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, FieldError, Fields, Stream, StreamHead, Writer, Written};
 use crate::service::{
-    block_on, guarded, log, Answered, Finished, Job, Label, Observe, Reply, Service, Watch,
+    block_on, guarded, log, Answered, Finished, Job, LabelOf, Observe, Reply, Service, Watch,
 };
 
 /// What every session shares.
@@ -186,7 +186,7 @@ struct Pending<S: Service> {
     exchange: Exchange,
     /// What the observer counts its response under; `None` for a head the
     /// core could not read.
-    label: Option<Label<S>>,
+    label: Option<LabelOf<S>>,
     /// The request body so far, for a reply that uses it.
     body: Option<Vec<u8>>,
     /// A refusal, the connection's last answer: when even it finds no
@@ -195,7 +195,7 @@ struct Pending<S: Service> {
 }
 
 impl<S: Service> Pending<S> {
-    fn new(answer: Outcome<S::Reply>, exchange: Exchange, label: Option<Label<S>>) -> Pending<S> {
+    fn new(answer: Outcome<S::Reply>, exchange: Exchange, label: Option<LabelOf<S>>) -> Pending<S> {
         Pending {
             answer,
             exchange,

@@ -58,7 +58,7 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
         head_request: bool,
-        label: Option<Label<S>>,
+        label: Option<LabelOf<S>>,
     ) -> State<S> {
         match self.begun.take() {
             Some(true) => State::Closed,
@@ -77,7 +77,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         reject: Reject,
         head_request: bool,
-        label: Option<Label<S>>,
+        label: Option<LabelOf<S>>,
     ) -> State<S> {
         let refusal = Outcome::Refusal(reject.into());
         self.refuse(queue, service, refusal, head_request, label)
@@ -103,7 +103,7 @@ impl<S: Service> Session<S> {
         &mut self,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
-        (exchange, label): (Exchange, Option<Label<S>>),
+        (exchange, label): (Exchange, Option<LabelOf<S>>),
         held: H,
         full: Full,
     ) -> State<S> {
@@ -122,7 +122,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         answer: Outcome<S::Reply>,
         head_request: bool,
-        label: Option<Label<S>>,
+        label: Option<LabelOf<S>>,
     ) -> State<S> {
         // No request may follow a refusal on this connection.
         let exchange = self.exchange(service, false, head_request, false);

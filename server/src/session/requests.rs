@@ -338,7 +338,7 @@ impl<S: Service> Session<S> {
         &mut self,
         service: &Protocol<S>,
         queue: &WriteQueue,
-        label: Option<Label<S>>,
+        label: Option<LabelOf<S>>,
         written: Written,
     ) {
         let answered = Answered {

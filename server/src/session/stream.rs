@@ -8,7 +8,7 @@ use super::*;
 #[derive(Debug)]
 pub(super) struct Streaming<S: Service> {
     pub(super) reply: S::Reply,
-    pub(super) label: Option<Label<S>>,
+    pub(super) label: Option<LabelOf<S>>,
     /// Its head, until it is queued with the first chunk.
     pub(super) head: Option<StreamHead>,
     pub(super) exchange: Exchange,

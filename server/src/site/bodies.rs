@@ -16,6 +16,9 @@ use tokio::sync::{Notify, Semaphore};
 use super::body::{BodyKey, Built, Key};
 use crate::clock::Moment;
 use crate::memory::{Charge, Full, Memory, Part, Reclaim};
+use crate::observe::prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use crate::observe::prometheus_client::metrics::counter::ConstCounter;
+use crate::observe::Report;
 
 /// Entries one call of [`Reclaim::reclaim`] looks at, at most: bounded so
 /// that a refusal costs little however many small bodies are cached.
@@ -276,6 +279,28 @@ impl Bodies {
 enum Found {
     Cached(Arc<Built>),
     Building(Arc<Flight>),
+}
+
+/// `/metrics` shows the cache's part of the bodies charged, its limit,
+/// and the builds.
+impl Report for Bodies {
+    fn cache(&self) -> Option<(usize, usize)> {
+        Some((self.cached_bytes(), self.cache_limit()))
+    }
+
+    fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (builds, shared) = self.builds();
+        let mut family = encoder.encode_descriptor(
+            "body_builds",
+            "Bodies built (shared=false), and requests that waited for a build already in flight instead (shared=true).",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?;
+        for (label, n) in [("false", builds), ("true", shared)] {
+            ConstCounter::new(n).encode(family.encode_family(&[("shared", label)])?)?;
+        }
+        Ok(())
+    }
 }
 
 impl Reclaim for Bodies {

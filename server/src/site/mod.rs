@@ -1,19 +1,14 @@
 //! The demo site, a [`Service`] of the core: its routes (`routes.rs`, one
 //! table), replies (`reply.rs`), bodies built off the workers and cached
-//! (`bodies.rs`), and its [`Observer`]: `/metrics`' counters (`metrics.rs`)
-//! and the access log (`access.rs`), both fed by the core's one report per
-//! response (`Observe::answered`). It knows nothing of the command line:
-//! [`Site::new`] takes [`Settings`].
+//! (`bodies.rs`), observed by the core's [`Standard`] observer (`/metrics`'
+//! counters by route, the access log), to which its cache and builds are
+//! reported. It knows nothing of the command line: [`Site::new`] takes
+//! [`Settings`].
 
-mod access;
 mod bodies;
 mod body;
 mod chunks;
 mod echo;
-mod exposition;
-mod latency;
-mod metrics;
-mod process;
 mod query;
 mod reply;
 mod routes;
@@ -24,15 +19,10 @@ use std::sync::{Arc, LazyLock};
 
 use unflat::head::{Line, Status};
 
-pub use access::LogFormat;
 pub use body::Built;
-pub use exposition::Exposition;
-pub use metrics::Metrics;
-use metrics::Tally;
 pub use reply::Answer;
 pub use routes::Route;
 
-use access::AccessLog;
 use bodies::Bodies;
 pub use bodies::Memo;
 use body::BodyKey;
@@ -41,8 +31,9 @@ use reply::ErrorField;
 use crate::h1::RequestHead;
 use crate::memory::Memory;
 use crate::net::Transport;
+use crate::observe::{Exposition, Label, Labelled, LogFormat, Metrics, Standard};
 use crate::response::{Prepared, Strategy};
-use crate::service::{Answered, Observe, Service};
+use crate::service::Service;
 use crate::session::Draining;
 
 /// The limits of the routes' arguments.
@@ -55,13 +46,20 @@ pub struct RouteLimits {
 }
 
 /// The site's reply: the answer, and the route its response is counted
-/// under (the observer's label).
+/// under (its label).
 #[derive(Debug)]
 pub struct Routed {
     /// The route the request took.
     pub route: Route,
     /// What it is answered with.
     pub answer: Answer,
+}
+
+impl Labelled<Route> for Routed {
+    #[inline(always)]
+    fn label(&self) -> Route {
+        self.route
+    }
 }
 
 /// What the site is made with.
@@ -100,20 +98,8 @@ pub struct Site {
     /// The core's: whether the server is shutting down (`/healthz`).
     draining: Draining,
     limits: RouteLimits,
-    /// The counters its observer keeps, for `/metrics`.
-    metrics: Metrics,
-    /// What its observer is made of ([`Service::observer`]).
-    access_log: Option<LogFormat>,
-    request_line: usize,
-}
-
-/// What watches the site's responses: `/metrics`' counters and the access
-/// log, told of each response by the core ([`Observe`]).
-#[derive(Debug)]
-pub struct Observer {
-    metrics: Metrics,
-    access_log: Option<LogFormat>,
-    request_line: usize,
+    /// Its observer, whose counters `/metrics` renders.
+    observer: Standard<Route>,
 }
 
 impl Site {
@@ -126,16 +112,15 @@ impl Site {
         transport: Arc<Transport>,
     ) -> Site {
         let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
-        let metrics = Metrics::new(settings.strategy, memory.clone(), bodies.clone(), transport);
+        let report = bodies.clone();
+        let metrics = Metrics::new(settings.strategy, memory.clone(), transport, Some(report));
         Site {
             bodies,
             memory: memory.clone(),
             help: help_text(&settings).into(),
             draining,
             limits: settings.limits,
-            metrics,
-            access_log: settings.access_log,
-            request_line: settings.request_line,
+            observer: Standard::new(metrics, settings.access_log, settings.request_line),
         }
     }
 
@@ -145,8 +130,8 @@ impl Site {
     }
 
     /// The counters of `/metrics`.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+    pub fn metrics(&self) -> &Metrics<Route> {
+        self.observer.metrics()
     }
 
     /// True once the server is shutting down.
@@ -161,14 +146,10 @@ impl Service for Site {
     type Reply = Routed;
     /// The connection's last body.
     type Conn = Memo;
-    type Observer = Observer;
+    type Observer = Standard<Route>;
 
-    fn observer(&self) -> Observer {
-        Observer {
-            metrics: self.metrics.clone(),
-            access_log: self.access_log,
-            request_line: self.request_line,
-        }
+    fn observer(&self) -> Standard<Route> {
+        self.observer.clone()
     }
 
     #[inline(always)]
@@ -180,58 +161,18 @@ impl Service for Site {
     }
 }
 
-/// What the observer keeps for one connection: its access log's lines
-/// waiting for their responses, and the counts of the batch answered.
-#[derive(Debug)]
-pub struct Watched {
-    log: AccessLog,
-    tally: Tally,
-}
-
-/// The counters and the access log hear of every response, counted under
-/// its route.
-impl Observe<Routed> for Observer {
-    type Conn = Watched;
-    type Label = Route;
-
-    fn open(&self, peer: Option<SocketAddr>) -> Watched {
-        Watched {
-            log: AccessLog::new(self.access_log, self.request_line, peer),
-            tally: Tally::default(),
-        }
-    }
-
-    fn conn_memory(&self) -> usize {
-        match self.access_log {
-            Some(_) => AccessLog::memory(self.request_line),
-            None => 0,
-        }
-    }
+/// Routes are the labels of the site's counters.
+impl Label for Route {
+    const ALL: &'static [Route] = &Route::ALL;
+    const REFUSED: Route = Route::Unmatched;
 
     #[inline(always)]
-    fn begun(&self, head: &RequestHead<'_>, reply: &Routed, conn: &mut Watched) -> Route {
-        conn.log.note(head);
-        reply.route
+    fn index(self) -> usize {
+        Route::index(self)
     }
 
-    #[inline(always)]
-    fn answered(&self, answered: Answered<Route>, conn: &mut Watched) {
-        let route = answered.label.unwrap_or(Route::Unmatched);
-        // The clock ticks in milliseconds: no Duration on the way.
-        let us = answered.took_ms().saturating_mul(1000);
-        self.metrics
-            .tally(&mut conn.tally, route, answered.status, us);
-        conn.log.queued(&answered);
-    }
-
-    #[inline]
-    fn turn_ended(&self, conn: &mut Watched) {
-        self.metrics.count(&mut conn.tally);
-    }
-
-    #[inline]
-    fn sent(&self, total: u64, conn: &mut Watched) {
-        conn.log.sent(total);
+    fn name(self) -> &'static str {
+        self.label()
     }
 }
 
@@ -315,11 +256,8 @@ impl Fields {
             text_plain,
             json: line("Content-Type", "application/json"),
             octet_stream,
-            openmetrics: line(
-                "Content-Type",
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            ),
-            prometheus_text: line("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
+            openmetrics: line("Content-Type", Exposition::OpenMetrics.content_type()),
+            prometheus_text: line("Content-Type", Exposition::Prometheus.content_type()),
             allow: line("Allow", "GET, HEAD, OPTIONS"),
             allow_any: line("Allow", "GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
             retry_after: line("Retry-After", "1"),

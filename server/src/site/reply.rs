@@ -15,10 +15,10 @@ use super::bodies::{Bodies, Memo, Unavailable};
 use super::body::{BodyKey, Built, Text};
 use super::chunks::{Chunks, Plan};
 use super::echo::EchoJson;
-use super::exposition::Exposition;
 use super::{fields, Fields, Routed, Site};
 use crate::h1::RequestHead;
 use crate::memory::{Full, Memory, Part};
+use crate::observe::Exposition;
 use crate::response::{Body, Response};
 use crate::service::{Job, Reply};
 
@@ -222,7 +222,7 @@ impl Answer {
             Answer::Health { draining } => *draining = site.is_draining(),
             Answer::Metrics(format) => {
                 let format = *format;
-                *self = Answer::Rendered(format, site.metrics.render(format));
+                *self = Answer::Rendered(format, site.metrics().render(format));
             }
             Answer::Echo(Echoed::Json(_)) => {
                 let Answer::Echo(Echoed::Json(echo)) = std::mem::replace(self, Answer::Help) else {

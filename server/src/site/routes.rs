@@ -9,11 +9,11 @@ use unflat::head::Status;
 
 use super::body::{BodyKey, Form, Key, Kind};
 use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
-use super::exposition::Exposition;
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
 use super::reply::Answer;
 use super::{RouteLimits, Routed};
 use crate::h1::RequestHead;
+use crate::observe::Exposition;
 
 /// The routes, as the metrics count requests by them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! driven through a real client (reqwest), then over HTTP/1.0 and with
 //! `HEAD` on each route: fields built as ropes, an awaited timer, a POST
 //! body read by async work, a stream that waits, the request decoded, and
-//! a header value with a CR refused.
+//! a header value with a CR refused; its responses counted by route on
+//! its `/metrics`.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -30,7 +31,7 @@ async fn the_example_application_answers_as_written() {
         addr: "127.0.0.1:0".parse().unwrap(),
         ..Config::default()
     };
-    let server = Server::bind_with(config, |_| service::App::new()).unwrap();
+    let server = Server::bind_with(config, service::app).unwrap();
     let addr = server.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.serve(async {
@@ -195,6 +196,24 @@ async fn the_example_application_answers_as_written() {
     })
     .await
     .unwrap();
+
+    // The core's counters, by the application's routes (each response is
+    // counted before it is written).
+    let r = client.get(url("/metrics")).send().await.unwrap();
+    assert_eq!(
+        r.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = r.text().await.unwrap();
+    for line in [
+        r#"unflat_requests_total{route="/hello",status="200"} 3"#,
+        r#"unflat_requests_total{route="/hello",status="400"} 1"#,
+        r#"unflat_requests_total{route="/echo",status="500"} 1"#,
+        r#"unflat_requests_total{route="/echo",status="200"} 3"#,
+        r#"unflat_requests_total{route="other",status="404"} 2"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
 
     stop.send(()).unwrap();
     serving.await.unwrap().unwrap();

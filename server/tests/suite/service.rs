@@ -224,3 +224,41 @@ fn a_second_service_is_served_by_the_same_core() {
     );
     assert!(transport.bytes_written() > 0);
 }
+
+/// The core's observer serves any handler: its responses counted under
+/// the handler's labels (`()`: `route="all"`), the access log written when
+/// asked; a server whose observer writes no access log refuses
+/// `--access-log` rather than ignore it.
+#[test]
+fn a_handler_observed_by_the_core_is_counted_and_an_unwritten_access_log_refused() {
+    use crate::common::trivial::Trivial;
+    use unflat_server::app::{Exposition, Metrics, Observed};
+    use unflat_server::{Server, Strategy};
+
+    let config = Config {
+        access_log: true,
+        ..crate::common::config(Strategy::Direct)
+    };
+    let refused = Server::bind_with(config.clone(), |_| Trivial::new(64)).unwrap_err();
+    assert!(refused.to_string().contains("--access-log"), "{refused}");
+
+    let metrics: std::sync::OnceLock<Metrics> = std::sync::OnceLock::new();
+    let server = Running::start_with(config, |m| {
+        let observer = m.standard();
+        metrics.set(observer.metrics().clone()).unwrap();
+        Observed::new(Trivial::new(64), observer)
+    })
+    .unwrap();
+    for path in ["/n/4", "/n/5", "/n/6", "/nowhere"] {
+        let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+        crate::common::exchange(&server, request.as_bytes());
+    }
+    let text = metrics.get().unwrap().render(Exposition::Prometheus);
+    for line in [
+        r#"unflat_requests_total{route="all",status="200"} 3"#,
+        r#"unflat_requests_total{route="all",status="404"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+    server.stop().unwrap();
+}

@@ -1,6 +1,7 @@
-//! The site's counters and `GET /metrics`: requests by route and status,
-//! the memory account, body builds, log lines dropped, and the core's
-//! transport counters. **Nothing shared is written per request**: what a
+//! The counters of `/metrics`: responses by label (a service's route) and
+//! status, the transport's counters, the memory account, log lines
+//! dropped, the process, and what the service reports of its own
+//! ([`Report`]). **Nothing shared is written per request**: what a
 //! request adds to lives in one [`Shard`] per worker thread ([`PerWorker`]),
 //! relaxed atomics on lines of their own, summed by a scrape
 //! (docs/results/history.md, "Scaling to many cores"); only a status outside
@@ -18,11 +19,10 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use unflat::head::Status;
 
-use super::bodies::Bodies;
 use super::exposition::{to_prometheus_text, Exposition};
 use super::latency;
 use super::process::Process;
-use super::routes::Route;
+use super::Label;
 use crate::memory::{Memory, Part};
 use crate::net::{PerWorker, Transport};
 use crate::response::Strategy;
@@ -51,71 +51,111 @@ const SLOT_OF: [u8; STATUSES] = {
 /// One worker thread's counters.
 #[derive(Debug)]
 struct Shard {
-    /// Responses by route and common status ([`COMMON`]).
-    requests: [[AtomicU64; COMMON.len()]; Route::ALL.len()],
+    /// Responses by label (its index) and common status ([`COMMON`]).
+    requests: Box<[[AtomicU64; COMMON.len()]]>,
     latency: latency::Shard,
 }
 
 impl Shard {
-    fn new() -> Shard {
+    fn new(labels: usize) -> Shard {
         Shard {
-            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
-            latency: latency::Shard::new(),
+            requests: (0..labels)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect(),
+            latency: latency::Shard::new(labels),
         }
     }
 }
 
-/// The counters, shared by every connection (and cloned as cheaply: the
-/// site renders what its observer counts).
-#[derive(Clone, Debug)]
-pub struct Metrics {
+/// The counters, shared by every connection (and cloned as cheaply: a
+/// service renders what its observer counts), responses counted under the
+/// labels `L`.
+#[derive(Debug)]
+pub struct Metrics<L: Label = ()> {
     counters: Arc<Counters>,
     registry: Arc<Registry>,
+    labels: std::marker::PhantomData<fn(L)>,
+}
+
+impl<L: Label> Clone for Metrics<L> {
+    fn clone(&self) -> Self {
+        Metrics {
+            counters: self.counters.clone(),
+            registry: self.registry.clone(),
+            labels: std::marker::PhantomData,
+        }
+    }
+}
+
+/// What a service adds to its `/metrics` beside the core's counters (the
+/// demo: its cache and its builds).
+pub trait Report: Send + Sync + std::fmt::Debug + 'static {
+    /// Of the bytes charged to bodies ([`Part::Bodies`]), those the
+    /// service's cache keeps, and the cache's limit; `None` without a
+    /// cache (every body is then counted as referenced only).
+    fn cache(&self) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// Writes the service's own families, after the memory account's
+    /// (their names under the same `unflat_` prefix).
+    fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let _ = encoder;
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
 struct Counters {
     /// Per worker thread: what every request adds to.
     shards: PerWorker<Shard>,
-    /// Responses by route and status code (`code - 100`), of the statuses
+    /// Responses by label and status code (`code - 100`), of the statuses
     /// not in [`COMMON`].
     requests: Box<[[AtomicU64; STATUSES]]>,
+    /// Each label's value, by index.
+    names: Box<[&'static str]>,
     /// The core's: bytes written, connections open and reset.
     transport: Arc<Transport>,
     strategy: Strategy,
     memory: Arc<Memory>,
-    bodies: Arc<Bodies>,
+    report: Option<Arc<dyn Report>>,
 }
 
 /// Responses a connection has queued and not yet counted, all of one
-/// route, status and latency ([`Metrics::tally`]).
+/// label, status and latency ([`Metrics::tally`]).
 #[derive(Debug, Default)]
 pub struct Tally {
-    /// Latency in µs (from bit 16), status code (bits 4 to 15) and route
-    /// index (bits 0 to 3), valid while `n > 0`.
+    /// Latency in µs (from bit 20), status code (bits 8 to 19) and label
+    /// index (bits 0 to 7), valid while `n > 0`.
     key: u64,
     n: u64,
 }
 
-impl Metrics {
-    /// Counters at zero, reading `memory`, `bodies` and `transport` when
-    /// scraped.
+impl<L: Label> Metrics<L> {
+    /// Counters at zero, reading `memory`, `transport` and what the
+    /// service reports (`report`) when scraped; `strategy` labels the
+    /// bytes written.
+    ///
+    /// # Panics
+    /// If `L` has more than 256 labels ([`Label::ALL`]).
     pub fn new(
         strategy: Strategy,
         memory: Arc<Memory>,
-        bodies: Arc<Bodies>,
         transport: Arc<Transport>,
-    ) -> Metrics {
+        report: Option<Arc<dyn Report>>,
+    ) -> Metrics<L> {
+        let labels = L::ALL.len();
+        assert!(labels <= 256, "{labels} labels: at most 256 are counted");
         let counters = Arc::new(Counters {
-            shards: PerWorker::new(Shard::new),
-            requests: Route::ALL
-                .iter()
+            shards: PerWorker::new(|| Shard::new(labels)),
+            requests: (0..labels)
                 .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
                 .collect(),
+            names: L::ALL.iter().map(|l| l.name()).collect(),
             transport,
             strategy,
             memory,
-            bodies,
+            report,
         });
         let mut registry = Registry::default();
         registry
@@ -125,43 +165,44 @@ impl Metrics {
         Metrics {
             counters,
             registry: Arc::new(registry),
+            labels: std::marker::PhantomData,
         }
     }
 
-    /// Counts a response of `status` to a request of `route`, queued `us`
-    /// microseconds after the request's head was complete.
+    /// Counts a response of `status` under `label`, queued `us`
+    /// microseconds after its request's head was complete.
     #[inline]
-    pub fn request(&self, route: Route, status: Status, us: u64) {
-        self.requests(route, status.code(), us, 1);
+    pub fn request(&self, label: L, status: Status, us: u64) {
+        self.requests(label.index(), status.code(), us, 1);
     }
 
-    /// Counts `n` responses of status `code` to requests of `route`, each
-    /// queued `us` microseconds after its request's head was complete.
+    /// Counts `n` responses of status `code` under the label at `label`,
+    /// each queued `us` microseconds after its request's head was complete.
     #[inline]
-    fn requests(&self, route: Route, code: u16, us: u64, n: u64) {
+    fn requests(&self, label: usize, code: u16, us: u64, n: u64) {
         let shard = self.counters.shards.mine();
-        shard.latency.observe(route, code, us, n);
+        shard.latency.observe(label, code, us, n);
         let code = usize::from(code).saturating_sub(100);
         match SLOT_OF.get(code) {
-            Some(&slot @ 1..) => add(&shard.requests[route.index()][usize::from(slot) - 1], n),
-            Some(_) => add(&self.counters.requests[route.index()][code], n),
+            Some(&slot @ 1..) => add(&shard.requests[label][usize::from(slot) - 1], n),
+            Some(_) => add(&self.counters.requests[label][code], n),
             None => {}
         }
     }
 
     /// Counts a response as [`Metrics::request`] does, into the
     /// connection's `tally` first: the responses of a batch of pipelined
-    /// requests alike in route, status and latency are counted as one
+    /// requests alike in label, status and latency are counted as one
     /// ([`Metrics::count`] at the batch's end).
     #[inline]
-    pub fn tally(&self, tally: &mut Tally, route: Route, status: Status, us: u64) {
-        if us >= 1 << 47 {
+    pub fn tally(&self, tally: &mut Tally, label: L, status: Status, us: u64) {
+        if us >= 1 << 43 {
             // Too long a latency to pack: counted alone, now.
-            self.requests(route, status.code(), us, 1);
+            self.requests(label.index(), status.code(), us, 1);
             return;
         }
-        // One comparison per response: route, status and latency packed.
-        let key = (us << 16) | u64::from(status.code()) << 4 | route.index() as u64;
+        // One comparison per response: label, status and latency packed.
+        let key = (us << 20) | u64::from(status.code()) << 8 | label.index() as u64;
         if tally.n > 0 && tally.key == key {
             tally.n += 1;
             return;
@@ -177,9 +218,13 @@ impl Metrics {
             return;
         }
         let key = tally.key;
-        let route = Route::ALL[(key & 0xf) as usize];
-        // A status's code, as `tally` packed it.
-        self.requests(route, ((key >> 4) & 0xfff) as u16, key >> 16, tally.n);
+        // A label's index and a status's code, as `tally` packed them.
+        self.requests(
+            (key & 0xff) as usize,
+            ((key >> 8) & 0xfff) as u16,
+            key >> 20,
+            tally.n,
+        );
         tally.n = 0;
     }
 
@@ -205,9 +250,12 @@ impl Collector for Collect {
         c.encode_requests(&mut encoder)?;
         c.encode_connections(&mut encoder)?;
         c.encode_memory(&mut encoder)?;
-        c.encode_builds(&mut encoder)?;
+        if let Some(report) = &c.report {
+            report.encode(&mut encoder)?;
+        }
         encode_log(&mut encoder)?;
-        latency::encode(c.shards.all().map(|s| &s.latency), &mut encoder)
+        let names = c.names.iter().copied();
+        latency::encode(c.shards.all().map(|s| &s.latency), names, &mut encoder)
     }
 }
 
@@ -238,23 +286,21 @@ fn gauge(v: usize) -> ConstGauge {
 }
 
 impl Counters {
-    /// Responses to `route` of the status code `code - 100`, summed.
-    fn requests(&self, route: Route, code: usize) -> u64 {
-        let shared = load(&self.requests[route.index()][code]);
+    /// Responses under the label at `label` of the status code
+    /// `code - 100`, summed.
+    fn requests(&self, label: usize, code: usize) -> u64 {
+        let shared = load(&self.requests[label][code]);
         match SLOT_OF[code] {
             0 => shared,
             slot => {
                 let slot = usize::from(slot) - 1;
-                let sharded = self
-                    .shards
-                    .all()
-                    .map(|s| load(&s.requests[route.index()][slot]));
+                let sharded = self.shards.all().map(|s| load(&s.requests[label][slot]));
                 sharded.fold(shared, u64::wrapping_add)
             }
         }
     }
 
-    /// Responses by route and status, for the pairs seen so far.
+    /// Responses by label and status, for the pairs seen so far.
     fn encode_requests(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut family = encoder.encode_descriptor(
             "requests",
@@ -263,15 +309,15 @@ impl Counters {
             ConstCounter::new(0u64).metric_type(),
         )?;
         let mut code = String::new();
-        for route in Route::ALL {
+        for (label, name) in self.names.iter().enumerate() {
             for slot in 0..STATUSES {
-                let n = self.requests(route, slot);
+                let n = self.requests(label, slot);
                 if n == 0 {
                     continue;
                 }
                 code.clear();
                 write!(code, "{}", slot + 100)?;
-                let labels = [("route", route.label()), ("status", code.as_str())];
+                let labels = [("route", *name), ("status", code.as_str())];
                 ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
             }
         }
@@ -318,7 +364,8 @@ impl Counters {
     fn encode_memory(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let memory = &self.memory;
         let bodies = memory.used(Part::Bodies);
-        let cached = self.bodies.cached_bytes().min(bodies);
+        let cache = self.report.as_ref().and_then(|r| r.cache());
+        let cached = cache.map_or(0, |(cached, _)| cached.min(bodies));
         let gauge_type = gauge(0).metric_type();
         let mut family = encoder.encode_descriptor(
             "memory_bytes",
@@ -337,16 +384,19 @@ impl Counters {
         }
         let mut family = encoder.encode_descriptor(
             "memory_limit_bytes",
-            "The memory account's limits: the whole (--memory-limit), connections' buffers (--connection-memory), the cache (--cache-bytes).",
+            "The memory account's limits: the whole (--memory-limit), connections' buffers (--connection-memory), the service's cache when it has one (the demo's --cache-bytes).",
             None,
             gauge_type,
         )?;
-        for (part, value) in [
-            ("total", memory.limit()),
-            (Part::Connections.label(), memory.connections_limit()),
-            ("cache", self.bodies.cache_limit()),
-        ] {
-            gauge(value).encode(family.encode_family(&[("part", part)])?)?;
+        let limits = [
+            ("total", Some(memory.limit())),
+            (Part::Connections.label(), Some(memory.connections_limit())),
+            ("cache", cache.map(|(_, limit)| limit)),
+        ];
+        for (part, value) in limits {
+            if let Some(value) = value {
+                gauge(value).encode(family.encode_family(&[("part", part)])?)?;
+            }
         }
         let refusals = ConstCounter::new(memory.refusals());
         refusals.encode(encoder.encode_descriptor(
@@ -356,36 +406,61 @@ impl Counters {
             refusals.metric_type(),
         )?)
     }
-
-    /// Bodies built, and requests that shared a build in flight.
-    fn encode_builds(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let (builds, shared) = self.bodies.builds();
-        let mut family = encoder.encode_descriptor(
-            "body_builds",
-            "Bodies built (shared=false), and requests that waited for a build already in flight instead (shared=true).",
-            None,
-            ConstCounter::new(0u64).metric_type(),
-        )?;
-        for (label, n) in [("false", builds), ("true", shared)] {
-            ConstCounter::new(n).encode(family.encode_family(&[("shared", label)])?)?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn metrics() -> Metrics {
+    /// Three labels, as a service's routes.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Route {
+        Help,
+        Text,
+        Unmatched,
+    }
+
+    impl Label for Route {
+        const ALL: &'static [Route] = &[Route::Help, Route::Text, Route::Unmatched];
+        const REFUSED: Route = Route::Unmatched;
+
+        fn index(self) -> usize {
+            self as usize
+        }
+
+        fn name(self) -> &'static str {
+            ["/", "/text", "unmatched"][self as usize]
+        }
+    }
+
+    /// A cache of 700 bytes of 2000, and builds.
+    #[derive(Debug)]
+    struct Cache;
+
+    impl Report for Cache {
+        fn cache(&self) -> Option<(usize, usize)> {
+            Some((700, 2000))
+        }
+
+        fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            let builds = ConstCounter::new(3u64);
+            builds.encode(encoder.encode_descriptor(
+                "body_builds",
+                "Bodies built.",
+                None,
+                builds.metric_type(),
+            )?)
+        }
+    }
+
+    fn metrics(report: Option<Arc<dyn Report>>) -> Metrics<Route> {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
-        let bodies = Bodies::new(memory.clone(), 2000, 1);
-        Metrics::new(Strategy::Direct, memory, bodies, Arc::default())
+        Metrics::new(Strategy::Direct, memory, Arc::default(), report)
     }
 
     /// The server's own series (the process's figures differ from one
     /// rendering to the next).
-    fn series(m: &Metrics) -> Vec<String> {
+    fn series<L: Label>(m: &Metrics<L>) -> Vec<String> {
         let text = m.render(Exposition::Prometheus);
         text.lines()
             .filter(|l| {
@@ -401,14 +476,16 @@ mod tests {
             // Too long a latency to pack: counted at once.
             (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
             (Route::Unmatched, Status::REQUEST_TIMEOUT, 1 << 50),
-            (Route::EndString, Status::OK, 0),
-            (Route::EndString, Status::OK, 0),
-            (Route::EndString, Status::OK, 3000),
-            (Route::EndString, Status::NOT_FOUND, 3000),
+            (Route::Text, Status::OK, 0),
+            (Route::Text, Status::OK, 0),
+            (Route::Text, Status::OK, 3000),
+            (Route::Text, Status::NOT_FOUND, 3000),
             (Route::Help, Status::NOT_FOUND, 3000),
             (Route::Help, Status::NOT_FOUND, 3000),
+            // A status outside the common ones, in the shared table.
+            (Route::Help, Status::from_code(299).unwrap(), (1 << 43) - 1),
         ];
-        let (one_by_one, tallied) = (metrics(), metrics());
+        let (one_by_one, tallied) = (metrics(None), metrics(None));
         let mut tally = Tally::default();
         for (i, &(route, status, us)) in responses.iter().enumerate() {
             one_by_one.request(route, status, us);
@@ -426,5 +503,42 @@ mod tests {
         tallied.count(&mut tally);
         tallied.count(&mut tally);
         assert_eq!(series(&one_by_one), series(&tallied));
+        let counted = series(&tallied);
+        for line in [
+            "unflat_requests_total{route=\"/text\",status=\"200\"} 3",
+            "unflat_requests_total{route=\"/\",status=\"299\"} 1",
+            "unflat_requests_total{route=\"unmatched\",status=\"408\"} 2",
+        ] {
+            assert!(
+                counted.iter().any(|l| l == line),
+                "no {line} in {counted:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_labels_every_response_is_counted_under_all() {
+        let m: Metrics = Metrics::new(
+            Strategy::Direct,
+            Arc::new(Memory::new(1 << 30, 1 << 20)),
+            Arc::default(),
+            None,
+        );
+        m.request((), Status::OK, 10);
+        m.request((), Status::OK, 10);
+        assert!(series(&m)
+            .iter()
+            .any(|l| l == "unflat_requests_total{route=\"all\",status=\"200\"} 2"));
+    }
+
+    #[test]
+    fn a_report_splits_the_bodies_and_adds_its_families() {
+        let text = |m: &Metrics<Route>| m.render(Exposition::Prometheus);
+        let without = text(&metrics(None));
+        assert!(without.contains("unflat_memory_bytes{part=\"bodies_cached\"} 0"));
+        assert!(!without.contains("part=\"cache\"") && !without.contains("body_builds"));
+        let with = text(&metrics(Some(Arc::new(Cache))));
+        assert!(with.contains("unflat_memory_limit_bytes{part=\"cache\"} 2000"));
+        assert!(with.contains("unflat_body_builds_total 3"), "{with}");
     }
 }

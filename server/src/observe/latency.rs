@@ -1,6 +1,6 @@
-//! The request latency histogram of `GET /metrics`, from a request's
-//! complete head to its response queued, by route and status class (labels
-//! bounded by construction). Each worker observes into its own shard. The
+//! The request latency histogram of `/metrics`, from a request's complete
+//! head to its response queued, by label (a service's route) and status
+//! class (labels bounded by construction). Each worker observes into its own shard. The
 //! clock is the coarse one, read once per turn of the session (the precise
 //! one cost 3 to 6 % of a request: docs/operations.md), so the buckets start
 //! at 5 ms: the histogram tells the slow requests from the rest.
@@ -9,8 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
-
-use super::routes::Route;
 
 /// The buckets' upper bounds, in microseconds: Prometheus's defaults, 5 ms
 /// to 10 s, above the clock's tick.
@@ -26,32 +24,34 @@ const BUCKETS: usize = BOUNDS_US.len() + 1;
 /// `Status` may be, counted as 5xx).
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
-/// One worker thread's histograms.
+/// One worker thread's histograms, one per label (by its index).
 #[derive(Debug)]
 pub(super) struct Shard {
-    buckets: [[[AtomicU64; BUCKETS]; CLASSES.len()]; Route::ALL.len()],
-    sum_us: [[AtomicU64; CLASSES.len()]; Route::ALL.len()],
+    buckets: Box<[[[AtomicU64; BUCKETS]; CLASSES.len()]]>,
+    sum_us: Box<[[AtomicU64; CLASSES.len()]]>,
 }
 
 impl Shard {
-    pub(super) fn new() -> Shard {
+    /// Histograms at zero for `labels` labels.
+    pub(super) fn new(labels: usize) -> Shard {
         Shard {
-            buckets: std::array::from_fn(|_| {
-                std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))
-            }),
-            sum_us: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            buckets: (0..labels)
+                .map(|_| std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+            sum_us: (0..labels)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect(),
         }
     }
 
-    /// Counts `n` responses of status `code` to `route` that took `us`
-    /// microseconds each.
+    /// Counts `n` responses of status `code` under the label at `label`
+    /// that took `us` microseconds each.
     #[inline]
-    pub(super) fn observe(&self, route: Route, code: u16, us: u64, n: u64) {
+    pub(super) fn observe(&self, label: usize, code: u16, us: u64, n: u64) {
         let bucket = BOUNDS_US.partition_point(|&bound| bound < us);
         let class = class(code);
-        let r = route.index();
-        self.buckets[r][class][bucket].fetch_add(n, Ordering::Relaxed);
-        self.sum_us[r][class].fetch_add(us.saturating_mul(n), Ordering::Relaxed);
+        self.buckets[label][class][bucket].fetch_add(n, Ordering::Relaxed);
+        self.sum_us[label][class].fetch_add(us.saturating_mul(n), Ordering::Relaxed);
     }
 }
 
@@ -60,7 +60,7 @@ fn class(code: u16) -> usize {
     (usize::from(code / 100)).clamp(1, CLASSES.len()) - 1
 }
 
-/// One route's and class's histogram, summed over the shards.
+/// One label's and class's histogram, summed over the shards.
 struct Summed {
     sum: f64,
     count: u64,
@@ -77,10 +77,11 @@ impl EncodeMetric for Summed {
     }
 }
 
-/// Writes the histograms of the (route, class) pairs seen so far, summed
-/// over `shards`.
+/// Writes the histograms of the (label, class) pairs seen so far, summed
+/// over `shards`; `names` are the labels' values, by index.
 pub(super) fn encode<'a>(
     shards: impl Iterator<Item = &'a Shard> + Clone,
+    names: impl Iterator<Item = &'static str>,
     encoder: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(
@@ -89,8 +90,7 @@ pub(super) fn encode<'a>(
         None,
         MetricType::Histogram,
     )?;
-    for route in Route::ALL {
-        let r = route.index();
+    for (r, name) in names.enumerate() {
         for (c, label) in CLASSES.iter().enumerate() {
             let mut counts = [0u64; BUCKETS];
             let mut sum_us = 0u64;
@@ -113,7 +113,7 @@ pub(super) fn encode<'a>(
                 count,
                 buckets: bounds.zip(counts).collect(),
             };
-            let labels = [("route", route.label()), ("status_class", *label)];
+            let labels = [("route", name), ("status_class", *label)];
             summed.encode(family.encode_family(&labels)?)?;
         }
     }
@@ -127,18 +127,15 @@ mod tests {
 
     #[test]
     fn a_response_lands_in_the_first_bucket_at_or_above_it() {
-        let shard = Shard::new();
-        shard.observe(Route::Help, Status::OK.code(), 5_000, 1);
-        shard.observe(Route::Help, Status::OK.code(), 5_001, 1);
-        shard.observe(Route::Help, Status::NOT_FOUND.code(), 60_000_000, 1);
-        let at =
-            |c: usize, b: usize| shard.buckets[Route::Help.index()][c][b].load(Ordering::Relaxed);
+        let shard = Shard::new(2);
+        shard.observe(1, Status::OK.code(), 5_000, 1);
+        shard.observe(1, Status::OK.code(), 5_001, 1);
+        shard.observe(1, Status::NOT_FOUND.code(), 60_000_000, 1);
+        let at = |c: usize, b: usize| shard.buckets[1][c][b].load(Ordering::Relaxed);
         assert_eq!((at(1, 0), at(1, 1)), (1, 1));
         assert_eq!(at(3, BUCKETS - 1), 1);
-        assert_eq!(
-            shard.sum_us[Route::Help.index()][1].load(Ordering::Relaxed),
-            10_001
-        );
+        assert_eq!(shard.sum_us[1][1].load(Ordering::Relaxed), 10_001);
+        assert_eq!(shard.sum_us[0][1].load(Ordering::Relaxed), 0);
         assert_eq!(class(Status::CONTINUE.code()), 0);
     }
 }

@@ -14,6 +14,14 @@ pub enum Exposition {
 }
 
 impl Exposition {
+    /// The `Content-Type` of a response in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Exposition::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
     /// The format an `Accept` field value asks for: OpenMetrics when it
     /// names `application/openmetrics-text` with a weight at least that of
     /// `text/plain` (and above 0); the Prometheus text format otherwise,

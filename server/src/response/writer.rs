@@ -1,0 +1,395 @@
+//! The [`Writer`]: where a [`Response`] becomes bytes in the connection's
+//! queue — its shape (framing, persistence, body or not) decided once,
+//! the head encoded or taken from a template, the body queued by the
+//! [`Strategy`], all of it covered by the connection's budget first.
+
+use std::sync::{Arc, LazyLock};
+
+use unflat::head::{DateLine, Framing, Head, Line, Persistence, RequestMethod, Status};
+use unflat::queue::{Push, WriteQueue};
+use unflat::{storage_size, Encoding, Measured, Mode, Rope};
+
+use super::template::Key;
+use super::{bound, date, direct, fixed, flatten, template};
+use super::{covered, encode, Body, Exchange, Fields, Response, Start, Strategy, MAX_FIELDS};
+use crate::memory::{Budget, Full, Memory};
+
+/// What the writer queued for one response: for the access log and the
+/// metrics.
+#[derive(Clone, Copy, Debug)]
+pub struct Written {
+    /// The status sent.
+    pub status: Status,
+    /// Bytes of body sent (none after a `HEAD`, or on 204 and 304).
+    pub body_bytes: usize,
+    /// Whether the queue holds the body by reference: its owner must then
+    /// keep it alive until the response is written.
+    pub references_body: bool,
+    /// Whether the connection stays open after the response: as asked,
+    /// unless a stream to an HTTP/1.0 client is ended by closing it.
+    pub keep_alive: bool,
+}
+
+/// How a response is framed for the request it answers.
+struct Shape {
+    framing: Framing,
+    /// Whether the connection stays open after it.
+    keep_alive: bool,
+    /// Whether its body is sent (not after `HEAD`, nor on 1xx, 204, 304).
+    body_allowed: bool,
+    /// Whether its body is a stream that is sent.
+    streams: bool,
+}
+
+impl Shape {
+    /// The one place framing and persistence are decided for a response.
+    fn of(r: &Response<'_>, exchange: Exchange) -> Shape {
+        let status = r.status();
+        let streamed = matches!(r.body, Body::Stream);
+        // HTTP/1.0 has no chunks: a stream to it ends with the connection.
+        let until_close = streamed && !exchange.takes_chunked && !status.has_no_body();
+        let framing = if status.has_no_body() || until_close {
+            Framing::None
+        } else if streamed {
+            Framing::Chunked
+        } else {
+            Framing::Length(r.body.content_length() as u64)
+        };
+        let body_allowed = exchange.sends_content() && !status.has_no_body();
+        Shape {
+            framing,
+            keep_alive: exchange.keep_alive && !(until_close && exchange.sends_content()),
+            body_allowed,
+            streams: streamed && body_allowed,
+        }
+    }
+}
+
+/// The head of a streamed response, rendered but not queued
+/// ([`Writer::stream_head`]).
+#[derive(Debug)]
+pub struct StreamHead {
+    pub(super) bytes: Vec<u8>,
+    /// The status it sends.
+    pub status: Status,
+    /// Whether the connection stays open after the stream.
+    pub keep_alive: bool,
+}
+
+/// Room for the service's two field lines and `X-Content-Type-Options`;
+/// framing, date and connection lines are the head's own.
+const ROOM: usize = 3;
+
+/// Room for those and a response's own [`Fields`].
+const ROOM_WITH_FIELDS: usize = ROOM + MAX_FIELDS;
+
+/// The one place a response becomes bytes: status line and fields, `Date`,
+/// framing, persistence, no body after `HEAD`. One per server.
+#[derive(Debug)]
+pub struct Writer {
+    pub(super) strategy: Strategy,
+    /// `Keep-Alive: timeout=N`.
+    keep_alive: Line,
+    /// Charges the copies the flatten strategy makes of shared payloads.
+    memory: Arc<Memory>,
+}
+
+impl Writer {
+    /// A writer by `strategy`, advertising an idle timeout of `idle_secs`,
+    /// charging what it copies outside a queue to `memory`.
+    pub fn new(strategy: Strategy, idle_secs: u64, memory: Arc<Memory>) -> Writer {
+        Writer {
+            strategy,
+            keep_alive: Line::parse("Keep-Alive", &format!("timeout={idle_secs}"))
+                .expect("a valid Keep-Alive line"),
+            memory,
+        }
+    }
+
+    /// Queues the core's own refusal: `status` with `reason` as plain text,
+    /// and `Retry-After: 1` when `retry_after` (a limit the server is at now).
+    #[allow(clippy::too_many_arguments)]
+    pub fn refuse(
+        &self,
+        queue: &mut WriteQueue,
+        status: Status,
+        reason: &str,
+        retry_after: bool,
+        exchange: Exchange,
+        budget: &mut Budget,
+    ) -> Result<Written, Full> {
+        static TEXT_PLAIN: LazyLock<Line> = LazyLock::new(|| {
+            Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid Content-Type")
+        });
+        static RETRY_AFTER: LazyLock<Line> =
+            LazyLock::new(|| Line::parse("Retry-After", "1").expect("a valid Retry-After"));
+        // A refusal is rare: its line ending made here is no cost to a
+        // request answered.
+        let text: std::borrow::Cow<'_, str> = if reason.ends_with('\n') {
+            reason.into()
+        } else {
+            format!("{reason}\n").into()
+        };
+        let retry = retry_after.then(|| &*RETRY_AFTER);
+        let r = Response::new(
+            status,
+            [Some(&*TEXT_PLAIN), retry],
+            Body::Bytes(text.as_bytes()),
+        );
+        self.write(queue, &r, exchange, budget)
+    }
+
+    /// Queues an interim (1xx) response: the status line alone, which ends
+    /// no response of the queue's count.
+    pub fn interim(
+        &self,
+        queue: &mut WriteQueue,
+        status: Status,
+        budget: &mut Budget,
+    ) -> Result<(), Full> {
+        debug_assert!(status.code() < 200, "an interim status");
+        let head = Head::new(status, RequestMethod::Other);
+        let len = storage_size(&head, Encoding::Latin1);
+        covered(queue, queue.pushes(Push::Copy(len)), 0, budget)?;
+        encode(queue, &head, Encoding::Latin1);
+        Ok(())
+    }
+
+    /// Queues `r`, the answer to a request that asked `exchange`, and says
+    /// what was written; fails with [`Full`], queueing nothing, when
+    /// `budget` cannot cover it.
+    pub fn write(
+        &self,
+        queue: &mut WriteQueue,
+        r: &Response<'_>,
+        exchange: Exchange,
+        budget: &mut Budget,
+    ) -> Result<Written, Full> {
+        self.write_fielded(queue, r, None, exchange, budget)
+    }
+
+    /// [`Writer::write`] for a response with field lines of its own.
+    pub fn write_with(
+        &self,
+        queue: &mut WriteQueue,
+        r: &Response<'_>,
+        fields: &Fields<'_>,
+        exchange: Exchange,
+        budget: &mut Budget,
+    ) -> Result<Written, Full> {
+        self.write_fielded(queue, r, Some(fields), exchange, budget)
+    }
+
+    /// The one body of [`Writer::write`] and [`Writer::write_with`]: made
+    /// twice, so that a response without fields of its own (nearly every
+    /// one) pays nothing for them.
+    #[inline(always)]
+    fn write_fielded(
+        &self,
+        queue: &mut WriteQueue,
+        r: &Response<'_>,
+        fields: Option<&Fields<'_>>,
+        exchange: Exchange,
+        budget: &mut Budget,
+    ) -> Result<Written, Full> {
+        let status = r.status();
+        let Shape {
+            framing,
+            keep_alive,
+            body_allowed,
+            streams,
+        } = Shape::of(r, exchange);
+        debug_assert!(!streams, "a stream begins with Writer::stream_head");
+        let _ = streams;
+        let body = if body_allowed {
+            debug_assert!(
+                !matches!(r.body, Body::Unsent(_)),
+                "only HEAD leaves a body unsent"
+            );
+            &r.body
+        } else {
+            &Body::Empty
+        };
+        let second = date::unix_second();
+        let templated = match (self.strategy, r.start) {
+            // The same bytes as the head below, from a template.
+            (Strategy::Direct, Start::Prepared(start)) if fields.is_none() => {
+                let key = Key {
+                    start: start.1,
+                    framing,
+                    flags: u8::from(keep_alive) | u8::from(exchange.head_request) << 1,
+                };
+                let render = |dst: &mut [u8; template::MOST]| {
+                    let date = date::date_line_at(second);
+                    let head: Head<'_, ROOM> =
+                        self.head(r.start, None, exchange, framing, keep_alive, &date);
+                    let len = storage_size(&head, Encoding::Latin1);
+                    (len <= dst.len()).then(|| {
+                        unflat::write(&head, Encoding::Latin1, Mode::Strict, dst)
+                            .expect("a head is one-byte text")
+                    })
+                };
+                template::with_head(key, second, render, |bytes| {
+                    put_templated(queue, bytes, body, budget)
+                })
+            }
+            _ => None,
+        };
+        let shares = match templated {
+            Some(shares) => shares?,
+            None if fields.is_none() => {
+                let date = date::date_line_at(second);
+                let head: Head<'_, ROOM> =
+                    self.head(r.start, None, exchange, framing, keep_alive, &date);
+                self.put(queue, &Measured::new(&head), body, b"", budget)?
+            }
+            None => {
+                let date = date::date_line_at(second);
+                let head: Head<'_, ROOM_WITH_FIELDS> =
+                    self.head(r.start, fields, exchange, framing, keep_alive, &date);
+                self.put(queue, &Measured::new(&head), body, b"", budget)?
+            }
+        };
+        queue.end_response();
+        Ok(Written {
+            status,
+            body_bytes: body.content_length(),
+            references_body: shares,
+            keep_alive,
+        })
+    }
+
+    /// The head of `r` rendered apart, when `r` is a stream whose body is
+    /// sent (`None`: write it with [`Writer::write`]): a stream's head is
+    /// queued only with what follows it ([`Writer::start_stream`]), so that
+    /// a stream the lease cannot start is refused whole, never begun.
+    pub fn stream_head(
+        &self,
+        r: &Response<'_>,
+        fields: &Fields<'_>,
+        exchange: Exchange,
+    ) -> Option<StreamHead> {
+        let shape = Shape::of(r, exchange);
+        if !shape.streams {
+            return None;
+        }
+        let date = date::date_line_at(date::unix_second());
+        let (framing, keep_alive) = (shape.framing, shape.keep_alive);
+        let fields = (!fields.is_empty()).then_some(fields);
+        let head: Head<'_, ROOM_WITH_FIELDS> =
+            self.head(r.start, fields, exchange, framing, keep_alive, &date);
+        let mut bytes = vec![0; storage_size(&head, Encoding::Latin1)];
+        let n = unflat::write(&head, Encoding::Latin1, Mode::Strict, &mut bytes)
+            .expect("a head is one-byte text");
+        bytes.truncate(n);
+        Some(StreamHead {
+            bytes,
+            status: r.status(),
+            keep_alive: shape.keep_alive,
+        })
+    }
+
+    /// The head of a response that begins with `start`, then `fields`,
+    /// framed by `framing`, dated by `date`, with room for `N` fields: the
+    /// three lines a response has besides its own fields at most
+    /// ([`ROOM`]), and no more, unless it has fields of its own — the head
+    /// is built on the stack for every response.
+    fn head<'h, const N: usize>(
+        &'h self,
+        start: Start<'h>,
+        fields: Option<&'h Fields<'_>>,
+        exchange: Exchange,
+        framing: Framing,
+        keep_alive: bool,
+        date: &'h DateLine,
+    ) -> Head<'h, N> {
+        let mut head = match start {
+            Start::Lines(status, lines) => {
+                let mut head = Head::with_room(status, exchange.method());
+                for line in lines.into_iter().flatten().chain(fixed(status)) {
+                    head.line(line).expect("room for three lines");
+                }
+                head
+            }
+            Start::Prepared(start) => Head::prefixed_with_room(&start.0, exchange.method()),
+        };
+        for (name, value) in fields.into_iter().flat_map(Fields::iter) {
+            head.value(name, value)
+                .expect("room for the fields, each checked when added");
+        }
+        head.date(date);
+        match framing {
+            Framing::None => {}
+            Framing::Chunked => {
+                head.chunked().expect("one framing on a status with a body");
+            }
+            Framing::Length(n) => {
+                head.content_length(n)
+                    .expect("one framing on a status with a body");
+            }
+        }
+        head.persistence(if keep_alive {
+            Persistence::KeepAlive(&self.keep_alive)
+        } else {
+            Persistence::Close
+        });
+        head
+    }
+
+    /// Queues `head`, `body` and `tail` once `budget` covers them (else
+    /// queues nothing); whether the queue shares memory of the body.
+    pub(super) fn put<H: Rope>(
+        &self,
+        queue: &mut WriteQueue,
+        head: &Measured<H>,
+        body: &Body<'_>,
+        tail: &[u8],
+        budget: &mut Budget,
+    ) -> Result<bool, Full> {
+        let head_len = storage_size(head, Encoding::Latin1);
+        let (pushes, transient) = match self.strategy {
+            Strategy::Direct => (bound::direct_pushes(queue, head_len, body), 0),
+            Strategy::Flatten => bound::flattened_pushes(queue, head_len, body),
+        };
+        let pushes = match tail.len() {
+            0 => pushes,
+            n => pushes.then(queue.pushes(Push::Copy(n))),
+        };
+        let after = covered(queue, pushes, transient, budget)?;
+        match self.strategy {
+            Strategy::Direct => direct::write(queue, head, body),
+            Strategy::Flatten => flatten::write(queue, head, body, &self.memory)?,
+        }
+        if !tail.is_empty() {
+            queue.copy(tail);
+        }
+        debug_assert!(queue.footprint() <= after, "the queue within its bound");
+        Ok(self.strategy == Strategy::Direct && pushes.shares)
+    }
+}
+
+/// Queues the head `head`, a template's bytes, and `body` by the direct
+/// strategy once `budget` covers them (else queues nothing); whether the
+/// queue shares memory of the body.
+fn put_templated(
+    queue: &mut WriteQueue,
+    head: &[u8],
+    body: &Body<'_>,
+    budget: &mut Budget,
+) -> Result<bool, Full> {
+    let pushes = bound::direct_pushes(queue, head.len(), body);
+    let after = covered(queue, pushes, 0, budget)?;
+    match *body {
+        // A body the queue copies goes in with the head, in one copy.
+        Body::Bytes(b) => queue.copy_all(&[head, b]),
+        Body::SharedText(b) | Body::SharedBytes(b) if !pushes.shares => {
+            queue.copy_all(&[head, b]);
+        }
+        _ => {
+            queue.copy(head);
+            direct::body(queue, body);
+        }
+    }
+    debug_assert!(queue.footprint() <= after, "the queue within its bound");
+    Ok(pushes.shares)
+}

@@ -1,0 +1,155 @@
+//! Accepting: the listening socket (its backlog, SO_REUSEPORT), and the
+//! loop that accepts within `--max-connections`, asking idle connections
+//! to give way, until shutdown — then the drain.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use super::Stack;
+use crate::net::shutdown::Shutdown;
+use crate::net::tls::Tls;
+use crate::service::Service;
+use crate::{log, net};
+
+/// How often the listener, at `--max-connections`, asks again for an idle
+/// connection to give way.
+const ASK_AGAIN: Duration = Duration::from_millis(100);
+
+/// Connections the kernel queues for `accept` (tokio's default): a burst of
+/// new connections past std's 128 is not refused.
+const BACKLOG: i32 = 1024;
+
+/// A listening socket on `addr` with a [`BACKLOG`] of its own, and
+/// SO_REUSEPORT with `reuse_port`.
+pub(super) fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        set_reuse_port(&socket)?;
+    }
+    // Inherited by every accepted connection.
+    net::limit_unsent(&socket)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}
+
+#[cfg(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+))]
+fn set_reuse_port(socket: &socket2::Socket) -> io::Result<()> {
+    socket.set_reuse_port(true)
+}
+
+#[cfg(not(all(
+    unix,
+    not(any(target_os = "solaris", target_os = "illumos", target_os = "cygwin"))
+)))]
+fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "SO_REUSEPORT (--reuse-port) is not available on this system",
+    ))
+}
+
+/// Accepts connections until shutdown, each over the TLS current when it
+/// is accepted; then waits for them up to the grace period, or until `cut`.
+pub(super) async fn accept_loop<S: Service>(
+    listener: TcpListener,
+    stack: Arc<Stack<S>>,
+    tls: Arc<RwLock<Option<Tls>>>,
+    shutdown: Shutdown,
+    permits: Arc<Semaphore>,
+    cut: Arc<Notify>,
+) {
+    let mut connections = JoinSet::new();
+    // Out of file descriptors, accept fails every 50 ms: logged once a
+    // second, with a count.
+    let mut failing = log::Repeated::default();
+    {
+        let stopped = shutdown.stopped();
+        tokio::pin!(stopped);
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => {
+                        if let Some(more) = failing.passed() {
+                            warn!("accept failed{more}; accepting again");
+                        }
+                        a
+                    }
+                    Err(e) => {
+                        if let Some(more) = failing.occurred() {
+                            warn!("accept failed: {e}{more}");
+                        }
+                        net::timers::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = stopped.as_mut() => break,
+            };
+            // At the limit, the connection idle longest gives way; with none
+            // idle, this one waits and the ask is repeated.
+            let permit = loop {
+                if let Ok(p) = permits.clone().try_acquire_owned() {
+                    break Some(p);
+                }
+                stack.connections().idle.ask_longest_idle();
+                tokio::select! {
+                    p = permits.clone().acquire_owned() => break p.ok(),
+                    () = net::timers::sleep(ASK_AGAIN) => {}
+                    () = stopped.as_mut() => break None,
+                }
+            };
+            let Some(permit) = permit else { break };
+            let _ = stream.set_nodelay(true);
+            let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let (stack, shutdown) = (stack.clone(), shutdown.clone());
+            connections.spawn(async move {
+                net::handle(stream, peer, tls.as_ref(), stack.connections(), &shutdown).await;
+                drop(permit);
+            });
+            // Reap finished connections so the set does not grow.
+            while connections.try_join_next().is_some() {}
+        }
+    }
+    drop(listener);
+    // Reaped, the set holds the open connections.
+    while connections.try_join_next().is_some() {}
+    info!(
+        open = connections.len(),
+        "shutting down: finishing responses in progress (a second Ctrl-C or SIGTERM closes them now)"
+    );
+    let grace = stack.config().grace;
+    let drained = tokio::select! {
+        drained = net::timers::timeout(grace, async {
+            while connections.join_next().await.is_some() {}
+        }) => drained.is_ok(),
+        () = cut.notified() => {
+            while connections.try_join_next().is_some() {}
+            warn!(cut = connections.len(), "second signal: closing the connections left now, their responses unfinished");
+            connections.abort_all();
+            return;
+        }
+    };
+    if !drained {
+        warn!(
+            left = connections.len(),
+            "grace period over; closing the rest"
+        );
+        connections.abort_all();
+    }
+}

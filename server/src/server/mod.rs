@@ -1,0 +1,268 @@
+//! The listener: accepts connections, bounds how many are served at once,
+//! runs them on a work-stealing tokio runtime of `--workers` threads, and
+//! shuts down gracefully. (Thread-per-core was measured and won nowhere:
+//! docs/results/instructions-and-profiles.md, "Runtime".) The layers it
+//! serves are made in `stack.rs`, connections accepted in `accept.rs`;
+//! `running.rs` runs one on a thread of its own.
+
+mod accept;
+mod running;
+mod stack;
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify, Semaphore};
+use tracing::{error, info};
+
+pub use running::Running;
+pub use stack::{Making, Stack};
+
+use accept::{accept_loop, listen};
+use stack::demo;
+
+use crate::config::Config;
+use crate::net::tls::{self, Tls};
+use crate::net::{self, shutdown};
+use crate::service::{Observe, Service};
+use crate::site::Site;
+
+/// A bound server, not yet accepting.
+pub struct Server<S: Service = Site> {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    stack: Arc<Stack<S>>,
+    tls: Option<Tls>,
+    /// Whether [`Server::run`]'s runtime has tokio's time driver.
+    time_driver: bool,
+}
+
+impl<S: Service> std::fmt::Debug for Server<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server<Site> {
+    /// Binds `config.addr` and prepares the demo's routes. Fails on a
+    /// configuration that cannot work ([`Config::validate`]), or a TLS
+    /// certificate or key that cannot be used, before binding anything.
+    pub fn bind(config: Config) -> io::Result<Server<Site>> {
+        // The demo's jobs build bodies on the blocking pool and await no
+        // tokio timer: its runtime goes without the time driver.
+        Ok(Server::bind_with(config, demo)?.without_time_driver())
+    }
+}
+
+impl<S: Service> Server<S> {
+    /// Binds `config.addr` to serve what `make` makes, as [`Server::bind`]
+    /// does the demo.
+    pub fn bind_with(config: Config, make: impl FnOnce(Making<'_>) -> S) -> io::Result<Server<S>> {
+        let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
+        config.validate().map_err(invalid)?;
+        let tls = config
+            .tls()
+            .map(|source| tls::load(&source, config.tls_provider))
+            .transpose()
+            .map_err(invalid)?;
+        let listener = listen(config.addr, config.reuse_port).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.addr))
+        })?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stack = Stack::with_service(config, addr, tls.as_ref(), make);
+        let protocol = stack.protocol();
+        if stack.config().access_log && !protocol.observer.writes_access_log() {
+            return Err(invalid(
+                "--access-log: this application's observer writes no access log \
+                 (the core's `observe::Standard` does)"
+                    .into(),
+            ));
+        }
+        Ok(Server {
+            listener,
+            addr,
+            stack: Arc::new(stack),
+            tls,
+            time_driver: true,
+        })
+    }
+
+    /// The runtime [`Server::run`] builds without tokio's time driver,
+    /// which it has by default so that a service's job may await
+    /// `tokio::time` (a sleep, a client's timeout). The connections' own
+    /// timers need none, and the driver costs every worker's park
+    /// (docs/measurements.md, "Timers"): a service whose jobs await no
+    /// tokio timer (the demo's) may go without it. [`Server::serve`] runs on
+    /// the caller's runtime, with the caller's drivers.
+    pub fn without_time_driver(mut self) -> Server<S> {
+        self.time_driver = false;
+        self
+    }
+
+    /// The address it listens on (the port chosen when binding port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its layers.
+    pub fn stack(&self) -> &Arc<Stack<S>> {
+        &self.stack
+    }
+
+    /// Serves until `stop` completes, then lets connections finish their
+    /// responses within the grace period. Blocks; builds its own runtime
+    /// (`--workers` threads, IO and time drivers). Inside an async
+    /// application, [`Server::serve`] runs on the caller's runtime instead.
+    pub fn run(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        self.run_controlled(|controls| stop_on(stop, controls))
+    }
+
+    /// Serves on the runtime this is awaited on (inside `#[tokio::main]`,
+    /// say) until `stop` completes, then lets connections finish their
+    /// responses within the grace period, as [`Server::run`] does on a
+    /// runtime of its own. `--workers` is the caller's runtime's to set.
+    /// Must be awaited on a tokio runtime with IO enabled.
+    pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        self.serve_controlled(|controls| stop_on(stop, controls))
+            .await
+    }
+
+    /// Serves as [`Server::run`] does, driven by the [`Control`]s that
+    /// `controls` sends from the server's runtime; its end is a `Stop`.
+    pub fn run_controlled<F>(
+        self,
+        controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
+    ) -> io::Result<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        runtime.worker_threads(self.stack.config().worker_threads());
+        // The connections' timers are the server's own (`net/timers.rs`);
+        // the time driver is the services' (`Server::without_time_driver`).
+        runtime.enable_io();
+        if self.time_driver {
+            runtime.enable_time();
+        }
+        let runtime = runtime.build()?;
+        let served = runtime.block_on(self.serve_controlled(controls));
+        // A body still being built for a connection that was closed is
+        // nobody's: not waited for past a second.
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        served
+    }
+
+    /// [`Server::serve`] driven by the [`Control`]s that `controls` sends;
+    /// its end is a `Stop`.
+    pub async fn serve_controlled<F>(
+        self,
+        controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
+    ) -> io::Result<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let (trigger, shutdown) = shutdown::channel();
+        let permits = Arc::new(Semaphore::new(self.stack.config().max_connections));
+        let (source, provider) = (self.stack.config().tls(), self.stack.config().tls_provider);
+        let tls = Arc::new(RwLock::new(self.tls));
+        let cut = Arc::new(Notify::new());
+        {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            tokio::spawn(controls(tx));
+            let listener = TcpListener::from_std(self.listener)?;
+            let stack = self.stack.clone();
+            let mut accept = tokio::spawn(accept_loop(
+                listener,
+                self.stack,
+                tls.clone(),
+                shutdown,
+                permits,
+                cut.clone(),
+            ));
+            while let Some(Control::Reload) = rx.recv().await {
+                reload(&tls, source.as_ref(), provider);
+            }
+            // /healthz answers 503 from now on, and responses close their
+            // connections; new ones are still served for the delay.
+            stack.protocol().draining.begin();
+            let delay = stack.config().shutdown_delay;
+            if !delay.is_zero() {
+                info!(delay = ?delay, "shutting down: still accepting for --shutdown-delay");
+                let timer = net::timers::Timer::new();
+                let until = crate::clock::Moment::in_(delay);
+                timer.arm(until);
+                let delayed = timer.passed(until);
+                tokio::pin!(delayed);
+                loop {
+                    tokio::select! {
+                        () = &mut delayed => break,
+                        control = rx.recv() => match control {
+                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider),
+                            // A second Stop: the drain begins now.
+                            Some(Control::Stop) | None => break,
+                        },
+                    }
+                }
+            }
+            trigger.trigger();
+            loop {
+                tokio::select! {
+                    drained = &mut accept => return drained.map_err(io::Error::other),
+                    control = rx.recv() => match control {
+                        Some(Control::Reload) => reload(&tls, source.as_ref(), provider),
+                        Some(Control::Stop) => cut.notify_one(),
+                        None => {
+                            let drained = accept.await;
+                            return drained.map_err(io::Error::other);
+                        }
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// Sends `Stop` once `stop` completes.
+async fn stop_on(stop: impl Future<Output = ()>, controls: mpsc::UnboundedSender<Control>) {
+    stop.await;
+    let _ = controls.send(Control::Stop);
+}
+
+/// What the operator asks of a running server ([`Server::run_controlled`];
+/// the command line turns signals into these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Stop accepting and let the connections finish within `--grace`; a
+    /// second `Stop` while they do closes those left at once.
+    Stop,
+    /// Load the TLS certificate and key again from their files, for the
+    /// connections accepted from then on (those open keep theirs).
+    Reload,
+}
+
+/// Loads the certificate and key of `source` again into `tls`; on failure
+/// the one in use stays, and the log says why.
+fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::CertSource>, provider: tls::Provider) {
+    match source {
+        None => info!("reload: not serving HTTPS, nothing to reload"),
+        Some(tls::CertSource::SelfSigned) => {
+            info!("reload: the certificate is self-signed for this run; kept")
+        }
+        Some(source @ tls::CertSource::Files { cert, key }) => match tls::load(source, provider) {
+            Ok(loaded) => {
+                *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+                info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");
+            }
+            // An error: the operator's new certificate is not in use.
+            Err(e) => error!("reload failed, the certificate in use is kept: {e}"),
+        },
+    }
+}

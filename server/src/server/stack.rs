@@ -1,0 +1,154 @@
+//! A server's layers, made once from its [`Config`]: the memory account,
+//! the transport's counters, the service and its observer, the writer —
+//! and what a service is made with ([`Making`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::memory::Memory;
+use crate::net::tls::Tls;
+use crate::net::{Connections, IdleConnections, Transport};
+use crate::observe::{Label, Metrics, Standard};
+use crate::response::Writer;
+use crate::service::Service;
+use crate::session::{Draining, Protocol};
+use crate::site::Site;
+
+/// A server's layers, made from its [`Config`]: the connections' shared
+/// part, which holds the protocol, which holds the service. Each layer
+/// sees only its own part.
+#[derive(Debug)]
+pub struct Stack<S: Service = Site> {
+    config: Config,
+    connections: Connections<S>,
+}
+
+/// What a service is made with ([`Server::bind_with`](super::Server::bind_with)).
+#[derive(Debug)]
+pub struct Making<'a> {
+    /// The configuration.
+    pub config: &'a Config,
+    /// The address it listens on.
+    pub address: SocketAddr,
+    /// Its certificate, over HTTPS.
+    pub tls: Option<&'a Tls>,
+    /// The memory account.
+    pub memory: &'a Arc<Memory>,
+    /// Set once shutdown has begun.
+    pub draining: &'a Draining,
+    /// Connections open, bytes written, send timeouts.
+    pub transport: &'a Arc<Transport>,
+}
+
+impl Making<'_> {
+    /// The core's observer of this server's responses, counted under the
+    /// labels `L` (`()`: all under one): the counters a service renders at
+    /// its `/metrics` ([`Standard::metrics`]) and the access log as
+    /// `--access-log` and `--access-log-format` ask.
+    pub fn standard<L: Label>(&self) -> Standard<L> {
+        let metrics = Metrics::new(
+            self.config.strategy,
+            self.memory.clone(),
+            self.transport.clone(),
+            None,
+        );
+        Standard::new(
+            metrics,
+            self.config.access_log(),
+            self.config.max_request_line,
+        )
+    }
+}
+
+/// The demo site, as the server makes it.
+pub(super) fn demo(m: Making<'_>) -> Site {
+    let trust = m.tls.and_then(Tls::self_signed_pem);
+    let provider = m.tls.map(|t| t.provider);
+    let settings = m.config.site(m.address, provider, trust);
+    Site::new(settings, m.memory, m.draining.clone(), m.transport.clone())
+}
+
+impl Stack<Site> {
+    /// The layers of the demo server with `config` listening on `address`,
+    /// over `tls` when there is one.
+    pub fn new(config: Config, address: SocketAddr, tls: Option<&Tls>) -> Stack<Site> {
+        Stack::with_service(config, address, tls, demo)
+    }
+
+    /// The demo site: routes, bodies, metrics, the help text.
+    pub fn site(&self) -> &Site {
+        &self.connections.protocol.service
+    }
+}
+
+impl<S: Service> Stack<S> {
+    /// The layers of a server with `config` listening on `address`, over
+    /// `tls` when there is one, serving what `make` makes.
+    pub fn with_service(
+        config: Config,
+        address: SocketAddr,
+        tls: Option<&Tls>,
+        make: impl FnOnce(Making<'_>) -> S,
+    ) -> Stack<S> {
+        let memory = Arc::new(Memory::new(config.memory_limit, config.connection_memory()));
+        let draining = Draining::default();
+        let transport = Arc::new(Transport::default());
+        let service = make(Making {
+            config: &config,
+            address,
+            tls,
+            memory: &memory,
+            draining: &draining,
+            transport: &transport,
+        });
+        let writer = Writer::new(
+            config.strategy,
+            config.idle_timeout.as_secs(),
+            memory.clone(),
+        );
+        let protocol = Protocol {
+            observer: service.observer(),
+            service,
+            writer,
+            memory,
+            limits: config.session(),
+            draining,
+        };
+        Stack {
+            connections: Connections {
+                protocol,
+                timeouts: config.timeouts(),
+                policy: config.policy(),
+                idle: IdleConnections::default(),
+                transport,
+            },
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// What every connection shares.
+    pub fn connections(&self) -> &Connections<S> {
+        &self.connections
+    }
+
+    /// What every session shares.
+    pub fn protocol(&self) -> &Protocol<S> {
+        &self.connections.protocol
+    }
+
+    /// The service served.
+    pub fn service(&self) -> &S {
+        &self.connections.protocol.service
+    }
+
+    /// The memory account.
+    pub fn memory(&self) -> &Memory {
+        &self.connections.protocol.memory
+    }
+}
