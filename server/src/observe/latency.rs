@@ -24,34 +24,30 @@ const BUCKETS: usize = BOUNDS_US.len() + 1;
 /// `Status` may be, counted as 5xx).
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
-/// One worker thread's histograms, one per label (by its index).
+/// One label's histograms on one worker thread, by status class.
 #[derive(Debug)]
-pub(super) struct Shard {
-    buckets: Box<[[[AtomicU64; BUCKETS]; CLASSES.len()]]>,
-    sum_us: Box<[[AtomicU64; CLASSES.len()]]>,
+pub(super) struct Histogram {
+    buckets: [[AtomicU64; BUCKETS]; CLASSES.len()],
+    sum_us: [AtomicU64; CLASSES.len()],
 }
 
-impl Shard {
-    /// Histograms at zero for `labels` labels.
-    pub(super) fn new(labels: usize) -> Shard {
-        Shard {
-            buckets: (0..labels)
-                .map(|_| std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))))
-                .collect(),
-            sum_us: (0..labels)
-                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
-                .collect(),
+impl Histogram {
+    /// Histograms at zero.
+    pub(super) fn new() -> Histogram {
+        Histogram {
+            buckets: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            sum_us: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
-    /// Counts `n` responses of status `code` under the label at `label`
-    /// that took `us` microseconds each.
+    /// Counts `n` responses of status `code` that took `us` microseconds
+    /// each.
     #[inline]
-    pub(super) fn observe(&self, label: usize, code: u16, us: u64, n: u64) {
+    pub(super) fn observe(&self, code: u16, us: u64, n: u64) {
         let bucket = BOUNDS_US.partition_point(|&bound| bound < us);
         let class = class(code);
-        self.buckets[label][class][bucket].fetch_add(n, Ordering::Relaxed);
-        self.sum_us[label][class].fetch_add(us.saturating_mul(n), Ordering::Relaxed);
+        self.buckets[class][bucket].fetch_add(n, Ordering::Relaxed);
+        self.sum_us[class].fetch_add(us.saturating_mul(n), Ordering::Relaxed);
     }
 }
 
@@ -77,29 +73,34 @@ impl EncodeMetric for Summed {
     }
 }
 
-/// Writes the histograms of the (label, class) pairs seen so far, summed
-/// over `shards`; `names` are the labels' values, by index.
-pub(super) fn encode<'a>(
-    shards: impl Iterator<Item = &'a Shard> + Clone,
-    names: impl Iterator<Item = &'static str>,
+/// Writes the histograms of the (label, class) pairs seen so far:
+/// `labels` gives each label's value and its histogram on every worker.
+pub(super) fn encode<'a, H>(
+    labels: impl Iterator<Item = (&'static str, H)>,
     encoder: &mut DescriptorEncoder,
-) -> Result<(), std::fmt::Error> {
+) -> Result<(), std::fmt::Error>
+where
+    H: Iterator<Item = &'a Histogram>,
+{
     let mut family = encoder.encode_descriptor(
         "request_duration_seconds",
         "Time from a request's complete head to its response queued, by route and status class.",
         None,
         MetricType::Histogram,
     )?;
-    for (r, name) in names.enumerate() {
-        for (c, label) in CLASSES.iter().enumerate() {
-            let mut counts = [0u64; BUCKETS];
-            let mut sum_us = 0u64;
-            for shard in shards.clone() {
-                for (n, b) in counts.iter_mut().zip(&shard.buckets[r][c]) {
+    for (name, histograms) in labels {
+        let mut counts = [[0u64; BUCKETS]; CLASSES.len()];
+        let mut sums_us = [0u64; CLASSES.len()];
+        for h in histograms {
+            for c in 0..CLASSES.len() {
+                for (n, b) in counts[c].iter_mut().zip(&h.buckets[c]) {
                     *n += b.load(Ordering::Relaxed);
                 }
-                sum_us += shard.sum_us[r][c].load(Ordering::Relaxed);
+                sums_us[c] += h.sum_us[c].load(Ordering::Relaxed);
             }
+        }
+        for (c, label) in CLASSES.iter().enumerate() {
+            let (counts, sum_us) = (counts[c], sums_us[c]);
             let count: u64 = counts.iter().sum();
             if count == 0 {
                 continue;
@@ -127,15 +128,15 @@ mod tests {
 
     #[test]
     fn a_response_lands_in_the_first_bucket_at_or_above_it() {
-        let shard = Shard::new(2);
-        shard.observe(1, Status::OK.code(), 5_000, 1);
-        shard.observe(1, Status::OK.code(), 5_001, 1);
-        shard.observe(1, Status::NOT_FOUND.code(), 60_000_000, 1);
-        let at = |c: usize, b: usize| shard.buckets[1][c][b].load(Ordering::Relaxed);
+        let h = Histogram::new();
+        h.observe(Status::OK.code(), 5_000, 1);
+        h.observe(Status::OK.code(), 5_001, 1);
+        h.observe(Status::NOT_FOUND.code(), 60_000_000, 1);
+        let at = |c: usize, b: usize| h.buckets[c][b].load(Ordering::Relaxed);
         assert_eq!((at(1, 0), at(1, 1)), (1, 1));
         assert_eq!(at(3, BUCKETS - 1), 1);
-        assert_eq!(shard.sum_us[1][1].load(Ordering::Relaxed), 10_001);
-        assert_eq!(shard.sum_us[0][1].load(Ordering::Relaxed), 0);
+        assert_eq!(h.sum_us[1].load(Ordering::Relaxed), 10_001);
+        assert_eq!(h.sum_us[3].load(Ordering::Relaxed), 60_000_000);
         assert_eq!(class(Status::CONTINUE.code()), 0);
     }
 }

@@ -48,21 +48,23 @@ const SLOT_OF: [u8; STATUSES] = {
     t
 };
 
-/// One worker thread's counters.
+/// One worker thread's counters: a row per label, by its index (one
+/// bounds check per count).
+type Shard = Box<[Row]>;
+
+/// What one worker counts of one label's responses.
 #[derive(Debug)]
-struct Shard {
-    /// Responses by label (its index) and common status ([`COMMON`]).
-    requests: Box<[[AtomicU64; COMMON.len()]]>,
-    latency: latency::Shard,
+struct Row {
+    /// Responses by common status ([`COMMON`]).
+    requests: [AtomicU64; COMMON.len()],
+    latency: latency::Histogram,
 }
 
-impl Shard {
-    fn new(labels: usize) -> Shard {
-        Shard {
-            requests: (0..labels)
-                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
-                .collect(),
-            latency: latency::Shard::new(labels),
+impl Row {
+    fn new() -> Row {
+        Row {
+            requests: std::array::from_fn(|_| AtomicU64::new(0)),
+            latency: latency::Histogram::new(),
         }
     }
 }
@@ -147,7 +149,7 @@ impl<L: Label> Metrics<L> {
         let labels = L::ALL.len();
         assert!(labels <= 256, "{labels} labels: at most 256 are counted");
         let counters = Arc::new(Counters {
-            shards: PerWorker::new(|| Shard::new(labels)),
+            shards: PerWorker::new(|| (0..labels).map(|_| Row::new()).collect()),
             requests: (0..labels)
                 .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
                 .collect(),
@@ -180,11 +182,11 @@ impl<L: Label> Metrics<L> {
     /// each queued `us` microseconds after its request's head was complete.
     #[inline]
     fn requests(&self, label: usize, code: u16, us: u64, n: u64) {
-        let shard = self.counters.shards.mine();
-        shard.latency.observe(label, code, us, n);
+        let row = &self.counters.shards.mine()[label];
+        row.latency.observe(code, us, n);
         let code = usize::from(code).saturating_sub(100);
         match SLOT_OF.get(code) {
-            Some(&slot @ 1..) => add(&shard.requests[label][usize::from(slot) - 1], n),
+            Some(&slot @ 1..) => add(&row.requests[usize::from(slot) - 1], n),
             Some(_) => add(&self.counters.requests[label][code], n),
             None => {}
         }
@@ -254,8 +256,10 @@ impl Collector for Collect {
             report.encode(&mut encoder)?;
         }
         encode_log(&mut encoder)?;
-        let names = c.names.iter().copied();
-        latency::encode(c.shards.all().map(|s| &s.latency), names, &mut encoder)
+        let labels = c.names.iter().enumerate().map(|(label, &name)| {
+            (name, c.shards.all().map(move |s| &s[label].latency))
+        });
+        latency::encode(labels, &mut encoder)
     }
 }
 
@@ -294,7 +298,7 @@ impl Counters {
             0 => shared,
             slot => {
                 let slot = usize::from(slot) - 1;
-                let sharded = self.shards.all().map(|s| load(&s.requests[label][slot]));
+                let sharded = self.shards.all().map(|s| load(&s[label].requests[slot]));
                 sharded.fold(shared, u64::wrapping_add)
             }
         }
