@@ -676,6 +676,46 @@ fn the_core_names_nothing_of_the_demo() {
     }
 }
 
+/// The session meets the application in one file: outside
+/// `session/dispatch.rs`, no file of `session/` calls the service, its
+/// observer or a reply (framing, refusals and memory never name them).
+#[test]
+fn the_session_calls_the_application_only_from_dispatch() {
+    let calls = [
+        ".service.",
+        ".observer.",
+        "reply.held(",
+        "reply.refuses(",
+        "reply.wants_body(",
+        "reply.prepare(",
+        "reply.respond(",
+        "reply.poll_chunk(",
+    ];
+    let dir = root().join("server/src/session");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if path.file_name().unwrap() == "dispatch.rs" {
+            seen = calls.iter().filter(|c| text.contains(*c)).count();
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if let Some(call) = calls.iter().find(|c| code.contains(*c)) {
+                panic!(
+                    "{}:{}: calls the application ({call}) outside dispatch.rs: {}",
+                    path.display(),
+                    n + 1,
+                    line.trim()
+                );
+            }
+        }
+    }
+    // The check looks for what dispatch.rs does write.
+    assert_eq!(seen, calls.len(), "dispatch.rs makes each call");
+}
+
 #[test]
 fn every_source_file_is_in_the_map_and_every_entry_exists() {
     let listed: BTreeSet<PathBuf> = map_entries().into_iter().collect();

@@ -256,9 +256,11 @@ impl Collector for Collect {
             report.encode(&mut encoder)?;
         }
         encode_log(&mut encoder)?;
-        let labels = c.names.iter().enumerate().map(|(label, &name)| {
-            (name, c.shards.all().map(move |s| &s[label].latency))
-        });
+        let labels = c
+            .names
+            .iter()
+            .enumerate()
+            .map(|(label, &name)| (name, c.shards.all().map(move |s| &s[label].latency)));
         latency::encode(labels, &mut encoder)
     }
 }

@@ -4,7 +4,7 @@
 
 use unflat::queue::WriteQueue;
 
-use super::{Observe, Protocol, Service, Session, WRITE_BUFFER_FIRST};
+use super::{Dispatch, Protocol, Service, Session, WRITE_BUFFER_FIRST};
 use crate::memory::Full;
 
 impl<S: Service> Session<S> {
@@ -17,7 +17,7 @@ impl<S: Service> Session<S> {
 
     /// What the service and its observer keep for a connection, at most.
     pub(super) fn kept_memory(service: &Protocol<S>) -> usize {
-        service.service.conn_memory() + service.observer.conn_memory()
+        Dispatch::memory(service)
     }
 
     /// Makes the lease cover the read buffer grown to `bytes`, or fails (the
@@ -48,7 +48,7 @@ impl<S: Service> Session<S> {
     #[inline]
     pub(super) fn release_written(&mut self, queue: &WriteQueue, service: &Protocol<S>) {
         let written = queue.ledger().written();
-        service.observer.sent(written, &mut self.watch);
+        self.app.sent(service, written);
         while self
             .referenced
             .front()

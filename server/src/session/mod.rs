@@ -26,10 +26,12 @@ use unflat::head::{Framing, Status};
 use unflat::queue::WriteQueue;
 
 mod buffers;
+mod dispatch;
 mod refuse;
 mod requests;
 mod stream;
 
+use dispatch::Dispatch;
 use refuse::Refusal;
 use stream::Streaming;
 
@@ -40,9 +42,7 @@ use crate::h1::{
 };
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, FieldError, Fields, Stream, StreamHead, Writer, Written};
-use crate::service::{
-    block_on, guarded, log, Answered, Finished, Job, LabelOf, Observe, Reply, Service, Watch,
-};
+use crate::service::{block_on, guarded, log, Answered, Finished, Job, LabelOf, Service};
 
 /// What every session shares.
 #[derive(Debug)]
@@ -213,7 +213,7 @@ impl<S: Service> Pending<S> {
     /// Bytes the reply holds (the echo's JSON so far).
     fn reply_held(&self) -> usize {
         match &self.answer {
-            Outcome::Reply(reply) => reply.held(),
+            Outcome::Reply(reply) => dispatch::held(reply),
             Outcome::Refusal(_) => 0,
         }
     }
@@ -227,10 +227,8 @@ impl<S: Service> Pending<S> {
 pub struct Session<S: Service> {
     state: State<S>,
     served: u64,
-    /// What the service keeps for this connection.
-    conn: S::Conn,
-    /// What the service's observer keeps for this connection.
-    watch: Watch<S>,
+    /// What the service and its observer keep for this connection.
+    app: Dispatch<S>,
     /// The job the pending reply needs, to hand to the connection.
     job: Option<Job<S::Reply>>,
     /// The connection's memory: its lease, and what it covers.
@@ -273,8 +271,7 @@ impl<S: Service> Session<S> {
         Session {
             state: State::Head,
             served: 0,
-            conn: service.service.open(peer),
-            watch: service.observer.open(peer),
+            app: Dispatch::open(service, peer),
             job: None,
             budget: Budget::new(lease, read_buffer, socket, Session::kept_memory(service)),
             referenced: VecDeque::new(),
@@ -348,7 +345,7 @@ impl<S: Service> Session<S> {
         // the queue holds whole responses when a panic is caught.
         let turn = guarded(|| {
             let step = self.turn(input, queue, service);
-            service.observer.turn_ended(&mut self.watch);
+            self.app.turn_ended(service);
             step
         });
         match turn {
@@ -369,7 +366,7 @@ impl<S: Service> Session<S> {
             return Poll::Ready(());
         }
         let reply = &mut s.reply;
-        match guarded(|| reply.poll_chunk(cx)) {
+        match guarded(|| dispatch::poll_chunk(reply, cx)) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Ok(Some(chunk)))) => s.next = Some(chunk),
             Ok(Poll::Ready(Ok(None))) => s.ended = true,

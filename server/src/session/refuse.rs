@@ -152,7 +152,7 @@ impl<S: Service> Session<S> {
         service.memory.refused();
         let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
         self.state = self.refuse(queue, service, refusal, head_request, label);
-        service.observer.turn_ended(&mut self.watch);
+        self.app.turn_ended(service);
     }
 
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
@@ -181,6 +181,6 @@ impl<S: Service> Session<S> {
             reason,
         };
         self.state = self.reject(queue, service, reject, head_request, about);
-        service.observer.turn_ended(&mut self.watch);
+        self.app.turn_ended(service);
     }
 }

@@ -41,8 +41,8 @@ impl<S: Service> Session<S> {
         // What a 500 in place of its response needs, should the service
         // panic (`Session::panicked`).
         self.head_request = head.is_head();
-        let reply = service.service.call(&head, &mut self.conn);
-        let label = service.observer.begun(&head, &reply, &mut self.watch);
+        let reply = self.app.call(service, &head);
+        let label = self.app.begun(service, &head, &reply);
         self.noted();
         let exchange = self.exchange(
             service,
@@ -123,7 +123,7 @@ impl<S: Service> Session<S> {
             // A head already refused is answered now, without 100 Continue,
             // so the client sends no body (RFC 9110 §10.1.1); unread, that
             // body leaves the connection unusable, so it closes.
-            if matches!(&pending.answer, Outcome::Reply(reply) if reply.refuses()) {
+            if matches!(&pending.answer, Outcome::Reply(reply) if dispatch::refuses(reply)) {
                 let (head_request, label) = (pending.exchange.head_request, pending.label);
                 return self.refuse(queue, service, pending.answer, head_request, label);
             }
@@ -134,7 +134,7 @@ impl<S: Service> Session<S> {
                 return self.out_of_memory(queue, service, pending, full);
             }
         }
-        if matches!(&pending.answer, Outcome::Reply(reply) if reply.wants_body()) {
+        if matches!(&pending.answer, Outcome::Reply(reply) if dispatch::wants_body(reply)) {
             pending.body = Some(Vec::new());
         }
         State::Body {
@@ -218,7 +218,7 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         if let Outcome::Reply(reply) = &mut p.answer {
             let body = p.body.as_deref().unwrap_or_default();
-            if let Some(job) = reply.prepare(body) {
+            if let Some(job) = dispatch::prepare(reply, body) {
                 self.job = Some(job);
                 return State::Deferred(p);
             }
@@ -245,7 +245,7 @@ impl<S: Service> Session<S> {
                 // borrow, the reply holds.
                 // (Let go before `p` moves: they borrow the reply.)
                 let mut fields = Fields::new();
-                match reply.respond(request_body, &mut fields) {
+                match dispatch::respond(reply, request_body, &mut fields) {
                     Ok(r) if !fields.is_refused() => {
                         match writer.stream_head(&r, &fields, p.exchange) {
                             None if fields.is_empty() => {
@@ -349,6 +349,6 @@ impl<S: Service> Session<S> {
             queued: self.now,
             ends: queue.ledger().written() + queue.remaining() as u64,
         };
-        service.observer.answered(answered, &mut self.watch);
+        self.app.answered(service, answered);
     }
 }

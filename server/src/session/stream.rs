@@ -92,7 +92,7 @@ impl<S: Service> Session<S> {
                 // Asked with a waker that does nothing: a chunk not ready
                 // is awaited by the connection (`Step::Wait`), with its own.
                 let mut cx = Context::from_waker(Waker::noop());
-                match s.reply.poll_chunk(&mut cx) {
+                match dispatch::poll_chunk(&mut s.reply, &mut cx) {
                     Poll::Ready(asked) => Some(asked),
                     Poll::Pending => {
                         s.waiting = true;
