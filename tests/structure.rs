@@ -679,6 +679,9 @@ fn the_core_names_nothing_of_the_demo() {
 /// The session meets the application in one file: outside
 /// `session/dispatch.rs`, no file of `session/` calls the service, its
 /// observer or a reply (framing, refusals and memory never name them).
+/// A textual check: it finds the protocol's `.service.` and `.observer.`
+/// fields, and a reply's methods called on a binding named `reply`, as
+/// the session names them.
 #[test]
 fn the_session_calls_the_application_only_from_dispatch() {
     let calls = [

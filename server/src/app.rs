@@ -82,8 +82,43 @@ impl<H: Handler> Service for H {
 
 /// A [`Handler`] whose responses the core's [`Standard`] observer counts
 /// for `/metrics` (under the [`Label`] each reply names, [`Labelled`]) and
-/// writes to the access log (`--access-log`):
-/// `Server::bind_with(config, |m| Observed::new(MyHandler, m.standard()))`.
+/// writes to the access log (`--access-log`). The handler renders the
+/// counters where it chooses ([`Observed::with`] hands them to it).
+///
+/// ```
+/// use unflat_server::app::{Body, Config, Exposition, Fields, Full, Handler, Metrics};
+/// use unflat_server::app::{Observed, Reply, RequestHead, Response, Server, Status};
+///
+/// struct Hello {
+///     metrics: Metrics,
+/// }
+/// #[derive(Debug)]
+/// struct Text(String);
+///
+/// impl Handler for Hello {
+///     type Reply = Text;
+///     fn call(&self, head: &RequestHead<'_>) -> Text {
+///         match head.path {
+///             "/metrics" => Text(self.metrics.render(Exposition::Prometheus)),
+///             _ => Text("Hello!\n".into()),
+///         }
+///     }
+/// }
+///
+/// impl Reply for Text {
+///     fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
+///         Ok(Response::new(Status::OK, [None, None], Body::Bytes(self.0.as_bytes())))
+///     }
+/// }
+///
+/// let config = Config { addr: "127.0.0.1:0".parse().unwrap(), access_log: true, ..Config::default() };
+/// // Every response counted under `route="all"` (labels `()`); a handler
+/// // whose replies name routes uses `m.standard::<Route>()`.
+/// let server = Server::bind_with(config, |m| {
+///     Observed::with(m.standard::<()>(), |metrics| Hello { metrics: metrics.clone() })
+/// });
+/// assert!(server.is_ok(), "the core's observer writes the access log");
+/// ```
 #[derive(Debug)]
 pub struct Observed<H, L: Label = ()> {
     handler: H,
@@ -94,6 +129,13 @@ impl<H, L: Label> Observed<H, L> {
     /// `handler`, observed by `observer` (a server's
     /// [`Making::standard`](crate::server::Making::standard)).
     pub fn new(handler: H, observer: Standard<L>) -> Self {
+        Observed { handler, observer }
+    }
+
+    /// `make`'s handler, given the counters `observer` keeps (for its
+    /// `/metrics`), observed by `observer`.
+    pub fn with(observer: Standard<L>, make: impl FnOnce(&Metrics<L>) -> H) -> Self {
+        let handler = make(observer.metrics());
         Observed { handler, observer }
     }
 

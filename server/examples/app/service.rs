@@ -50,12 +50,10 @@ pub struct App {
 /// The application as a server makes it, observed by the core: its
 /// responses counted by [`Route`], and logged when `--access-log` asks.
 pub fn app(making: Making<'_>) -> Observed<App, Route> {
-    let observer = making.standard::<Route>();
-    let app = App {
+    Observed::with(making.standard::<Route>(), |metrics| App {
         sessions: AtomicU64::new(0),
-        metrics: observer.metrics().clone(),
-    };
-    Observed::new(app, observer)
+        metrics: metrics.clone(),
+    })
 }
 
 /// The `Content-Type` of every text answer.
@@ -64,15 +62,22 @@ const TEXT: &str = "text/plain; charset=utf-8";
 /// What `/metrics` counts responses under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
+    /// `/hello/{name}`.
     Hello,
+    /// `POST /login`.
     Login,
+    /// `/slow`.
     Slow,
+    /// `/download/{name}`.
     Download,
+    /// `/events`.
     Events,
+    /// `/echo`.
     Echo,
+    /// `/metrics`.
     Metrics,
-    /// A path the application does not have, or a request the core
-    /// refused before the application saw it.
+    /// A path the application does not have, or a response the core gave
+    /// no route (a head it could not read, a 500 for a panic).
     Other,
 }
 
@@ -94,16 +99,16 @@ impl Label for Route {
     }
 
     fn name(self) -> &'static str {
-        [
-            "/hello",
-            "/login",
-            "/slow",
-            "/download",
-            "/events",
-            "/echo",
-            "/metrics",
-            "other",
-        ][self as usize]
+        match self {
+            Route::Hello => "/hello",
+            Route::Login => "/login",
+            Route::Slow => "/slow",
+            Route::Download => "/download",
+            Route::Events => "/events",
+            Route::Echo => "/echo",
+            Route::Metrics => "/metrics",
+            Route::Other => "other",
+        }
     }
 }
 

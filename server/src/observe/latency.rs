@@ -1,9 +1,10 @@
 //! The request latency histogram of `/metrics`, from a request's complete
 //! head to its response queued, by label (a service's route) and status
-//! class (labels bounded by construction). Each worker observes into its own shard. The
-//! clock is the coarse one, read once per turn of the session (the precise
-//! one cost 3 to 6 % of a request: docs/operations.md), so the buckets start
-//! at 5 ms: the histogram tells the slow requests from the rest.
+//! class (labels bounded by construction). Each worker observes into its
+//! own histograms. The clock is the coarse one, read once per turn of the
+//! session (the precise one cost 3 to 6 % of a request:
+//! docs/operations.md), so the buckets start at 5 ms: the histogram tells
+//! the slow requests from the rest.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -147,7 +147,17 @@ impl<L: Label> Metrics<L> {
         report: Option<Arc<dyn Report>>,
     ) -> Metrics<L> {
         let labels = L::ALL.len();
-        assert!(labels <= 256, "{labels} labels: at most 256 are counted");
+        assert!(
+            (1..=256).contains(&labels),
+            "{labels} labels: from 1 to 256 are counted"
+        );
+        for (i, label) in L::ALL.iter().enumerate() {
+            assert_eq!(label.index(), i, "{label:?} is at {i} in Label::ALL");
+        }
+        assert!(
+            L::REFUSED.index() < labels,
+            "Label::REFUSED not in Label::ALL"
+        );
         let counters = Arc::new(Counters {
             shards: PerWorker::new(|| (0..labels).map(|_| Row::new()).collect()),
             requests: (0..labels)
@@ -203,7 +213,9 @@ impl<L: Label> Metrics<L> {
             self.requests(label.index(), status.code(), us, 1);
             return;
         }
-        // One comparison per response: label, status and latency packed.
+        // One comparison per response: label, status and latency packed
+        // (`Metrics::new` checked that every index is below 256).
+        debug_assert!(label.index() < 256);
         let key = (us << 20) | u64::from(status.code()) << 8 | label.index() as u64;
         if tally.n > 0 && tally.key == key {
             tally.n += 1;
@@ -520,6 +532,33 @@ mod tests {
                 "no {line} in {counted:#?}"
             );
         }
+    }
+
+    /// Labels listed out of their order.
+    #[derive(Clone, Copy, Debug)]
+    enum Swapped {
+        A,
+        B,
+    }
+
+    impl Label for Swapped {
+        const ALL: &'static [Swapped] = &[Swapped::B, Swapped::A];
+        const REFUSED: Swapped = Swapped::A;
+
+        fn index(self) -> usize {
+            self as usize
+        }
+
+        fn name(self) -> &'static str {
+            "swapped"
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "is at 0 in Label::ALL")]
+    fn labels_listed_out_of_their_order_are_refused() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        let _ = Metrics::<Swapped>::new(Strategy::Direct, memory, Arc::default(), None);
     }
 
     #[test]

@@ -27,12 +27,14 @@ use crate::h1::RequestHead;
 use crate::service::{Answered, Observe};
 
 /// What responses are counted under on `/metrics` (its `route` label): a
-/// small fixed set, such as a service's routes.
+/// small fixed set, such as a service's routes. [`Metrics::new`] checks
+/// that [`Label::ALL`] lists each label at its [`Label::index`].
 pub trait Label: Copy + Send + Sync + std::fmt::Debug + 'static {
     /// Every label, each at its [`Label::index`]; at most 256.
     const ALL: &'static [Self];
-    /// What a response is counted under when the core refused its request
-    /// before the service saw it (a head it could not read).
+    /// What a response is counted under when the service gave it no
+    /// label: the core's refusal of a head it could not read, or its 500
+    /// for a panic during a turn.
     const REFUSED: Self;
 
     /// Its place in [`Label::ALL`].
@@ -63,7 +65,9 @@ pub trait Labelled<L> {
     fn label(&self) -> L;
 }
 
-/// Every reply is counted under `()`.
+/// Every reply is counted under `()`. (A reply that also names labels of
+/// its own is counted under them when its observer is a `Standard` of
+/// those labels: `making.standard::<Route>()`.)
 impl<R> Labelled<()> for R {
     #[inline(always)]
     fn label(&self) {}

@@ -63,7 +63,10 @@ impl Server<Site> {
 
 impl<S: Service> Server<S> {
     /// Binds `config.addr` to serve what `make` makes, as [`Server::bind`]
-    /// does the demo.
+    /// does the demo. Fails as `bind` does, and also, once `make` has made
+    /// the service, when `--access-log` is asked of a service whose
+    /// observer writes none ([`Observe::writes_access_log`]): the listener
+    /// is then closed without having accepted.
     pub fn bind_with(config: Config, make: impl FnOnce(Making<'_>) -> S) -> io::Result<Server<S>> {
         let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
         config.validate().map_err(invalid)?;

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::memory::Memory;
 use crate::net::tls::Tls;
 use crate::net::{Connections, IdleConnections, Transport};
-use crate::observe::{Label, Metrics, Standard};
+use crate::observe::{Label, Metrics, Report, Standard};
 use crate::response::Writer;
 use crate::service::Service;
 use crate::session::{Draining, Protocol};
@@ -45,13 +45,21 @@ impl Making<'_> {
     /// The core's observer of this server's responses, counted under the
     /// labels `L` (`()`: all under one): the counters a service renders at
     /// its `/metrics` ([`Standard::metrics`]) and the access log as
-    /// `--access-log` and `--access-log-format` ask.
+    /// `--access-log` and `--access-log-format` ask. Each call makes
+    /// counters of its own: the service keeps the one it names as its
+    /// observer (a clone of it renders the same counts).
     pub fn standard<L: Label>(&self) -> Standard<L> {
+        self.standard_reporting(None)
+    }
+
+    /// [`Making::standard`], with what the service reports of its own on
+    /// `/metrics` beside the core's counters (a cache, its builds).
+    pub fn standard_reporting<L: Label>(&self, report: Option<Arc<dyn Report>>) -> Standard<L> {
         let metrics = Metrics::new(
             self.config.strategy,
             self.memory.clone(),
             self.transport.clone(),
-            None,
+            report,
         );
         Standard::new(
             metrics,

@@ -137,7 +137,7 @@ pub trait Reply: Send + std::fmt::Debug + Sized + 'static {
 pub trait Observe<R>: Send + Sync + std::fmt::Debug + 'static {
     /// What a connection keeps for the observer.
     type Conn: Send + std::fmt::Debug;
-    /// What a response is counted under (the demo's route).
+    /// What a response is counted under (a service's route, say).
     type Label: Copy + Send + std::fmt::Debug;
 
     /// What a new connection from `peer` keeps for the observer.
@@ -247,7 +247,8 @@ pub type Watch<S> = <<S as Service>::Observer as Observe<<S as Service>::Reply>>
 #[derive(Clone, Copy, Debug)]
 pub struct Answered<L> {
     /// The label [`Observe::begun`] gave its request; `None` for the core's
-    /// refusal of a head it could not read (no method, no target).
+    /// refusal of a head it could not read (no method, no target), and for
+    /// its 500 after a panic during a turn.
     pub label: Option<L>,
     /// The status sent.
     pub status: Status,

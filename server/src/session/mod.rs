@@ -401,6 +401,9 @@ impl<S: Service> Session<S> {
         self.job = None;
         // The queue holds whole responses: a 500 goes after them.
         let next = self.failed(queue, service, self.head_request, None);
+        // The turn's end was not reached: what the observer gathered this
+        // turn, the 500 included, is counted now.
+        self.app.turn_ended(service);
         self.state = State::Closed;
         match next {
             State::Reset => Step::Reset,

@@ -4,7 +4,8 @@
 //! body in async work, and panics — in `call`, `respond`, a job, a stream's
 //! first chunk and a later one — each answered 500 (or, once a stream has
 //! begun, ended so that it cannot look whole), while the next request on
-//! the same single worker is served.
+//! the same single worker is served, and each 500 is counted by the core's
+//! observer.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::read_response;
 use unflat::head::{Line, Status};
-use unflat_server::app::{Handler, Job, Reply};
+use unflat_server::app::{Exposition, Handler, Job, Metrics, Observed, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Chunk, Fields, Response};
@@ -237,7 +238,23 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
         addr: "127.0.0.1:0".parse().unwrap(),
         ..Config::default()
     };
-    let server = Server::bind_with(config, |_| App).unwrap();
+    let mut counters = None;
+    let server = Server::bind_with(config, |m| {
+        Observed::with(m.standard::<()>(), |metrics| {
+            counters = Some(metrics.clone());
+            App
+        })
+    })
+    .unwrap();
+    let counters: Metrics = counters.unwrap();
+    // Responses of status 500 counted so far.
+    let errors = move || {
+        let text = counters.render(Exposition::Prometheus);
+        let series = r#"unflat_requests_total{route="all",status="500"} "#;
+        text.lines()
+            .find_map(|l| l.strip_prefix(series))
+            .map_or(0, |n| n.parse::<u64>().unwrap())
+    };
     let addr = server.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.serve(async {
@@ -323,6 +340,7 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
 
         // Each panic: a 500 that closes its connection, then the next
         // request served by the same (single) worker.
+        let before = errors();
         for target in [
             "/panic/call",
             "/panic/respond",
@@ -349,6 +367,9 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
                 );
             }
         }
+        // Every 500 counted, the turn a panic cut short included: GET on
+        // each target, HEAD on the three that are not streams.
+        assert_eq!(errors() - before, 5 + 3);
         // A stream that panics after two chunks: to HTTP/1.1, the chunks
         // sent and no last chunk, then the close; to HTTP/1.0, a reset.
         let out = whole(addr, b"GET /panic/stream-later HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();

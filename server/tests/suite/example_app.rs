@@ -211,6 +211,10 @@ async fn the_example_application_answers_as_written() {
         r#"unflat_requests_total{route="/echo",status="500"} 1"#,
         r#"unflat_requests_total{route="/echo",status="200"} 3"#,
         r#"unflat_requests_total{route="other",status="404"} 2"#,
+        // Counted under the route of the call, whatever its job made.
+        r#"unflat_requests_total{route="/slow",status="200"} 3"#,
+        r#"unflat_requests_total{route="/login",status="303"} 2"#,
+        r#"unflat_requests_total{route="/login",status="403"} 1"#,
     ] {
         assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
     }
