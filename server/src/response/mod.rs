@@ -1,6 +1,6 @@
 //! Responses: what a service gives ([`Response`], its [`Body`], its own
 //! [`Fields`], a stream's [`Chunk`]s) and the one [`Writer`] of them into
-//! the connection's [`WriteQueue`](unflat::queue::WriteQueue), by
+//! the connection's [`WriteQueue`], by
 //! [`Strategy`]: **direct** encodes the [`Head`](unflat::head::Head) rope
 //! straight into the write buffer and queues the body in its own form
 //! (shared or copied as the queue's [`Policy`](unflat::queue::Policy)
@@ -8,10 +8,10 @@
 //! string first. Both write the same bytes.
 //!
 //! **Counted before written**: the connection's
-//! [`Budget`](crate::memory::Budget) must cover what the queue will occupy
+//! [`Budget`] must cover what the queue will occupy
 //! once a response is in it
-//! ([`WriteQueue::footprint_after`](unflat::queue::WriteQueue::footprint_after)),
-//! or the writer fails with [`Full`](crate::memory::Full) and queues
+//! ([`WriteQueue::footprint_after`]),
+//! or the writer fails with [`Full`] and queues
 //! nothing.
 
 mod bound;

@@ -112,7 +112,7 @@ pub enum Step<R> {
     Defer(Job<R>),
     /// Flush the queue, then await [`Session::poll_wait`] — a streamed
     /// body's next chunk, which the reply is waiting for
-    /// ([`Reply::poll_chunk`]) — and call `process` again.
+    /// ([`Reply::poll_chunk`](crate::service::Reply::poll_chunk)) — and call `process` again.
     Wait,
     /// Flush the queue, then close the connection.
     Close,
