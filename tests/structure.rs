@@ -690,6 +690,8 @@ fn the_session_calls_the_application_only_from_dispatch() {
         "reply.held(",
         "reply.refuses(",
         "reply.wants_body(",
+        "reply.streams_body(",
+        "reply.body_chunk(",
         "reply.prepare(",
         "reply.respond(",
         "reply.poll_chunk(",

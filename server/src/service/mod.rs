@@ -77,6 +77,24 @@ pub trait Reply: Send + std::fmt::Debug + Sized + 'static {
         false
     }
 
+    /// Whether the request body is handed to [`Reply::body_chunk`] as it
+    /// is read, a piece at a time, instead of kept whole: a body of any
+    /// length within `--max-body` (an upload hashed, counted, forwarded),
+    /// of which the connection holds only what one read brings. A reply
+    /// that streams its body keeps none ([`Reply::wants_body`] is then not
+    /// asked).
+    fn streams_body(&self) -> bool {
+        false
+    }
+
+    /// The next piece of the request body, as it is decoded (no chunked
+    /// framing, no trailers), for a reply that [`Reply::streams_body`]; the
+    /// last piece has come when [`Reply::prepare`] is asked. What the reply
+    /// keeps of it counts in [`Reply::held`], charged after each read.
+    fn body_chunk(&mut self, chunk: &[u8]) {
+        let _ = chunk;
+    }
+
     /// Bytes the reply holds while the body is read (the budget counts
     /// them).
     fn held(&self) -> usize {

@@ -93,6 +93,19 @@ pub(super) fn wants_body<R: Reply>(reply: &R) -> bool {
     reply.wants_body()
 }
 
+/// Whether `reply` takes the request body as it is read
+/// ([`Reply::streams_body`]).
+#[inline(always)]
+pub(super) fn streams_body<R: Reply>(reply: &R) -> bool {
+    reply.streams_body()
+}
+
+/// Hands `reply` a piece of the request body ([`Reply::body_chunk`]).
+#[inline(always)]
+pub(super) fn body_chunk<R: Reply>(reply: &mut R, chunk: &[u8]) {
+    reply.body_chunk(chunk)
+}
+
 /// The work `reply` awaits first ([`Reply::prepare`]).
 #[inline(always)]
 pub(super) fn prepare<R: Reply>(reply: &mut R, request_body: &[u8]) -> Option<Job<R>> {

@@ -134,7 +134,9 @@ impl<S: Service> Session<S> {
                 return self.out_of_memory(queue, service, pending, full);
             }
         }
-        if matches!(&pending.answer, Outcome::Reply(reply) if dispatch::wants_body(reply)) {
+        if matches!(&pending.answer, Outcome::Reply(reply)
+            if !dispatch::streams_body(reply) && dispatch::wants_body(reply))
+        {
             pending.body = Some(Vec::new());
         }
         State::Body {
@@ -177,12 +179,20 @@ impl<S: Service> Session<S> {
             }
         }
         let mut got = 0;
+        // A reply that streams its body is handed each piece; one that
+        // wants it whole gets it kept; others' is read and dropped.
+        let mut streamed = match &mut pending.answer {
+            Outcome::Reply(reply) if dispatch::streams_body(reply) => Some(reply),
+            _ => None,
+        };
         let kept = &mut pending.body;
         let mut sink = |chunk: &[u8]| {
             got += chunk.len() as u64;
             if let Some(body) = kept {
                 debug_assert!(body.capacity() - body.len() >= chunk.len(), "room made");
                 body.extend_from_slice(chunk);
+            } else if let Some(reply) = &mut streamed {
+                dispatch::body_chunk(&mut **reply, chunk);
             }
         };
         let decoded = match decoder.decode(input, &mut sink) {
@@ -195,6 +205,15 @@ impl<S: Service> Session<S> {
         };
         input.advance(decoded.consumed);
         let payload = payload + got;
+        if got > 0 && pending.body.is_none() {
+            // What a streaming reply keeps of its body, charged as it grows.
+            let held = pending.reply_held();
+            if held > 0 {
+                if let Err(full) = self.budget.hold(held, queue.footprint()) {
+                    return Ok(self.out_of_memory(queue, service, pending, full));
+                }
+            }
+        }
         if !decoded.done {
             self.state = State::Body {
                 decoder,

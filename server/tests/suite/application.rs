@@ -53,7 +53,18 @@ enum Answer {
     /// A stream whose chunk `.0` (0: the first) is awaited on a timer, and
     /// whose service panics once the timer has passed; `.1` sent so far.
     PanicAwaited(usize, usize, Option<Pin<Box<tokio::time::Sleep>>>),
+    /// `POST /digest`: the body hashed as it is read, never kept.
+    Digest(Box<Digest>),
     NotFound,
+}
+
+/// What `/digest` has seen of its body so far.
+#[derive(Debug, Default)]
+struct Digest {
+    hasher: sha2::Sha256,
+    bytes: usize,
+    pieces: usize,
+    largest: usize,
 }
 
 impl Handler for App {
@@ -80,6 +91,7 @@ impl Handler for App {
             (_, "/echo-header") => {
                 Answer::Echoed(head.query.unwrap_or_default().replace("%0D", "\r"))
             }
+            ("POST", "/digest") => Answer::Digest(Box::default()),
             (_, "/panic/call") => panic!("call failed on purpose"),
             (_, "/panic/respond") => Answer::PanicRespond,
             (_, "/panic/job") => Answer::PanicJob,
@@ -97,8 +109,38 @@ impl Reply for Answer {
         matches!(self, Answer::Login)
     }
 
+    fn streams_body(&self) -> bool {
+        matches!(self, Answer::Digest(_))
+    }
+
+    fn body_chunk(&mut self, chunk: &[u8]) {
+        use sha2::Digest as _;
+        if let Answer::Digest(d) = self {
+            d.hasher.update(chunk);
+            d.bytes += chunk.len();
+            d.pieces += 1;
+            d.largest = d.largest.max(chunk.len());
+        }
+    }
+
     fn prepare(&mut self, request_body: &[u8]) -> Option<Job<Answer>> {
         match self {
+            Answer::Digest(d) => {
+                use sha2::Digest as _;
+                let d = std::mem::take(&mut **d);
+                let hash: String = d
+                    .hasher
+                    .finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                assert!(request_body.is_empty(), "a streamed body is not kept");
+                *self = Answer::Text(format!(
+                    "{} bytes in {} pieces, the largest {}: sha256 {hash}\n",
+                    d.bytes, d.pieces, d.largest
+                ));
+                None
+            }
             Answer::Sleep => Some(Job::new(async {
                 tokio::time::sleep(NAP).await;
                 Answer::Text(format!("slept {} ms\n", NAP.as_millis()))
@@ -337,6 +379,59 @@ async fn served_on_the_applications_runtime_async_replies_and_panics_answered() 
         );
         // Escapes that are not UTF-8: refused by the core, 400.
         assert_eq!(ask(addr, "GET", "/greet/%FF", "").0, 400);
+
+        // A body handed to the reply as it is read, never kept whole: by
+        // length and chunked, each piece at most one read; past
+        // --max-body, 413 as for a body kept.
+        let body: Vec<u8> = (0..900_000u32).map(|i| (i % 251) as u8).collect();
+        let hash: String = {
+            use sha2::Digest as _;
+            let sum = sha2::Sha256::digest(&body);
+            sum.iter().map(|b| format!("{b:02x}")).collect()
+        };
+        let by_length = [
+            format!(
+                "POST /digest HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes(),
+            body.clone(),
+        ]
+        .concat();
+        let mut chunked =
+            b"POST /digest HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for piece in body.chunks(100_000) {
+            chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+            chunked.extend_from_slice(piece);
+            chunked.extend_from_slice(b"\r\n");
+        }
+        chunked.extend_from_slice(b"0\r\n\r\n");
+        for request in [by_length, chunked] {
+            let out = whole_or_first(addr, &request);
+            let text = String::from_utf8_lossy(&out);
+            assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+            let (_, said) = text.split_once("\r\n\r\n").unwrap();
+            let (seen, sum) = said.trim_end().split_once(": sha256 ").unwrap();
+            assert_eq!(sum, hash, "{said}");
+            let words: Vec<&str> = seen.split(' ').collect();
+            let (bytes, pieces, largest): (usize, usize, usize) = (
+                words[0].parse().unwrap(),
+                words[3].parse().unwrap(),
+                words[7].trim_end_matches(':').parse().unwrap(),
+            );
+            assert_eq!(bytes, body.len(), "{said}");
+            assert!(pieces > 1 && largest < bytes, "{said}");
+        }
+        let too_long = format!(
+            "POST /digest HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            2 << 20
+        );
+        let out = whole_or_first(addr, too_long.as_bytes());
+        assert!(
+            out.starts_with(b"HTTP/1.1 413 "),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
 
         // Each panic: a 500 that closes its connection, then the next
         // request served by the same (single) worker.
