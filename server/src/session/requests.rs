@@ -185,6 +185,7 @@ impl<S: Service> Session<S> {
             Outcome::Reply(reply) if dispatch::streams_body(reply) => Some(reply),
             _ => None,
         };
+        let streams = streamed.is_some();
         let kept = &mut pending.body;
         let mut sink = |chunk: &[u8]| {
             got += chunk.len() as u64;
@@ -205,7 +206,7 @@ impl<S: Service> Session<S> {
         };
         input.advance(decoded.consumed);
         let payload = payload + got;
-        if got > 0 && pending.body.is_none() {
+        if streams && got > 0 {
             // What a streaming reply keeps of its body, charged as it grows.
             let held = pending.reply_held();
             if held > 0 {
