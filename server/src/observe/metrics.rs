@@ -279,13 +279,23 @@ impl Collector for Collect {
 
 /// Log lines dropped because stderr did not take them (`crate::log`).
 fn encode_log(encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    let dropped = ConstCounter::new(crate::log::dropped());
-    dropped.encode(encoder.encode_descriptor(
+    counter(
+        encoder,
         "log_lines_dropped",
         "Log lines (access log and others) dropped because stderr did not take them and the log's buffer was full.",
-        None,
-        dropped.metric_type(),
-    )?)
+        crate::log::dropped(),
+    )
+}
+
+/// A family of one counter without labels, `name` with `help`, at `n`.
+fn counter(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    n: u64,
+) -> Result<(), std::fmt::Error> {
+    let counter = ConstCounter::new(n);
+    counter.encode(encoder.encode_descriptor(name, help, None, counter.metric_type())?)
 }
 
 fn load(a: &AtomicU64) -> u64 {
@@ -361,20 +371,18 @@ impl Counters {
             None,
             open.metric_type(),
         )?)?;
-        let resets = ConstCounter::new(transport.send_timeouts());
-        resets.encode(encoder.encode_descriptor(
+        counter(
+            encoder,
             "send_timeout_resets",
             "Connections reset because the peer took no bytes for --send-timeout.",
-            None,
-            resets.metric_type(),
-        )?)?;
-        let slow = ConstCounter::new(transport.too_slow());
-        slow.encode(encoder.encode_descriptor(
+            transport.send_timeouts(),
+        )?;
+        counter(
+            encoder,
             "min_send_rate_resets",
             "Connections reset because the peer acknowledged less than --min-send-rate.",
-            None,
-            slow.metric_type(),
-        )?)
+            transport.too_slow(),
+        )
     }
 
     /// The memory account: its parts (bodies split into cached and only
@@ -416,13 +424,12 @@ impl Counters {
                 gauge(value).encode(family.encode_family(&[("part", part)])?)?;
             }
         }
-        let refusals = ConstCounter::new(memory.refusals());
-        refusals.encode(encoder.encode_descriptor(
+        counter(
+            encoder,
             "memory_refusals",
             "Requests answered 503 and connections refused because the memory account was at a limit.",
-            None,
-            refusals.metric_type(),
-        )?)
+            memory.refusals(),
+        )
     }
 }
 
