@@ -18,7 +18,11 @@ given):
                  run sends: Host, its long Accept, Connection: keep-alive
     query        GET /end-string/{N}?kind=K (`--kind`; `&body=rope` added
                  with `--body rope`), as the wrk scripts send it, with one
-                 Host line Unlike CPU time under wrk, the count does not depend
+                 Host line
+
+With `--path TARGET` each request asks for TARGET in place of
+`/end-string/{N}` (an application's route: the fields example's
+`/fields/6`, six field lines of its own). Unlike CPU time under wrk, the count does not depend
 on what else the machine is doing, so small differences between variants
 show. With `--top K`, also prints the K functions with the most inclusive
 instructions per request (with `--self`, the most self instructions: a
@@ -97,9 +101,10 @@ TECHEMPOWER = (
 REQUESTS = ("plain", "techempower", "query")
 
 
-def request_bytes(which, length, kind, body):
-    """The bytes of one request of the table's kind `which`."""
-    path = f"/end-string/{length}"
+def request_bytes(which, length, kind, body, target=None):
+    """The bytes of one request of the table's kind `which`, for `target`
+    (`/end-string/{length}` unless given)."""
+    path = target or f"/end-string/{length}"
     fields = "Host: localhost\r\n"
     if which == "techempower":
         fields = TECHEMPOWER
@@ -208,6 +213,9 @@ def main():
                    help="the query request's text of the body (default: ascii)")
     a.add_argument("--body", choices=["flat", "rope"], default="flat",
                    help="the query request's body form in unflat-server (default: flat)")
+    a.add_argument("--path", metavar="TARGET",
+                   help="request TARGET instead of /end-string/{len} (an application's route, "
+                        "such as the fields example's /fields/6); --len then only labels the table")
     a.add_argument("--tls", metavar="CA_PEM", type=readable,
                    help="speak TLS, trusting only this certificate (for localhost)")
     a.add_argument("--pipeline", metavar="DEPTH", type=positive, default=1,
@@ -230,7 +238,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
             for which in chosen:
-                request = request_bytes(which, length, o.kind, o.body)
+                request = request_bytes(which, length, o.kind, o.body, o.path)
                 outs = [os.path.join(tmp, f"{name}.{which}.{n}.out") for n in RUNS]
                 totals = []
                 for n, out in zip(RUNS, outs):
@@ -248,7 +256,8 @@ def main():
     over += f", {depth} pipelined per write" if depth > 1 else ""
     query = f" (query: kind={o.kind}, body={o.body})" if "query" in chosen else ""
     first = variants[0][0]
-    print(f"len {length}{over}: user-space instructions per request (callgrind){query}")
+    what = o.path or f"len {length}"
+    print(f"{what}{over}: user-space instructions per request (callgrind){query}")
     print(f"  {'':>10}" + "".join(f" {w:>12} {'× ' + first:>10}" for w in chosen))
     for name, _ in variants:
         cells = "".join(f" {per[name, w]:12.0f} {per[name, w] / per[first, w]:9.2f}×" for w in chosen)

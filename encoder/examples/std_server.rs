@@ -6,7 +6,7 @@
 //! one, or `--port PORT`; the address alone, `-- 127.0.0.1:3001`, works
 //! too), then
 //! `curl http://127.0.0.1:3001/5000` returns 5000 characters of text: the
-//! head is a rope encoded into the write queue's buffer, the body a ropey
+//! head is written (its values checked as they go) into the write queue's buffer, the body a ropey
 //! rope queued as iovecs at its own chunks, and both go out with
 //! `write_vectored`, resumed at the queue's cursor after partial writes.
 
@@ -19,7 +19,6 @@ use std::time::SystemTime;
 
 use unflat::head::{DateLine, Head, Line, Persistence, RequestMethod, Status};
 use unflat::queue::WriteQueue;
-use unflat::{Encoding, Mode};
 
 fn main() -> io::Result<()> {
     // The address alone, without a flag, is accepted as well: the first
@@ -95,9 +94,7 @@ fn serve(mut stream: TcpStream, text: &ropey::Rope) -> io::Result<()> {
             .persistence(Persistence::Default);
 
         // Head: encoded into the queue's buffer; body: iovecs at the rope.
-        queue
-            .encode(&head, Encoding::Latin1, Mode::Strict)
-            .expect("a head is latin1");
+        queue.head(&head).expect("its lines are checked when built");
         queue.share_rope(text, 0..body_len);
         queue.end_response();
         // `write_vectored` until the queue is empty, resumed at its cursor.

@@ -34,7 +34,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use unflat::head::{DateLine, Head, Line, Persistence, RequestMethod, Status};
 use unflat::queue::WriteQueue;
-use unflat::{Encoding, Mode};
 
 /// The longest body served, in bytes.
 const MAX: usize = 1 << 20;
@@ -192,9 +191,7 @@ async fn serve(acceptor: &TlsAcceptor, tcp: TcpStream, body: &Bytes) -> io::Resu
         if target.is_none() {
             head.persistence(Persistence::Close);
         }
-        queue
-            .encode(&head, Encoding::Latin1, Mode::Strict)
-            .expect("a head is latin1");
+        queue.head(&head).expect("its lines are checked when built");
         // A slice of the shared body, an `Arc` increment: the queue sends it
         // from the body's own memory, or copies it if it is short.
         queue.share(&body.slice(..n));

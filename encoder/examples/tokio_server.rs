@@ -87,24 +87,18 @@ async fn serve(
         if let Some(n) = target.strip_prefix("/euro/").and_then(count) {
             let part: SharedRope = Arc::new(Prefix(euro.clone(), n));
             head.content_length(3 * n as u64).expect("one framing");
-            queue
-                .encode(&head, Encoding::Latin1, Mode::Strict)
-                .expect("a head is latin1");
+            queue.head(&head).expect("its lines are checked when built");
             queue
                 .stream(&part, Encoding::Utf8, Mode::Strict)
                 .expect("utf8 refuses nothing");
         } else if let Some(n) = target.strip_prefix('/').and_then(count) {
             head.content_length(n as u64).expect("one framing");
-            queue
-                .encode(&head, Encoding::Latin1, Mode::Strict)
-                .expect("a head is latin1");
+            queue.head(&head).expect("its lines are checked when built");
             queue.share_rope(text, 0..n);
         } else {
             let mut head = Head::new(Status::NOT_FOUND, RequestMethod::Other);
             head.date(&date).content_length(0).expect("one framing");
-            queue
-                .encode(&head, Encoding::Latin1, Mode::Strict)
-                .expect("a head is latin1");
+            queue.head(&head).expect("its lines are checked when built");
         }
         queue.end_response();
         // The queue is a `Buf`: tokio writes its chunks with `writev` until

@@ -123,14 +123,6 @@ pub enum EncodeError {
         /// The encoding that cannot represent it.
         encoding: Encoding,
     },
-    /// A rope that is one-byte text whatever it is written as (an HTTP
-    /// head, [`Rope::one_byte_only`](crate::Rope::one_byte_only)) asked
-    /// for in a two-byte encoding, or in UTF-8 while it holds a character
-    /// above U+007F, whose UTF-8 bytes would not be the ones it holds.
-    OneByteOnly {
-        /// The encoding asked for.
-        encoding: Encoding,
-    },
 }
 
 impl fmt::Display for EncodeError {
@@ -154,10 +146,6 @@ impl fmt::Display for EncodeError {
                     "at character index {index} cannot be encoded as {encoding} (strict mode)"
                 )
             }
-            EncodeError::OneByteOnly { encoding } => write!(
-                f,
-                "one-byte text (an HTTP head) cannot be written as {encoding}: write it as latin1"
-            ),
         }
     }
 }

@@ -21,9 +21,11 @@
 //! 4. the [`Encoder`] — the same bytes, written into
 //!    destinations of any size one after the other (fixed frames, the free
 //!    room of a socket buffer), resumed where the last one stopped.
-//! 5. [`head`] — the HTTP/1.1 response head as a rope, built per response
-//!    without allocating; any status, names and values validated, framing
-//!    owned. With the `http` feature, built from the `http` crate's types.
+//! 5. [`head`] — the HTTP/1.1 response head, built by concatenation per
+//!    response without allocating and written in one walk that checks every
+//!    value character as it goes; any status, one rule for header text at
+//!    every door, framing, persistence and date owned. With the `http`
+//!    feature, built from the `http` crate's types.
 //! 6. [`queue`] — the sans-IO zero-copy write queue: heads and small bodies
 //!    encoded into one reusable buffer, large bodies as iovecs at their own
 //!    memory, a cursor for partial writes.

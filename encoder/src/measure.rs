@@ -204,17 +204,6 @@ pub(crate) fn plan_shaped<R: Rope + ?Sized>(
     encoding: Encoding,
     mode: Mode,
 ) -> Result<Plan, EncodeError> {
-    // One-byte text written in another encoding only where its bytes are
-    // the same: ASCII, as UTF-8.
-    if rope.one_byte_only()
-        && match encoding {
-            Encoding::Latin1 | Encoding::Ascii => false,
-            Encoding::Utf8 => s.range != CharRange::Ascii,
-            Encoding::Utf16Le => true,
-        }
-    {
-        return Err(EncodeError::OneByteOnly { encoding });
-    }
     let (size, path) = match encoding {
         Encoding::Latin1 | Encoding::Ascii => plan_one_byte_target(rope, s, encoding, mode)?,
         Encoding::Utf8 => plan_utf8(rope, s),

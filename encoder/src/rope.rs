@@ -393,16 +393,6 @@ pub trait Rope {
             visit(rest)
         })
     }
-
-    /// Whether the rope is one-byte text whatever it is written as — an
-    /// HTTP head ([`crate::head::Head`]) is: its bytes go out as they are.
-    /// The encoder then refuses a two-byte encoding, and UTF-8 unless
-    /// every character is ASCII (the same bytes), with
-    /// [`EncodeError::OneByteOnly`](crate::EncodeError::OneByteOnly), rather
-    /// than write bytes no one checked as UTF-8. `false` unless overridden.
-    fn one_byte_only(&self) -> bool {
-        false
-    }
 }
 
 /// Implements [`Rope`] for a type that holds a rope — a pointer (`&R`,
@@ -431,11 +421,6 @@ macro_rules! delegate_rope {
             ) -> ControlFlow<()> {
                 let $this = self;
                 $place.for_each_piece_from(start, visit)
-            }
-
-            fn one_byte_only(&self) -> bool {
-                let $this = self;
-                $place.one_byte_only()
             }
         }
     )*};
@@ -709,10 +694,6 @@ impl<R: Rope> Rope for Measured<R> {
         visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         self.rope.for_each_piece_from(start, visit)
-    }
-
-    fn one_byte_only(&self) -> bool {
-        self.rope.one_byte_only()
     }
 }
 

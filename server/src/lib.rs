@@ -1,5 +1,6 @@
-//! An HTTP/1.1 server on the `unflat` crate: each response head is a rope
-//! encoded into the connection's write queue, and large bodies go to the
+//! An HTTP/1.1 server on the `unflat` crate: each response head is built
+//! by concatenation and written into the connection's write queue in one
+//! walk that checks its values, and large bodies go to the
 //! socket as iovecs at their own memory (`--strategy flatten` is the old
 //! copying path, for measurement).
 //!

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// assert!(date.refresh(UNIX_EPOCH + Duration::from_secs(784_111_778)));
 /// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.date(&date);
-/// assert!(head.to_vec().ends_with(b"08:49:38 GMT\r\n\r\n"));
+/// assert!(head.to_vec().unwrap().ends_with(b"08:49:38 GMT\r\n\r\n"));
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct DateLine {

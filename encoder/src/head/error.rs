@@ -48,6 +48,14 @@ pub enum HeadError {
     /// `Content-Length` or `Transfer-Encoding` given as a field: the head
     /// owns framing ([`Head::content_length`](super::Head::content_length), [`Head::chunked`](super::Head::chunked)).
     FramingField,
+    /// A field the head writes itself given as a field: `Connection`,
+    /// `Keep-Alive` ([`Head::persistence`](super::Head::persistence)) or
+    /// `Date` ([`Head::date`](super::Head::date)); a server on the head
+    /// names those it adds of its own the same way.
+    OwnedField {
+        /// The field, as the head writes it.
+        name: &'static str,
+    },
     /// Framing set twice: `Content-Length` and `Transfer-Encoding` exclude
     /// each other, and each is sent once.
     FramingTwice,
@@ -55,8 +63,16 @@ pub enum HeadError {
     FramingWithoutBody,
     /// More fields than the head has room for (its `N`).
     TooManyFields,
-    /// A character of a value rope ([`Head::value`](super::Head::value))
-    /// above U+00FF: a head is one-byte text, each character one byte.
+    /// A value rope ([`Head::value`](super::Head::value)) gave more
+    /// characters as it was written than it measured: its pieces changed
+    /// between the two.
+    ValueChanged {
+        /// Characters of the value written before the destination ended.
+        at: usize,
+    },
+    /// A character of a text value ([`Head::value`](super::Head::value),
+    /// [`Line::parse`](super::Line::parse)) above U+00FF: a head is one-byte
+    /// text, each character one byte.
     UnsendableChar {
         /// Characters before it in the value.
         at: usize,
@@ -99,6 +115,14 @@ impl fmt::Display for HeadError {
             HeadError::FramingWithoutBody => {
                 f.write_str("invalid framing: 1xx, 204 and 304 responses carry no body framing")
             }
+            HeadError::OwnedField { name } => write!(
+                f,
+                "invalid field: {name} is written by the head itself, never as a field"
+            ),
+            HeadError::ValueChanged { at } => write!(
+                f,
+                "invalid header value: the value gave more than {at} characters, more than it measured (it changed between its measure and its walk)"
+            ),
             HeadError::TooManyFields => {
                 f.write_str("more header fields than the head has room for")
             }

@@ -1,54 +1,32 @@
-//! Header fields: the token and field-value rules (RFC 9110 §5.1, §5.5),
-//! names and values validated where they are built, and whole lines
-//! rendered once.
+//! Header fields: names and values validated where they are built, and
+//! whole lines rendered once.
 
+use super::grammar::{first_invalid_value_byte, is_tchar};
+use super::write::Out;
 use super::HeadError;
 
-/// RFC 9110 `tchar`, a byte of a token: the rule of [`HeaderName::new`],
-/// public so that a parser of the same grammar accepts what the head sends.
-///
-/// ```
-/// use unflat::head::is_tchar;
-/// // A chunk extension's name, as a request parser checks it.
-/// let is_token = |s: &[u8]| !s.is_empty() && s.iter().all(|&b| is_tchar(b));
-/// assert!(is_token(b"x-checksum"));
-/// assert!(!is_token(b"bad name") && !is_token(b"a:b") && !is_token(b""));
-/// ```
-pub const fn is_tchar(b: u8) -> bool {
-    matches!(b,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
-        b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
-}
-
-/// RFC 9110 field-value byte (HTAB, SP, VCHAR, obs-text), as a reason
-/// phrase's: the rule of [`HeaderValue::new`], public as [`is_tchar`] is.
-///
-/// ```
-/// use unflat::head::is_field_value_byte;
-/// assert!(b"text/plain; q=0.5\t\xe9".iter().all(|&b| is_field_value_byte(b)));
-/// // No line ending and no NUL: a value cannot inject a field.
-/// assert!(!is_field_value_byte(b'\r') && !is_field_value_byte(b'\n'));
-/// assert!(!is_field_value_byte(0) && !is_field_value_byte(0x7f));
-/// ```
-pub const fn is_field_value_byte(b: u8) -> bool {
-    b == b'\t' || (b >= 0x20 && b != 0x7F)
-}
-
-/// The first byte of `bytes` that is not a field-value byte.
-pub(super) const fn first_invalid_value_byte(bytes: &[u8]) -> Option<(usize, u8)> {
-    let mut i = 0;
-    while i < bytes.len() {
-        if !is_field_value_byte(bytes[i]) {
-            return Some((i, bytes[i]));
+/// The fields a head writes itself, refused as fields: framing
+/// ([`HeadError::FramingField`]), persistence and the date
+/// ([`HeadError::OwnedField`], which names the field).
+pub(super) fn owned_name(name: &[u8]) -> Result<(), HeadError> {
+    // Only names of these lengths can be one: most names are rejected by
+    // their length alone.
+    match name.len() {
+        14 | 17 if is_framing_name(name) => Err(HeadError::FramingField),
+        4 | 10 => {
+            for owned in ["Date", "Connection", "Keep-Alive"] {
+                if name.eq_ignore_ascii_case(owned.as_bytes()) {
+                    return Err(HeadError::OwnedField { name: owned });
+                }
+            }
+            Ok(())
         }
-        i += 1;
+        _ => Ok(()),
     }
-    None
 }
 
-/// `Content-Length` or `Transfer-Encoding`, in any case: the fields the head
-/// writes itself.
-pub(super) fn is_framing_name(name: &[u8]) -> bool {
+/// `Content-Length` or `Transfer-Encoding`, in any case.
+fn is_framing_name(name: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"transfer-encoding")
 }
 
@@ -90,28 +68,49 @@ impl<'a> HeaderName<'a> {
     pub fn as_str(&self) -> &'a str {
         self.0
     }
+
+    /// Validates `name` as the name of a field a head takes: a token, and
+    /// none of the fields the head writes itself (`Content-Length`,
+    /// `Transfer-Encoding`: [`HeadError::FramingField`]; `Connection`,
+    /// `Keep-Alive`, `Date`: [`HeadError::OwnedField`]) — the check of
+    /// [`Head::value`](super::Head::value), for code that gathers fields
+    /// before it builds the head.
+    ///
+    /// ```
+    /// use unflat::head::{HeadError, HeaderName};
+    /// assert!(HeaderName::for_field("Set-Cookie").is_ok());
+    /// assert_eq!(HeaderName::for_field("connection"), Err(HeadError::OwnedField { name: "Connection" }));
+    /// ```
+    pub fn for_field(name: &'a str) -> Result<Self, HeadError> {
+        let name = HeaderName::new(name)?;
+        owned_name(name.0.as_bytes())?;
+        Ok(name)
+    }
 }
 
-/// A header field value: field-value bytes only (obs-text sent as Latin-1),
-/// no surrounding whitespace; CR and LF are refused, so no injection.
+/// A header field value as bytes, sent as given: field-value bytes only
+/// (obs-text allowed), no surrounding whitespace; CR and LF are refused, so
+/// no injection. Text goes through a text door ([`Line::parse`],
+/// [`Head::value`](super::Head::value)), which writes each character as
+/// its Latin-1 byte.
 ///
 /// ```
 /// use unflat::head::{Head, HeadError, HeaderName, HeaderValue, Status, RequestMethod};
-/// let value = HeaderValue::new(b"text/plain").unwrap();
+/// let value = HeaderValue::from_bytes(b"text/plain").unwrap();
 /// assert_eq!(
-///     HeaderValue::new(b"x\r\nSet-Cookie: a=b"),
+///     HeaderValue::from_bytes(b"x\r\nSet-Cookie: a=b"),
 ///     Err(HeadError::InvalidValue { at: 1, byte: b'\r' })
 /// );
 /// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.field(HeaderName::new("Content-Type").unwrap(), value).unwrap();
-/// assert_eq!(head.to_vec(), b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
+/// assert_eq!(head.to_vec().unwrap(), b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderValue<'a>(pub(super) &'a [u8]);
 
 impl<'a> HeaderValue<'a> {
-    /// Validates `value`.
-    pub const fn new(value: &'a [u8]) -> Result<Self, HeadError> {
+    /// Validates `value`, bytes to be sent as they are.
+    pub const fn from_bytes(value: &'a [u8]) -> Result<Self, HeadError> {
         if let Some((at, byte)) = first_invalid_value_byte(value) {
             return Err(HeadError::InvalidValue { at, byte });
         }
@@ -141,7 +140,9 @@ impl<'a> HeaderValue<'a> {
 }
 
 /// A whole header line, `Name: value\r\n`, validated and rendered once (at
-/// start-up, for fields every response carries).
+/// start-up, for fields every response carries): from text
+/// ([`Line::parse`], each character its Latin-1 byte) or bytes
+/// ([`Line::new`] of a [`HeaderValue::from_bytes`]).
 ///
 /// ```
 /// use unflat::head::{Head, Line, Status, RequestMethod};
@@ -150,18 +151,16 @@ impl<'a> HeaderValue<'a> {
 /// assert_eq!(server.name().as_str(), "Server");
 /// let mut head = Head::new(Status::OK, RequestMethod::Other); // per response: borrowed, not copied
 /// head.line(&server).unwrap().content_length(0).unwrap();
-/// assert_eq!(head.to_vec(), b"HTTP/1.1 200 OK\r\nServer: unflat\r\nContent-Length: 0\r\n\r\n");
+/// assert_eq!(head.to_vec().unwrap(), b"HTTP/1.1 200 OK\r\nServer: unflat\r\nContent-Length: 0\r\n\r\n");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
     bytes: Vec<u8>,
     pub(super) name_len: usize,
-    /// Whether every byte is ASCII (the head's shape says so).
-    pub(super) ascii: bool,
 }
 
 impl Line {
-    /// Renders `name: value\r\n`.
+    /// Renders `name: value\r\n`, the value's bytes as given.
     pub fn new(name: HeaderName<'_>, value: HeaderValue<'_>) -> Line {
         let mut line = Vec::with_capacity(name.0.len() + value.0.len() + 4);
         line.extend_from_slice(name.0.as_bytes());
@@ -171,16 +170,36 @@ impl Line {
         Line {
             bytes: line,
             name_len: name.0.len(),
-            ascii: value.0.is_ascii(),
         }
     }
 
-    /// Validates and renders `name: value\r\n`.
+    /// Validates and renders `name: value\r\n`, `value` text: each
+    /// character written as its Latin-1 byte, checked as it is written —
+    /// the rule of [`Head::value`](super::Head::value), with its errors.
+    ///
+    /// ```
+    /// use unflat::head::{HeadError, Line};
+    /// let line = Line::parse("X-Word", "na\u{ef}ve").unwrap();
+    /// assert_eq!(line.as_bytes(), b"X-Word: na\xefve\r\n");
+    /// let err = Line::parse("X-Price", "5\u{20ac}").unwrap_err();
+    /// assert_eq!(err, HeadError::UnsendableChar { at: 1, code_point: 0x20AC });
+    /// ```
     pub fn parse(name: &str, value: &str) -> Result<Line, HeadError> {
-        Ok(Line::new(
-            HeaderName::new(name)?,
-            HeaderValue::new(value.as_bytes())?,
-        ))
+        let name = HeaderName::new(name)?;
+        let mut bytes = vec![0; name.0.len() + 2 + value.len() + 2];
+        let mut out = Out::new(&mut bytes);
+        let overrun =
+            |_| unreachable!("a line's room is its text's bytes, at least its characters");
+        out.put(name.0.as_bytes()).unwrap_or_else(overrun);
+        out.put(b": ").unwrap_or_else(overrun);
+        out.value(&value)?;
+        out.put(b"\r\n").unwrap_or_else(overrun);
+        let n = out.written();
+        bytes.truncate(n);
+        Ok(Line {
+            bytes,
+            name_len: name.0.len(),
+        })
     }
 
     /// The rendered line, CRLF included.

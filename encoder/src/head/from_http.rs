@@ -65,8 +65,9 @@ fn trim_ows(mut bytes: &[u8]) -> &[u8] {
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a, const N: usize> Head<'a, N> {
     /// Adds every field of `map` in one slot, walked when the head is
-    /// written: nothing copied, no bound by `N`. A framing field is refused
-    /// ([`HeadError::FramingField`]).
+    /// written: nothing copied, no bound by `N`. Its values are bytes, sent
+    /// as stored (the `http` crate's `from_str` stores a `str`'s UTF-8). A
+    /// field the head writes itself is refused, as by [`Head::line`].
     ///
     /// ```
     /// use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, VARY};
@@ -77,20 +78,16 @@ impl<'a, const N: usize> Head<'a, N> {
     /// let mut head = Head::new(http::StatusCode::CREATED.into(), RequestMethod::Other);
     /// head.header_map(&map).unwrap().content_length(0).unwrap();
     /// assert_eq!(
-    ///     head.to_vec(),
+    ///     head.to_vec().unwrap(),
     ///     b"HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\nvary: accept\r\n\
     ///       Content-Length: 0\r\n\r\n"
     /// );
     /// ```
     pub fn header_map(&mut self, map: &'a http::HeaderMap) -> Result<&mut Self, HeadError> {
-        if map.contains_key(http::header::CONTENT_LENGTH)
-            || map.contains_key(http::header::TRANSFER_ENCODING)
-        {
-            return Err(HeadError::FramingField);
+        for name in map.keys() {
+            owned_name(name.as_str().as_bytes())?;
         }
-        self.push(Field::Map(map))?;
-        self.non_ascii |= map.values().any(|v| !v.as_bytes().is_ascii());
-        Ok(self)
+        self.push(Field::Map(map))
     }
 }
 

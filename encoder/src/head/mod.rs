@@ -1,33 +1,60 @@
-//! The HTTP/1.1 response head as a rope: a [`Head`] is composed per response
-//! without touching the heap, from `'static` pieces, [`Line`]s rendered once,
-//! a [`DateLine`] and a `Content-Length` line formatted into the head, and is
-//! encoded like any [`Rope`] by the one-byte fast path.
+//! The HTTP/1.1 response head, built by concatenation: a [`Head`] is
+//! composed per response without touching the heap, from `'static` pieces,
+//! [`Line`]s rendered once, value ropes, a [`DateLine`] and a
+//! `Content-Length` line formatted into the head, and written in one walk
+//! ([`Head::write`], [`WriteQueue::head`](crate::queue::WriteQueue::head)).
 //!
-//! **Injection cannot be expressed**: every [`HeaderName`] and
-//! [`HeaderValue`] is validated where it is built ([`is_tchar`],
-//! [`is_field_value_byte`]), and the head writes every line ending itself.
-//! **The head owns framing**: [`Head::content_length`] and [`Head::chunked`]
-//! exclude each other, bodiless statuses refuse both, and
-//! [`Head::body_allowed`] says whether body bytes may follow.
+//! **A head is one-byte text**, the only form HTTP/1.1 gives it: it is
+//! written as its bytes, and the API has no way to ask for another
+//! encoding. **Injection cannot be expressed**: names, rendered lines and
+//! byte values are validated where they are built ([`is_tchar`],
+//! [`is_field_value_byte`]); a value rope is checked in the walk that
+//! writes it, each character as it goes into the destination, so no value
+//! is checked on one walk and written on another; the head writes every
+//! line ending itself. **The head owns framing**: [`Head::content_length`]
+//! and [`Head::chunked`] exclude each other, bodiless statuses refuse both,
+//! and [`Head::body_allowed`] says whether body bytes may follow.
+//!
+//! ## One rule for header text, at every door
+//!
+//! Text is characters: each up to U+00FF goes out as its Latin-1 byte, one
+//! above is refused ([`HeadError::UnsendableChar`]). Bytes go out as given
+//! only through a door whose name says bytes. The same `&str` gives the
+//! same bytes through every text door, or is refused by all of them.
+//!
+//! | door | takes | `"naïve"` | `"5€"` |
+//! |---|---|---|---|
+//! | [`Line::parse`]`(name, &str)` | text | `na\xEFve` | [`UnsendableChar`](HeadError::UnsendableChar) |
+//! | [`Head::value`]`(name, &rope)` (`&str`, [`Concat`](crate::Concat), [`Latin1`](crate::Latin1), [`Utf16`](crate::Utf16), …) | text | `na\xEFve` | `UnsendableChar`, when written |
+//! | [`HeaderValue::from_bytes`], then [`Head::field`] or [`Line::new`] | bytes | as given | as given (its UTF-8 bytes) |
+//! | `From<&http::HeaderValue>`, [`Head::header_map`] (feature `http`) | bytes (the `http` crate's values are bytes) | as stored | as stored |
+//! | a reason phrase, [`Status::new`] | ASCII text | [`InvalidReason`](HeadError::InvalidReason) | `InvalidReason` |
+//!
+//! A server built on the crate says the same of its own doors
+//! (`unflat-server`'s `Fields::add`: text as Latin-1, `Part::Bytes` as
+//! given).
 
 mod date;
 mod error;
 mod field;
 #[cfg(feature = "http")]
 mod from_http;
+mod grammar;
 mod prefix;
 mod status;
+mod write;
 
-use std::ops::ControlFlow;
-
-use crate::rope::{CharRange, Piece, Rope, Shape};
+use crate::rope::Rope;
 
 pub use date::DateLine;
 pub use error::HeadError;
-use field::is_framing_name;
-pub use field::{is_field_value_byte, is_tchar, HeaderName, HeaderValue, Line};
+use field::owned_name;
+pub use field::{HeaderName, HeaderValue, Line};
+pub use grammar::{is_field_value_byte, is_tchar};
 pub use prefix::Prefix;
 pub use status::Status;
+pub use write::WriteError;
+use write::{Out, Overrun};
 
 /// Header fields a [`Head`] holds by default (its `N`), besides its status,
 /// framing, date and persistence lines.
@@ -95,11 +122,11 @@ pub enum RequestMethod {
 /// let mut head = Head::new(Status::NO_CONTENT, RequestMethod::Other);
 /// head.persistence(Persistence::KeepAlive(&timeout));
 /// assert_eq!(
-///     head.to_vec(),
+///     head.to_vec().unwrap(),
 ///     b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n"
 /// );
 /// head.persistence(Persistence::Close);
-/// assert!(head.to_vec().ends_with(b"Connection: close\r\n\r\n"));
+/// assert!(head.to_vec().unwrap().ends_with(b"Connection: close\r\n\r\n"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Persistence<'a> {
@@ -116,9 +143,8 @@ pub enum Persistence<'a> {
 enum Field<'a> {
     Line(&'a Line),
     Pair(HeaderName<'a>, HeaderValue<'a>),
-    /// A value rope, checked when added; its shape, with the range the
-    /// check found (ASCII or Latin-1).
-    Value(HeaderName<'a>, &'a (dyn Rope + Sync), Shape),
+    /// A value rope, checked as it is written.
+    Value(HeaderName<'a>, &'a (dyn Rope + Sync)),
     /// Every field of a map, walked when the head is written.
     #[cfg(feature = "http")]
     Map(&'a http::HeaderMap),
@@ -129,9 +155,11 @@ impl std::fmt::Debug for Field<'_> {
         match self {
             Field::Line(line) => f.debug_tuple("Line").field(line).finish(),
             Field::Pair(name, value) => f.debug_tuple("Pair").field(name).field(value).finish(),
-            Field::Value(name, _, shape) => {
-                f.debug_tuple("Value").field(name).field(shape).finish()
-            }
+            Field::Value(name, value) => f
+                .debug_tuple("Value")
+                .field(name)
+                .field(&value.shape().len())
+                .finish(),
             #[cfg(feature = "http")]
             Field::Map(map) => f.debug_tuple("Map").field(map).finish(),
         }
@@ -139,80 +167,65 @@ impl std::fmt::Debug for Field<'_> {
 }
 
 impl Field<'_> {
-    /// The shape of the field's lines.
-    fn shape(&self) -> Shape {
-        let one_byte = |n| Shape {
-            one_byte: n,
-            ..Shape::EMPTY
-        };
+    /// The most bytes its lines take: exact but for a value rope, whose
+    /// measure counts a UTF-8 piece's bytes, at least its characters.
+    fn max_len(&self) -> usize {
         match self {
-            Field::Line(line) => one_byte(line.as_bytes().len()),
-            Field::Pair(name, value) => one_byte(pair_len(name.0.as_bytes(), value.0)),
-            Field::Value(name, _, shape) => one_byte(pair_len(name.0.as_bytes(), b"")).then(*shape),
+            Field::Line(line) => line.as_bytes().len(),
+            Field::Pair(name, value) => pair_len(name.0.as_bytes(), value.0),
+            Field::Value(name, value) => pair_len(name.0.as_bytes(), b"") + value.shape().len(),
             #[cfg(feature = "http")]
-            Field::Map(map) => one_byte(
-                map.iter()
-                    .map(|(n, v)| pair_len(n.as_str().as_bytes(), HeaderValue::from(v).0))
-                    .sum(),
-            ),
+            Field::Map(map) => map
+                .iter()
+                .map(|(n, v)| pair_len(n.as_str().as_bytes(), HeaderValue::from(v).0))
+                .sum(),
         }
+    }
+
+    /// Writes its lines, a value rope checked as it is written; the
+    /// value refused, or [`Overrun`] past the destination's end.
+    fn write(&self, out: &mut Out<'_>) -> Result<(), FieldFailure> {
+        match *self {
+            Field::Line(line) => out.put(line.as_bytes())?,
+            Field::Pair(name, value) => write_pair(out, name.0.as_bytes(), value.0)?,
+            Field::Value(name, value) => {
+                out.put(name.0.as_bytes())?;
+                out.put(b": ")?;
+                out.value(value).map_err(FieldFailure::Value)?;
+                out.put(CRLF.as_bytes())?;
+            }
+            #[cfg(feature = "http")]
+            Field::Map(map) => {
+                for (name, value) in map.iter() {
+                    let value = HeaderValue::from(value).0;
+                    write_pair(out, name.as_str().as_bytes(), value)?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
-/// Checks a value rope as a head sends it: every character a
-/// field-value byte (no CR, LF, NUL or other control but HTAB) at most
-/// U+00FF, no whitespace first or last. Its shape, with the range found.
-fn checked_value(value: &dyn Rope) -> Result<Shape, HeadError> {
-    let mut at = 0;
-    let mut last = None;
-    let mut ascii = true;
-    let mut error = None;
-    let mut check = |c: u32| {
-        if c > 0xFF {
-            error = Some(HeadError::UnsendableChar { at, code_point: c });
-            return ControlFlow::Break(());
-        }
-        let byte = c as u8;
-        let edge_space = at == 0 && (byte == b' ' || byte == b'\t');
-        if !is_field_value_byte(byte) || edge_space {
-            error = Some(HeadError::InvalidValue { at, byte });
-            return ControlFlow::Break(());
-        }
-        ascii &= byte.is_ascii();
-        last = Some((at, byte));
-        at += 1;
-        ControlFlow::Continue(())
-    };
-    let _ = value.for_each_piece(&mut |piece| match piece {
-        Piece::OneByte(b) => b.iter().try_for_each(|&b| check(u32::from(b))),
-        Piece::Utf8(s) => s.chars().try_for_each(|c| check(u32::from(c))),
-        Piece::TwoByte(u) => u.iter().try_for_each(|&u| check(u32::from(u))),
-    });
-    if let Some(e) = error {
-        return Err(e);
-    }
-    if let Some((at, byte @ (b' ' | b'\t'))) = last {
-        return Err(HeadError::InvalidValue { at, byte });
-    }
-    let mut shape = value.shape();
-    shape.range = if ascii {
-        CharRange::Ascii
-    } else {
-        CharRange::Latin1
-    };
-    Ok(shape)
+/// Why a field was not written.
+enum FieldFailure {
+    /// Its value was refused.
+    Value(HeadError),
+    /// The destination ended.
+    Overrun,
 }
 
-/// Visits `name: value\r\n` as four pieces.
-fn visit_pair<'s>(
-    name: &'s [u8],
-    value: &'s [u8],
-    visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    visit(Piece::OneByte(name))?;
-    visit(Piece::OneByte(b": "))?;
-    visit(Piece::OneByte(value))?;
-    visit(Piece::OneByte(CRLF.as_bytes()))
+impl From<Overrun> for FieldFailure {
+    fn from(_: Overrun) -> Self {
+        FieldFailure::Overrun
+    }
+}
+
+/// Writes `name: value\r\n`.
+fn write_pair(out: &mut Out<'_>, name: &[u8], value: &[u8]) -> Result<(), Overrun> {
+    out.put(name)?;
+    out.put(b": ")?;
+    out.put(value)?;
+    out.put(CRLF.as_bytes())
 }
 
 /// Bytes of `name: value\r\n`.
@@ -228,15 +241,14 @@ fn pair_len(name: &[u8], value: &[u8]) -> usize {
 ///
 /// ```
 /// use unflat::head::{DateLine, Head, Line, Status, RequestMethod};
-/// use unflat::{size, write, Encoding, Mode};
 /// let content_type = Line::parse("Content-Type", "text/plain").unwrap();
 /// let date = DateLine::at(std::time::UNIX_EPOCH);
 /// let mut head = Head::new(Status::OK, RequestMethod::Other);
 /// head.line(&content_type).unwrap();
 /// head.date(&date).content_length(5).unwrap();
-/// let mut out = vec![0; size(&head, Encoding::Latin1)];
-/// write(&head, Encoding::Latin1, Mode::Strict, &mut out).unwrap();
-/// assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
+/// let mut out = vec![0; head.max_len()];
+/// let n = head.write(&mut out).unwrap();
+/// assert_eq!(&out[..n], b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
 ///     Date: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 5\r\n\r\n");
 ///
 /// // The head owns framing: no Content-Length or Transfer-Encoding field.
@@ -259,9 +271,6 @@ pub struct Head<'a, const N: usize = MAX_FIELDS> {
     length_line: [u8; LENGTH_LINE_MAX],
     length_line_len: u8,
     persistence: Persistence<'a>,
-    /// Whether a byte of its status line or fields is above 0x7F (obs-text):
-    /// then it is Latin-1 and not ASCII, which its shape says.
-    non_ascii: bool,
 }
 
 /// The longest `Content-Length` line: the name, 20 digits (`u64::MAX`),
@@ -296,7 +305,6 @@ impl<'a, const N: usize> Head<'a, N> {
             length_line: [0; LENGTH_LINE_MAX],
             length_line_len: 0,
             persistence: Persistence::Default,
-            non_ascii: !status.is_ascii(),
         }
     }
 
@@ -304,7 +312,6 @@ impl<'a, const N: usize> Head<'a, N> {
     pub fn prefixed_with_room(prefix: &'a Prefix, method: RequestMethod) -> Head<'a, N> {
         let mut head = Head::with_room(prefix.status(), method);
         head.prefix = Some(prefix.as_bytes());
-        head.non_ascii = !prefix.ascii;
         head
     }
 
@@ -313,44 +320,40 @@ impl<'a, const N: usize> Head<'a, N> {
         self.status
     }
 
-    /// Adds a pre-rendered line. A `Content-Length` or `Transfer-Encoding`
-    /// line is refused with [`HeadError::FramingField`].
+    /// Adds a pre-rendered line. A field the head writes itself is refused:
+    /// `Content-Length` or `Transfer-Encoding` ([`HeadError::FramingField`]),
+    /// `Connection`, `Keep-Alive` or `Date` ([`HeadError::OwnedField`]).
     pub fn line(&mut self, line: &'a Line) -> Result<&mut Self, HeadError> {
-        if is_framing_name(&line.as_bytes()[..line.name_len]) {
-            return Err(HeadError::FramingField);
-        }
-        self.push(Field::Line(line))?;
-        self.non_ascii |= !line.ascii;
-        Ok(self)
+        owned_name(&line.as_bytes()[..line.name_len])?;
+        self.push(Field::Line(line))
     }
 
-    /// Adds `name: value`. `Content-Length` and `Transfer-Encoding` are
-    /// refused with [`HeadError::FramingField`].
+    /// Adds `name: value`, its bytes as given ([`HeaderValue::from_bytes`]).
+    /// The fields the head writes itself are refused, as by [`Head::line`].
     pub fn field(
         &mut self,
         name: HeaderName<'a>,
         value: HeaderValue<'a>,
     ) -> Result<&mut Self, HeadError> {
-        if is_framing_name(name.0.as_bytes()) {
-            return Err(HeadError::FramingField);
-        }
-        self.push(Field::Pair(name, value))?;
-        self.non_ascii |= !value.0.is_ascii();
-        Ok(self)
+        owned_name(name.0.as_bytes())?;
+        self.push(Field::Pair(name, value))
     }
 
     /// Adds `name: value` with a value rope — text built by concatenation
     /// ([`Concat`](crate::Concat) of `str`s, [`Latin1`](crate::Latin1)
     /// bytes, a [`Decimal`](crate::Decimal), …) — written into the head
     /// as Latin-1, one byte per character, as Node writes a header string,
-    /// never flattened first. Checked here, in one walk: a CR, LF, NUL or
-    /// other control character, whitespace first or last
+    /// never flattened first. Nothing of the value is walked here: it is
+    /// checked in the walk that writes it, each character as it goes into
+    /// the destination, so that what is checked is what is sent. A CR, LF,
+    /// NUL or other control character, whitespace first or last
     /// ([`HeadError::InvalidValue`]), or a character above U+00FF
-    /// ([`HeadError::UnsendableChar`]) is refused, so none is ever written.
-    /// (`Sync`, so that the head stays `Send` and `Sync`.)
+    /// ([`HeadError::UnsendableChar`]) fails the write
+    /// ([`WriteError::Value`], naming the field), and nothing of the head
+    /// is kept. (`Sync`, so that the head stays `Send` and `Sync`.)
     ///
     /// ```
-    /// use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status};
+    /// use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status, WriteError};
     /// use unflat::{Concat, Decimal};
     /// let id = Decimal::new(42);
     /// let cookie = Concat::new([&"sid=", &id, &"; Path=/; HttpOnly"]);
@@ -358,29 +361,29 @@ impl<'a, const N: usize> Head<'a, N> {
     /// head.value(HeaderName::new("Set-Cookie").unwrap(), &cookie).unwrap();
     /// let name = HeaderName::new("Content-Disposition").unwrap();
     /// head.value(name, &"attachment; filename=\"caf\u{e9}.txt\"").unwrap();
-    /// let bytes = head.to_vec();
+    /// let bytes = head.to_vec().unwrap();
     /// let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
     /// assert!(has(b"Set-Cookie: sid=42; Path=/; HttpOnly\r\n"));
     /// assert!(has(b"filename=\"caf\xe9.txt\"\r\n"));
     /// // Never written: a line ending, or a character a byte cannot hold.
     /// let bad = Concat::new([&"a", &"\r\nSet-Cookie: x"]);
     /// let name = HeaderName::new("X-Bad").unwrap();
-    /// assert_eq!(head.value(name, &bad).unwrap_err(), HeadError::InvalidValue { at: 1, byte: b'\r' });
-    /// let err = head.value(name, &"\u{20ac}5").unwrap_err();
-    /// assert_eq!(err, HeadError::UnsendableChar { at: 0, code_point: 0x20AC });
+    /// let mut evil = head.clone();
+    /// evil.value(name, &bad).unwrap();
+    /// let error = HeadError::InvalidValue { at: 1, byte: b'\r' };
+    /// assert_eq!(evil.to_vec().unwrap_err(), WriteError::Value { name: name.as_str(), error });
+    /// let mut euro = head.clone();
+    /// euro.value(name, &"\u{20ac}5").unwrap();
+    /// let error = HeadError::UnsendableChar { at: 0, code_point: 0x20AC };
+    /// assert_eq!(euro.to_vec().unwrap_err(), WriteError::Value { name: name.as_str(), error });
     /// ```
     pub fn value(
         &mut self,
         name: HeaderName<'a>,
         value: &'a (dyn Rope + Sync),
     ) -> Result<&mut Self, HeadError> {
-        if is_framing_name(name.0.as_bytes()) {
-            return Err(HeadError::FramingField);
-        }
-        let shape = checked_value(value)?;
-        self.push(Field::Value(name, value, shape))?;
-        self.non_ascii |= shape.range != CharRange::Ascii;
-        Ok(self)
+        owned_name(name.0.as_bytes())?;
+        self.push(Field::Value(name, value))
     }
 
     fn push(&mut self, field: Field<'a>) -> Result<&mut Self, HeadError> {
@@ -449,7 +452,7 @@ impl<'a, const N: usize> Head<'a, N> {
     /// use unflat::head::{Framing, Head, RequestMethod, Status};
     /// let mut head = Head::new(Status::OK, RequestMethod::Other);
     /// head.chunked().unwrap();
-    /// let mut out = head.to_vec();
+    /// let mut out = head.to_vec().unwrap();
     /// if head.framing() == Framing::Chunked {
     ///     out.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
     /// }
@@ -463,77 +466,19 @@ impl<'a, const N: usize> Head<'a, N> {
         &self.length_line[..usize::from(self.length_line_len)]
     }
 
-    /// Encodes the head into a new vector, as Latin-1 (for tests and small
-    /// tools; a server encodes it into its write buffer).
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        crate::write_buf(self, crate::Encoding::Latin1, crate::Mode::Strict, &mut out)
-            .expect("a head is one-byte text");
-        out
-    }
-}
-
-const CONTENT_LENGTH: &str = "Content-Length: ";
-const CHUNKED: &str = "Transfer-Encoding: chunked\r\n";
-const KEEP_ALIVE: &str = "Connection: keep-alive\r\n";
-const CLOSE: &str = "Connection: close\r\n";
-const CRLF: &str = "\r\n";
-
-impl<const N: usize> Rope for Head<'_, N> {
-    fn for_each_piece<'s>(
-        &'s self,
-        visit: &mut dyn FnMut(Piece<'s>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        match self.prefix {
-            Some(prefix) => visit(Piece::OneByte(prefix))?,
-            None => self.status.visit(&mut |s| visit(Piece::OneByte(s)))?,
-        }
-        for field in self.fields[..self.count].iter().flatten() {
-            match field {
-                Field::Line(line) => visit(Piece::OneByte(line.as_bytes()))?,
-                Field::Pair(name, value) => visit_pair(name.0.as_bytes(), value.0, visit)?,
-                Field::Value(name, value, _) => {
-                    visit(Piece::OneByte(name.0.as_bytes()))?;
-                    visit(Piece::OneByte(b": "))?;
-                    value.for_each_piece(visit)?;
-                    visit(Piece::OneByte(CRLF.as_bytes()))?;
-                }
-                #[cfg(feature = "http")]
-                Field::Map(map) => {
-                    for (name, value) in map.iter() {
-                        let value = HeaderValue::from(value).0;
-                        visit_pair(name.as_str().as_bytes(), value, visit)?;
-                    }
-                }
-            }
-        }
-        let mut one = |s: &'s [u8]| visit(Piece::OneByte(s));
-        if let Some(date) = self.date {
-            one(date.as_bytes())?;
-        }
-        match self.framing {
-            Framing::None => {}
-            Framing::Length(_) => one(self.length_line())?,
-            Framing::Chunked => one(CHUNKED.as_bytes())?,
-        }
-        match self.persistence {
-            Persistence::Default => {}
-            Persistence::KeepAlive(line) => {
-                one(KEEP_ALIVE.as_bytes())?;
-                one(line.as_bytes())?;
-            }
-            Persistence::Close => one(CLOSE.as_bytes())?,
-        }
-        one(CRLF.as_bytes())
-    }
-
-    /// O(fields), from lengths. A head of one-byte pieces (all but value
-    /// ropes with UTF-8 or two-byte pieces) takes the one-byte fast path.
-    fn shape(&self) -> Shape {
-        let fields = self.fields[..self.count]
+    /// The most bytes the head takes: the destination size
+    /// [`Head::write`] needs. Exact unless a value rope holds UTF-8 pieces
+    /// with characters above U+007F (counted by their bytes, written as one
+    /// byte each). O(fields): lengths, and each value rope's measure.
+    pub fn max_len(&self) -> usize {
+        let start = self
+            .prefix
+            .map_or_else(|| self.status.line_len(), <[u8]>::len);
+        let fields: usize = self.fields[..self.count]
             .iter()
             .flatten()
-            .fold(Shape::EMPTY, |shape, field| shape.then(field.shape()));
+            .map(Field::max_len)
+            .sum();
         let framing = match self.framing {
             Framing::None => 0,
             Framing::Length(_) => self.length_line().len(),
@@ -544,30 +489,120 @@ impl<const N: usize> Rope for Head<'_, N> {
             Persistence::KeepAlive(line) => KEEP_ALIVE.len() + line.as_bytes().len(),
             Persistence::Close => CLOSE.len(),
         };
-        let start = self
-            .prefix
-            .map_or_else(|| self.status.line_len(), <[u8]>::len);
-        let range = if self.non_ascii {
-            CharRange::Latin1
-        } else {
-            CharRange::Ascii
-        };
-        Shape {
-            one_byte: start
-                + self.date.map_or(0, |_| DateLine::LEN)
-                + framing
-                + persistence
-                + CRLF.len(),
-            utf8: 0,
-            two_byte: 0,
-            range,
-        }
-        .then(fields)
+        start + fields + self.date.map_or(0, |_| DateLine::LEN) + framing + persistence + CRLF.len()
     }
 
-    /// A head is one-byte text: written as Latin-1, or as UTF-8 only when
-    /// it is ASCII ([`EncodeError::OneByteOnly`](crate::EncodeError::OneByteOnly)).
-    fn one_byte_only(&self) -> bool {
-        true
+    /// Writes the head into `dst`, which needs [`Head::max_len`] bytes, in
+    /// one walk: every value rope checked as it is written. The bytes
+    /// written, or why nothing of `dst` holds a head: a value refused
+    /// ([`WriteError::Value`]) or `dst` too short ([`WriteError::NoRoom`]).
+    ///
+    /// ```
+    /// use unflat::head::{Head, RequestMethod, Status, WriteError};
+    /// let mut head = Head::new(Status::NO_CONTENT, RequestMethod::Other);
+    /// let mut dst = [0; 64];
+    /// let n = head.write(&mut dst).unwrap();
+    /// assert_eq!(&dst[..n], b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// assert_eq!(head.write(&mut [0; 8]), Err(WriteError::NoRoom { needed: 27, available: 8 }));
+    /// ```
+    pub fn write(&self, dst: &mut [u8]) -> Result<usize, WriteError<'a>> {
+        let needed = self.max_len();
+        let available = dst.len();
+        if available < needed {
+            return Err(WriteError::NoRoom { needed, available });
+        }
+        self.write_measured(&mut dst[..needed])
+    }
+
+    /// Writes the head into `dst`, sized by [`Head::max_len`], without
+    /// measuring it again: what the write queue calls once it has made the
+    /// room.
+    pub(crate) fn write_measured(&self, dst: &mut [u8]) -> Result<usize, WriteError<'a>> {
+        let mut out = Out::new(dst);
+        let overrun = |written: Option<&'a str>, out: &Out<'_>| match written {
+            // The room was measured: only a value rope that gave more than
+            // it measured can overrun it.
+            Some(name) => WriteError::Value {
+                name,
+                error: HeadError::ValueChanged { at: out.written() },
+            },
+            None => WriteError::NoRoom {
+                needed: self.max_len(),
+                available: out.written(),
+            },
+        };
+        let mut last_value: Option<&'a str> = None;
+        let start = match self.prefix {
+            Some(prefix) => out.put(prefix),
+            None => self.status.write(&mut out),
+        };
+        start.map_err(|Overrun| overrun(None, &out))?;
+        for field in self.fields[..self.count].iter().flatten() {
+            if let Field::Value(name, _) = field {
+                last_value = Some(name.as_str());
+            }
+            field.write(&mut out).map_err(|failure| match failure {
+                FieldFailure::Value(error) => WriteError::Value {
+                    name: last_value.expect("a value refused is a value field"),
+                    error,
+                },
+                FieldFailure::Overrun => overrun(last_value, &out),
+            })?;
+        }
+        self.write_end(&mut out)
+            .map_err(|Overrun| overrun(last_value, &out))?;
+        Ok(out.written())
+    }
+
+    /// The lines after the fields: date, framing, persistence, the blank
+    /// line.
+    fn write_end(&self, out: &mut Out<'_>) -> Result<(), Overrun> {
+        if let Some(date) = self.date {
+            out.put(date.as_bytes())?;
+        }
+        match self.framing {
+            Framing::None => {}
+            Framing::Length(_) => out.put(self.length_line())?,
+            Framing::Chunked => out.put(CHUNKED.as_bytes())?,
+        }
+        match self.persistence {
+            Persistence::Default => {}
+            Persistence::KeepAlive(line) => {
+                out.put(KEEP_ALIVE.as_bytes())?;
+                out.put(line.as_bytes())?;
+            }
+            Persistence::Close => out.put(CLOSE.as_bytes())?,
+        }
+        out.put(CRLF.as_bytes())
+    }
+
+    /// Appends the head to `out`; on an error `out` is as it was.
+    ///
+    /// ```
+    /// use unflat::head::{Head, RequestMethod, Status};
+    /// let mut out = b"earlier bytes|".to_vec();
+    /// Head::new(Status::NO_CONTENT, RequestMethod::Other).write_to_vec(&mut out).unwrap();
+    /// assert_eq!(out, b"earlier bytes|HTTP/1.1 204 No Content\r\n\r\n");
+    /// ```
+    pub fn write_to_vec(&self, out: &mut Vec<u8>) -> Result<usize, WriteError<'a>> {
+        let start = out.len();
+        out.resize(start + self.max_len(), 0);
+        let written = self.write_measured(&mut out[start..]);
+        out.truncate(start + *written.as_ref().unwrap_or(&0));
+        written
+    }
+
+    /// The head in a new vector (for tests and small tools; a server writes
+    /// it into its write buffer, [`WriteQueue::head`](crate::queue::WriteQueue::head)).
+    pub fn to_vec(&self) -> Result<Vec<u8>, WriteError<'a>> {
+        let mut out = Vec::new();
+        self.write_to_vec(&mut out)?;
+        Ok(out)
     }
 }
+
+const CONTENT_LENGTH: &str = "Content-Length: ";
+const CHUNKED: &str = "Transfer-Encoding: chunked\r\n";
+const KEEP_ALIVE: &str = "Connection: keep-alive\r\n";
+const CLOSE: &str = "Connection: close\r\n";
+const CRLF: &str = "\r\n";

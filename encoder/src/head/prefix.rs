@@ -1,7 +1,8 @@
 //! A head's fixed part, rendered once: the status line and the field lines
 //! every response of one kind begins with.
 
-use super::field::is_framing_name;
+use super::field::owned_name;
+use super::write::Out;
 use super::{HeadError, Line, Status};
 
 /// The status line and field lines every response of one kind starts with,
@@ -18,6 +19,7 @@ use super::{HeadError, Line, Status};
 /// let mut same = Head::new(Status::OK, RequestMethod::Other);
 /// same.line(&text).unwrap().content_length(2).unwrap();
 /// assert_eq!(head.to_vec(), same.to_vec());
+/// assert!(head.to_vec().is_ok());
 /// assert_eq!(ok_text.as_bytes(), b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
 ///
 /// let length = Line::parse("Content-Length", "2").unwrap();
@@ -30,8 +32,6 @@ use super::{HeadError, Line, Status};
 pub struct Prefix {
     status: Status,
     bytes: Vec<u8>,
-    /// Whether every byte is ASCII.
-    pub(super) ascii: bool,
 }
 
 impl Prefix {
@@ -42,22 +42,15 @@ impl Prefix {
         let mut bytes = Vec::with_capacity(
             status.line_len() + lines.iter().map(|l| l.as_bytes().len()).sum::<usize>(),
         );
-        let _ = status.visit(&mut |s| {
-            bytes.extend_from_slice(s);
-            std::ops::ControlFlow::Continue(())
-        });
+        bytes.resize(status.line_len(), 0);
+        status
+            .write(&mut Out::new(&mut bytes))
+            .expect("room for the status line");
         for line in lines {
-            if is_framing_name(&line.as_bytes()[..line.name_len]) {
-                return Err(HeadError::FramingField);
-            }
+            owned_name(&line.as_bytes()[..line.name_len])?;
             bytes.extend_from_slice(line.as_bytes());
         }
-        let ascii = bytes.is_ascii();
-        Ok(Prefix {
-            status,
-            bytes,
-            ascii,
-        })
+        Ok(Prefix { status, bytes })
     }
 
     /// The status.

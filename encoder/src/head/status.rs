@@ -2,9 +2,8 @@
 //! codes registered with IANA as constants whose line is one `'static`
 //! string.
 
-use std::ops::ControlFlow;
-
-use super::field::first_invalid_value_byte;
+use super::grammar::first_invalid_value_byte;
+use super::write::{Out, Overrun};
 use super::{HeadError, CRLF};
 
 /// A status code 100..=999 and its reason phrase, or none. The IANA codes
@@ -16,7 +15,7 @@ use super::{HeadError, CRLF};
 /// assert_eq!(Status::from_code(404).unwrap(), Status::NOT_FOUND);
 /// assert_eq!(Status::from_code(299).unwrap().reason(), None);
 /// let teapot = Status::new(418, Some("I'm a teapot")).unwrap();
-/// assert!(Head::new(teapot, RequestMethod::Other).to_vec().starts_with(b"HTTP/1.1 418 I'm a teapot\r\n"));
+/// assert!(Head::new(teapot, RequestMethod::Other).to_vec().unwrap().starts_with(b"HTTP/1.1 418 I'm a teapot\r\n"));
 /// assert!(Status::new(1000, None).is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,7 +155,16 @@ const STATUS_PREFIX: &str = "HTTP/1.1 ";
 impl Status {
     /// `code` with `reason` (`None`: empty), the registered constant when it
     /// is the code's phrase. [`HeadError::InvalidStatus`] outside 100..=999,
-    /// [`HeadError::InvalidReason`] for a phrase with a control byte.
+    /// [`HeadError::InvalidReason`] for a phrase with a control byte or a
+    /// character above U+007F: a phrase is ASCII text (a `&'static str`
+    /// could not go out as Latin-1 without a copy, and its UTF-8 bytes
+    /// would not be the characters it holds).
+    ///
+    /// ```
+    /// use unflat::head::{HeadError, Status};
+    /// assert!(Status::new(299, Some("Fine")).is_ok());
+    /// assert_eq!(Status::new(299, Some("na\u{ef}ve")), Err(HeadError::InvalidReason { at: 2, byte: 0xC3 }));
+    /// ```
     pub const fn new(code: u16, reason: Option<&'static str>) -> Result<Status, HeadError> {
         if code < 100 || code > 999 {
             return Err(HeadError::InvalidStatus(code));
@@ -167,6 +175,17 @@ impl Status {
         };
         if let Some((at, byte)) = first_invalid_value_byte(reason.as_bytes()) {
             return Err(HeadError::InvalidReason { at, byte });
+        }
+        let bytes = reason.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !bytes[i].is_ascii() {
+                return Err(HeadError::InvalidReason {
+                    at: i,
+                    byte: bytes[i],
+                });
+            }
+            i += 1;
         }
         Ok(Status::checked(code, reason))
     }
@@ -194,12 +213,6 @@ impl Status {
             Some(status) => Ok(status),
             None => Status::new(code, None),
         }
-    }
-
-    /// Whether its status line is ASCII (a registered phrase is; a phrase
-    /// of its own may hold obs-text).
-    pub(super) fn is_ascii(&self) -> bool {
-        self.line.is_some() || self.reason.is_ascii()
     }
 
     /// The numeric code.
@@ -237,20 +250,15 @@ impl Status {
         }
     }
 
-    /// Visits the status line's pieces.
-    pub(super) fn visit<'s>(
-        &self,
-        one: &mut impl FnMut(&'s [u8]) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+    /// Writes the status line.
+    pub(super) fn write(&self, out: &mut Out<'_>) -> Result<(), Overrun> {
         if let Some(line) = self.line {
-            return one(line.as_bytes());
+            return out.put(line.as_bytes());
         }
-        one(STATUS_PREFIX.as_bytes())?;
-        one(self.digits())?;
-        one(b" ")?;
-        if !self.reason.is_empty() {
-            one(self.reason.as_bytes())?;
-        }
-        one(CRLF.as_bytes())
+        out.put(STATUS_PREFIX.as_bytes())?;
+        out.put(self.digits())?;
+        out.put(b" ")?;
+        out.put(self.reason.as_bytes())?;
+        out.put(CRLF.as_bytes())
     }
 }

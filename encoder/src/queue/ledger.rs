@@ -76,6 +76,13 @@ impl Ledger {
         }
     }
 
+    /// Takes back the last `n` bytes pushed and the response ends marked
+    /// after the first `ends` ([`WriteQueue::marked`](super::WriteQueue::marked)).
+    pub(super) fn taken_back(&mut self, n: usize, ends: usize) {
+        self.pushed -= n as u64;
+        self.ends.truncate(ends);
+    }
+
     /// Counts `n` bytes written, and forgets the ends of the responses now
     /// written in full.
     #[inline]

@@ -137,6 +137,16 @@ fn chunk_bytes<'r>(
     )
 }
 
+/// Where a queue stood, for taking back what was pushed after it.
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    pending: usize,
+    copied_pending: usize,
+    segments: usize,
+    ends: usize,
+    written: u64,
+}
+
 /// Pending output of one connection ([module documentation](self)): push
 /// what a response is made of, mark its end, drain it into the socket.
 ///
@@ -150,7 +160,7 @@ fn chunk_bytes<'r>(
 /// head.content_length(6).unwrap();
 ///
 /// let mut q = WriteQueue::new();
-/// q.encode(&head, Encoding::Latin1, Mode::Strict).unwrap();
+/// q.head(&head).unwrap(); // written straight into the buffer, its values checked as they go
 /// q.encode(&body, Encoding::Utf8, Mode::Strict).unwrap();
 /// q.end_response();
 ///
@@ -286,6 +296,58 @@ impl WriteQueue {
         if self.segments.len() == 1 {
             self.activate_front();
         }
+    }
+
+    /// Where the queue stands now, to take back what is pushed after it
+    /// ([`WriteQueue::marked`]).
+    fn mark(&self) -> Mark {
+        Mark {
+            pending: self.pending,
+            copied_pending: self.copied_pending,
+            segments: self.segments.len(),
+            ends: self.ledger.ends.len(),
+            written: self.ledger.written(),
+        }
+    }
+
+    /// Takes back everything pushed since `mark`. Nothing was written
+    /// since (a mark lives within one push), so what was pushed after it
+    /// is the back of the queue: whole segments, and the tail of the
+    /// copied run the mark ended in — the last `copied` bytes of the write
+    /// buffer, wherever a compaction moved them.
+    #[cold]
+    fn roll_back(&mut self, mark: Mark) {
+        assert_eq!(
+            self.ledger.written(),
+            mark.written,
+            "nothing written within a mark"
+        );
+        let mut copied = self.copied_pending - mark.copied_pending;
+        self.ledger
+            .taken_back(self.pending - mark.pending, mark.ends);
+        self.filled -= copied;
+        while self.segments.len() > mark.segments {
+            match self.segments.pop_back() {
+                Some(Segment::Copied { start, end }) => copied -= end - start,
+                Some(Segment::Framed(mut framed)) => {
+                    self.framed -= 1;
+                    if self.segments.is_empty() {
+                        // It was the front, lent the frame buffer.
+                        self.spare_frame = framed.release();
+                    }
+                }
+                _ => {}
+            }
+        }
+        if copied > 0 {
+            // The rest was appended to the run the mark ended in.
+            match self.segments.back_mut() {
+                Some(Segment::Copied { end, .. }) => *end -= copied,
+                _ => unreachable!("copied bytes since the mark belong to a run"),
+            }
+        }
+        self.pending = mark.pending;
+        self.copied_pending = mark.copied_pending;
     }
 
     /// Lends the frame buffer to the front segment if it is framed: it has

@@ -401,3 +401,68 @@ fn the_write_buffer_is_reused_once_drained() {
     assert_eq!(q.buf.as_ptr(), first);
     assert_eq!(q.filled, 100);
 }
+
+/// What is pushed behind a mark that fails or panics is taken back
+/// whole — copies (the tail of the run the mark ended in, wherever a
+/// compaction moved it), shared buffers, rope ranges, framed text, ends of
+/// responses — and the queue goes on as if it had never been pushed: the
+/// same bytes and ledger as a queue that never saw it (the room it grew
+/// is kept, as after any write).
+#[test]
+fn a_failed_mark_takes_back_every_kind_of_push() {
+    let big = Bytes::from(vec![b'b'; 64 * 1024]);
+    let rope = ropey::Rope::from_str(&"r".repeat(40_000));
+    let text: SharedRope = std::sync::Arc::new(crate::Utf16(vec![0x20AC; 30_000]));
+    for written_first in [0, 3, 10] {
+        for panics in [false, true] {
+            let mut q = WriteQueue::new();
+            let mut twin = WriteQueue::new();
+            for q in [&mut q, &mut twin] {
+                q.copy(b"0123456789");
+                q.end_response();
+                q.advance(written_first);
+            }
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                q.marked(|q| {
+                    q.copy(b"size\r\n");
+                    q.share(&big);
+                    q.copy(b"tail");
+                    q.share_rope(&rope, 0..rope.len_bytes());
+                    q.stream(&text, Encoding::Utf8, Mode::Strict).unwrap();
+                    // Past the buffer's room: a compaction moves the run.
+                    q.copy(&[b'c'; 10_000]);
+                    q.end_response();
+                    if panics {
+                        panic!("a push failed");
+                    }
+                    Err::<(), _>("a push failed")
+                })
+            }));
+            assert_eq!(result.is_err(), panics);
+            assert_eq!(q.remaining(), twin.remaining());
+            assert_eq!(
+                q.ledger().pending_responses(),
+                twin.ledger().pending_responses()
+            );
+            assert_eq!(q.framed, 0);
+            for q in [&mut q, &mut twin] {
+                q.copy(b"|next");
+                q.end_response();
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            q.write_to(&mut a).unwrap();
+            twin.write_to(&mut b).unwrap();
+            assert_eq!(a, b);
+            assert_eq!(a, &b"0123456789|next"[written_first..]);
+            assert_eq!(q.ledger().pending_responses(), 0);
+        }
+    }
+    // A mark that holds keeps what was pushed.
+    let mut q = WriteQueue::new();
+    q.marked(|q| {
+        q.copy(b"kept");
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(q.remaining(), 4);
+}

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 
 use super::framed::Framed;
 use super::segment::Segment;
-use super::{chunk_bytes, Ledger, Policy, SharedRope, WriteQueue, DEFAULT_RETAIN};
+use super::{chunk_bytes, Ledger, Mark, Policy, SharedRope, WriteQueue, DEFAULT_RETAIN};
 use crate::encoding::{EncodeError, Encoding, Mode};
 use crate::measure::{bound, plan_shaped};
 use crate::resume::Encoder;
@@ -104,6 +104,96 @@ impl WriteQueue {
         let n = crate::encode::write_shaped(rope, shape, encoding, mode, dst)?;
         self.commit(n);
         Ok(n)
+    }
+
+    /// Writes `head` straight into the write buffer, in the one walk that
+    /// checks its values ([`Head::write`](crate::head::Head::write)), and
+    /// queues it; the bytes queued, or the error and nothing queued (the
+    /// buffer back to where the head began).
+    ///
+    /// ```
+    /// use bytes::Buf;
+    /// use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status, WriteError};
+    /// use unflat::queue::WriteQueue;
+    /// use unflat::Concat;
+    /// let mut q = WriteQueue::new();
+    /// let bad = Concat::new([&"x", &"\nInjected: 1"]);
+    /// let mut head = Head::new(Status::OK, RequestMethod::Other);
+    /// head.value(HeaderName::new("X-Note").unwrap(), &bad).unwrap();
+    /// assert!(matches!(q.head(&head), Err(WriteError::Value { error: HeadError::InvalidValue { at: 1, .. }, .. })));
+    /// assert_eq!(q.remaining(), 0, "nothing of it queued");
+    /// ```
+    pub fn head<'h, const N: usize>(
+        &mut self,
+        head: &crate::head::Head<'h, N>,
+    ) -> Result<usize, crate::head::WriteError<'h>> {
+        self.head_measured(head, head.max_len())
+    }
+
+    /// [`WriteQueue::head`] for a head whose [`Head::max_len`] is
+    /// `measured`, taken already (to count it against a budget first): one
+    /// measure per head. A `measured` below it fails the write, queueing
+    /// nothing.
+    ///
+    /// [`Head::max_len`]: crate::head::Head::max_len
+    pub fn head_measured<'h, const N: usize>(
+        &mut self,
+        head: &crate::head::Head<'h, N>,
+        measured: usize,
+    ) -> Result<usize, crate::head::WriteError<'h>> {
+        let dst = self.room(measured);
+        // Written past `filled`: kept only by the commit below.
+        let n = head.write_measured(dst)?;
+        self.commit(n);
+        Ok(n)
+    }
+
+    /// Runs `push`, which queues something on this queue; if it fails or
+    /// panics, everything it queued is taken back, the queue as it was
+    /// before (no byte of it is ever written). For what is encoded behind a
+    /// mark: a chunk whose text fails half-way leaves no size line without
+    /// its data.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// q.copy(b"kept|");
+    /// let failed: Result<(), &str> = q.marked(|q| {
+    ///     q.copy(b"5\r\n");
+    ///     Err("the chunk's text failed")
+    /// });
+    /// assert!(failed.is_err());
+    /// let mut out = Vec::new();
+    /// q.write_to(&mut out).unwrap();
+    /// assert_eq!(out, b"kept|");
+    /// ```
+    pub fn marked<T, E>(
+        &mut self,
+        push: impl FnOnce(&mut WriteQueue) -> Result<T, E>,
+    ) -> Result<T, E> {
+        /// Takes the pushes back unless disarmed: on an error, and while
+        /// unwinding from a panic.
+        struct Rollback<'q> {
+            queue: &'q mut WriteQueue,
+            mark: Mark,
+            armed: bool,
+        }
+        impl Drop for Rollback<'_> {
+            fn drop(&mut self) {
+                if self.armed {
+                    self.queue.roll_back(self.mark);
+                }
+            }
+        }
+        let mark = self.mark();
+        let mut guard = Rollback {
+            queue: self,
+            mark,
+            armed: true,
+        };
+        let result = push(guard.queue);
+        guard.armed = result.is_err();
+        result
     }
 
     /// Queues `rope` in `encoding`, text longer than a frame

@@ -4,14 +4,21 @@
 
 use bytes::Buf;
 use unflat::queue::WriteQueue;
-use unflat::{Encoding, Measured, Mode, Rope};
+use unflat::{Encoding, Mode};
 
-use super::{encode, Body};
+use super::{Body, FieldError, Lead};
 
-/// Queues `head` and `body`.
-pub(super) fn write<H: Rope>(queue: &mut WriteQueue, head: &Measured<H>, body: &Body<'_>) {
-    encode(queue, head, Encoding::Latin1);
+/// Queues `head`, `head_len` bytes at most, and `body`; neither when a
+/// value of the head is refused as it is written.
+pub(super) fn write<const N: usize>(
+    queue: &mut WriteQueue,
+    head: Lead<'_, '_, N>,
+    head_len: usize,
+    body: &Body<'_>,
+) -> Result<(), FieldError> {
+    head.queue(queue, head_len)?;
     self::body(queue, body);
+    Ok(())
 }
 
 /// Queues `body`, behind its head.
@@ -29,9 +36,13 @@ pub(super) fn body(queue: &mut WriteQueue, body: &Body<'_>) {
                 .expect("utf8 refuses nothing");
         }
     }
-    debug_assert_eq!(
+    // A body's text is measured on one walk and encoded on another: a
+    // rope of the application's whose pieces changed between the two
+    // would break the framing. Checked in every build; the panic is the
+    // application's, and the session ends the response as for any other.
+    assert_eq!(
         queue.remaining() - before,
         body.content_length(),
-        "the body bytes queued are the Content-Length sent"
+        "a body's text gave other bytes than it measured"
     );
 }

@@ -2,15 +2,29 @@
 //! [`MAX_FIELDS`], repeated names allowed, each value a rope — text,
 //! bytes, an integer, a concatenation of such pieces, or any
 //! [`Rope`] — encoded straight into the write buffer with the rest of the
-//! head, never collected into a `String` first. Values are checked when
-//! added (the head's rule, [`Head::value`](unflat::head::Head::value)): a
-//! CR, LF, NUL or other control character, or a character above U+00FF, is
-//! never written; the response becomes a 500 and the cause is logged.
+//! head, never collected into a `String` first. Names are checked when
+//! added; values in the one walk that writes them (the head's rule,
+//! [`Head::value`](unflat::head::Head::value)): a CR, LF, NUL or other
+//! control character, or a character above U+00FF, is never written —
+//! nothing of that head reaches the queue, the response becomes a 500 and
+//! the cause is logged once.
+//!
+//! Text is characters, bytes are bytes, as at every door of the library's
+//! head: [`Part::Text`] (a `&str`) goes out as Latin-1, one byte per
+//! character, each at most U+00FF; [`Part::Bytes`] as given.
+//!
+//! **The fields the core writes itself** are refused by name when added,
+//! and the response is a 500: `Content-Length` and `Transfer-Encoding`
+//! (the core frames the body), `Connection` and `Keep-Alive` (the core
+//! decides persistence: a `Connection: close` would go out beside its own
+//! `keep-alive`), `Date` (one per response, the core's clock), and
+//! `X-Content-Type-Options` (the core's `nosniff`, on every response with
+//! a body). None of them goes out twice.
 
 use std::ops::ControlFlow;
 
 use arrayvec::ArrayVec;
-use unflat::head::{Head, HeadError, HeaderName, RequestMethod, Status};
+use unflat::head::{HeadError, HeaderName, WriteError};
 use unflat::{CharRange, Piece, Rope, Shape};
 
 /// Field lines a response takes besides the core's own (`Date`, framing,
@@ -258,6 +272,9 @@ impl Rope for Value<'_> {
     }
 }
 
+/// The field the core adds to every response with a body (`nosniff`).
+const NOSNIFF: &str = "X-Content-Type-Options";
+
 /// Why a response's fields cannot be sent: the field, and what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
@@ -274,6 +291,54 @@ impl std::fmt::Display for FieldError {
 }
 
 impl std::error::Error for FieldError {}
+
+impl From<WriteError<'_>> for FieldError {
+    /// A value refused as its head was written.
+    fn from(e: WriteError<'_>) -> FieldError {
+        match e {
+            WriteError::Value { name, error } => FieldError {
+                name: name.chars().take(64).collect(),
+                error,
+            },
+            // The writer sizes the room by the head's measure: only a value
+            // can overrun it, and that is a `Value` error.
+            other => unreachable!("a head written into its measured room: {other}"),
+        }
+    }
+}
+
+/// Why the core did not send a response an application gave: it answers
+/// 500 in its place, and logs the cause once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unsendable {
+    /// A field line refused: by its name when added, or by its value as
+    /// the head was written (nothing of that head was queued).
+    Field(FieldError),
+    /// A status that cannot end an exchange: a 1xx is interim (RFC 9110
+    /// §15.2), never a final response, and codes above 599 are no class
+    /// of HTTP's. A final response is 200–599.
+    Status(u16),
+}
+
+impl std::fmt::Display for Unsendable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsendable::Field(e) => e.fmt(f),
+            Unsendable::Status(code) => write!(
+                f,
+                "status {code} cannot end an exchange (a final response is 200-599; 1xx is interim)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Unsendable {}
+
+impl From<FieldError> for Unsendable {
+    fn from(e: FieldError) -> Unsendable {
+        Unsendable::Field(e)
+    }
+}
 
 /// A response's own field lines, in order ([`Fields::add`]); the core
 /// hands one, empty, to [`Reply::respond`](crate::service::Reply::respond)
@@ -299,12 +364,14 @@ impl<'a> Fields<'a> {
     /// Adds `name: value`, after those added before (a name may repeat:
     /// `Set-Cookie`). `value` is text (`&str`, written as Latin-1), bytes,
     /// an integer, a tuple of up to four of these (`("sid=", id, "; Path=/")`),
-    /// or any [`Rope`]. Checked now: a name that is not a token, a value
-    /// with a CR, LF, NUL or other control character, whitespace first or
-    /// last, or a character above U+00FF, a `Content-Length` or
-    /// `Transfer-Encoding` (the core frames the body), or more than
-    /// [`MAX_FIELDS`] fields makes the response a 500 with the cause
-    /// logged, and nothing of it is written.
+    /// or any [`Rope`]. The name is checked now: one that is not a token,
+    /// one of the fields the core writes itself ([module
+    /// documentation](self)), or more than [`MAX_FIELDS`] fields makes the
+    /// response a 500 with the cause logged. The value is checked as it is
+    /// written ([`Head::value`](unflat::head::Head::value)'s rule): a CR,
+    /// LF, NUL or other control character, whitespace first or last, or a
+    /// character above U+00FF makes the response a 500 too, and nothing
+    /// of its head is sent.
     ///
     /// ```
     /// use unflat_server::response::Fields;
@@ -315,29 +382,30 @@ impl<'a> Fields<'a> {
     ///     .add("Cache-Control", "no-store");
     /// assert_eq!(fields.len(), 2);
     /// assert!(fields.error().is_none());
-    /// fields.add("X-Bad", ("a", "\r\nSet-Cookie: evil=1"));
-    /// assert!(fields.error().unwrap().to_string().contains("X-Bad"));
+    /// fields.add("Connection", "close");
+    /// assert!(fields.error().unwrap().to_string().contains("Connection"));
     /// ```
     pub fn add(&mut self, name: &'a str, value: impl Into<Value<'a>>) -> &mut Self {
         if self.error.is_some() {
             return self;
         }
         let value = value.into();
-        match self.check(name, &value) {
+        match self.check(name) {
             Ok(name) => self.list.push((name, value)),
             Err(e) => self.error = Some((name, e)),
         }
         self
     }
 
-    fn check(&self, name: &'a str, value: &Value<'a>) -> Result<HeaderName<'a>, HeadError> {
-        let header = HeaderName::new(name)?;
+    /// The name's check: the value's is the walk that writes it.
+    fn check(&self, name: &'a str) -> Result<HeaderName<'a>, HeadError> {
+        let header = HeaderName::for_field(name)?;
+        if header.as_str().eq_ignore_ascii_case(NOSNIFF) {
+            return Err(HeadError::OwnedField { name: NOSNIFF });
+        }
         if self.list.is_full() {
             return Err(HeadError::TooManyFields);
         }
-        // The head's own check, on a head of one field.
-        let mut head = Head::<'_, 1>::with_room(Status::OK, RequestMethod::Other);
-        head.value(header, value)?;
         Ok(header)
     }
 

@@ -8,37 +8,38 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes};
 use unflat::flatten::{flatten, Flat};
 use unflat::queue::WriteQueue;
-use unflat::{Encoding, Latin1, Measured, Rope, Utf16};
+use unflat::{Encoding, Latin1, Rope, Utf16};
 
-use super::{encode, Body};
-use crate::memory::{Charge, Full, Memory, Part};
+use super::{encode, Body, Lead, Unqueued};
+use crate::memory::{Charge, Memory, Part};
 
 /// Queues `head` and `body` as the old path did; a shared payload's owned
-/// copy is charged to `memory` for as long as the queue holds it.
-pub(super) fn write<H: Rope>(
+/// copy is charged to `memory` for as long as the queue holds it. Nothing
+/// is queued when a value of the head is refused as it is flattened.
+pub(super) fn write<const N: usize>(
     queue: &mut WriteQueue,
-    head: &Measured<H>,
+    head: Lead<'_, '_, N>,
     body: &Body<'_>,
     memory: &Arc<Memory>,
-) -> Result<(), Full> {
+) -> Result<(), Unqueued> {
+    // The head flattened first, as Node's `ValueView` flattened a header
+    // string (copy 1); copied into the write buffer with the body (copy 2).
+    let mut flat = head.flat()?;
     match body {
-        Body::Empty | Body::Unsent(_) | Body::Stream => flatten_into(queue, head, &[head]),
+        Body::Empty | Body::Unsent(_) | Body::Stream => queue.copy(&flat),
         Body::Bytes(b) => {
             // Bytes are no text: they join the flat head as they are,
             // and the whole is copied into the write buffer.
-            let Flat::OneByte(mut flat) = flatten(head.get()) else {
-                unreachable!("a head is one-byte text");
-            };
             flat.extend_from_slice(b);
             queue.copy(&flat);
         }
-        Body::SharedText(b) => flatten_into(queue, head, &[head, &Latin1(b)]),
-        Body::Rope(r, _) => flatten_into(queue, head, &[head, *r]),
-        Body::Transcoded(r, _) => flatten_into(queue, head, &[head, &***r]),
+        Body::SharedText(b) => flatten_into(queue, flat, &Latin1(b)),
+        Body::Rope(r, _) => flatten_into(queue, flat, *r),
+        Body::Transcoded(r, _) => flatten_into(queue, flat, &***r),
         Body::SharedBytes(payload) => {
             // The copy is charged for as long as the queue holds it.
             let charge = memory.charge(Part::Connections, payload.len())?;
-            flatten_into(queue, head, &[head]);
+            queue.copy(&flat);
             let owned = Bytes::from_owner(Charged {
                 bytes: payload.to_vec(),
                 _charge: charge,
@@ -63,19 +64,20 @@ impl AsRef<[u8]> for Charged {
     }
 }
 
-/// Collects `parts`, head first, into one flat string (copy 1), then
-/// encodes it into the write buffer (copy 2): the head as latin1, the rest
-/// as UTF-8.
-fn flatten_into<H: Rope>(queue: &mut WriteQueue, head: &Measured<H>, parts: &[&dyn Rope]) {
-    let head_len = head.shape().one_byte;
-    match flatten(parts) {
-        Flat::OneByte(flat) => {
-            encode(queue, &Latin1(&flat[..head_len]), Encoding::Latin1);
-            encode(queue, &Latin1(&flat[head_len..]), Encoding::Utf8);
+/// Collects the text `body` behind the flat head into one flat string
+/// (copy 1), then encodes it into the write buffer (copy 2): the head as
+/// its bytes, the body as UTF-8.
+fn flatten_into(queue: &mut WriteQueue, mut head: Vec<u8>, body: &dyn Rope) {
+    let head_len = head.len();
+    match flatten(body) {
+        Flat::OneByte(text) => {
+            head.extend_from_slice(&text);
+            queue.copy(&head[..head_len]);
+            encode(queue, &Latin1(&head[head_len..]), Encoding::Utf8);
         }
-        Flat::TwoByte(flat) => {
-            encode(queue, &Utf16(&flat[..head_len]), Encoding::Latin1);
-            encode(queue, &Utf16(&flat[head_len..]), Encoding::Utf8);
+        Flat::TwoByte(text) => {
+            queue.copy(&head);
+            encode(queue, &Utf16(&text[..]), Encoding::Utf8);
         }
     }
 }

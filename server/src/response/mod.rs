@@ -30,13 +30,13 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 
-use unflat::head::{Line, Prefix, RequestMethod, Status};
+use unflat::head::{Head, Line, Prefix, RequestMethod, Status};
 use unflat::queue::{Pushes, SharedRope, WriteQueue};
 use unflat::{Encoding, Mode, Rope};
 
 use crate::memory::{Budget, Full};
 
-pub use fields::{FieldError, Fields, Part, Value, MAX_FIELDS};
+pub use fields::{FieldError, Fields, Part, Unsendable, Value, MAX_FIELDS};
 pub use stream::{Chunk, Stream};
 pub use writer::{StreamHead, Writer, Written};
 
@@ -244,10 +244,72 @@ fn covered(
     Ok(after)
 }
 
-/// Encodes text that cannot fail to encode: heads are one-byte (their
-/// values were validated when built) and bodies go to UTF-8.
+/// Encodes text that cannot fail to encode: bodies go to UTF-8, and a
+/// flattened head is its bytes.
 fn encode<R: Rope + ?Sized>(queue: &mut WriteQueue, rope: &R, encoding: Encoding) {
     queue
         .encode(rope, encoding, Mode::Strict)
-        .expect("heads are latin1 and bodies utf8: nothing to refuse");
+        .expect("utf8 refuses nothing, and a flat head is latin1");
+}
+
+/// What goes before a body in the queue: a response's head, written in the
+/// one walk that checks its values, or a chunk's size line.
+#[derive(Clone, Copy)]
+pub(super) enum Lead<'h, 'a, const N: usize> {
+    /// A head.
+    Head(&'h Head<'a, N>),
+    /// Bytes as they are.
+    Bytes(&'h [u8]),
+}
+
+impl<'h, 'a, const N: usize> Lead<'h, 'a, N> {
+    /// The most bytes it takes.
+    fn max_len(&self) -> usize {
+        match self {
+            Lead::Head(head) => head.max_len(),
+            Lead::Bytes(b) => b.len(),
+        }
+    }
+
+    /// Queues it, `len` its [`Lead::max_len`]; nothing of a head whose
+    /// value is refused.
+    fn queue(&self, queue: &mut WriteQueue, len: usize) -> Result<(), FieldError> {
+        match self {
+            Lead::Head(head) => {
+                queue.head_measured(head, len)?;
+            }
+            Lead::Bytes(b) => queue.copy(b),
+        }
+        Ok(())
+    }
+
+    /// It, flattened into a new buffer (the flatten strategy's first copy).
+    fn flat(&self) -> Result<Vec<u8>, FieldError> {
+        match self {
+            Lead::Head(head) => Ok(head.to_vec()?),
+            Lead::Bytes(b) => Ok(b.to_vec()),
+        }
+    }
+}
+
+/// Why a response was not queued: the budget could not cover it, or it
+/// cannot be sent at all.
+#[derive(Debug)]
+pub enum Unqueued {
+    /// The connection's budget could not cover it: nothing queued.
+    Full(Full),
+    /// It cannot be sent: nothing of it queued, a 500 in its place.
+    Unsendable(Unsendable),
+}
+
+impl From<Full> for Unqueued {
+    fn from(full: Full) -> Unqueued {
+        Unqueued::Full(full)
+    }
+}
+
+impl From<FieldError> for Unqueued {
+    fn from(e: FieldError) -> Unqueued {
+        Unqueued::Unsendable(Unsendable::Field(e))
+    }
 }

@@ -7,9 +7,9 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 use unflat::queue::{Push, Pushes, SharedRope, WriteQueue};
-use unflat::{Encoding, Latin1, Measured};
+use unflat::Encoding;
 
-use super::{Body, Strategy, StreamHead, Writer};
+use super::{Body, Lead, Strategy, StreamHead, Unqueued, Writer};
 use crate::memory::{Budget, Full};
 
 /// One chunk of a streamed body ([`Body::Stream`]). Memory it shares is
@@ -94,7 +94,23 @@ impl Writer {
     /// Queues `chunk` of `stream` — size line, text, line end — once
     /// `budget` covers it (else queues nothing); an empty chunk queues
     /// nothing. Whether the queue shares memory of the chunk.
+    ///
+    /// Encoded behind a mark: a text chunk whose encoding panics (its rope
+    /// is the application's code) or gives other bytes than it measured
+    /// takes back all it queued — never a size line without its data — and
+    /// the panic goes on to the session, which cuts the stream.
     pub fn chunk(
+        &self,
+        queue: &mut WriteQueue,
+        stream: &mut Stream,
+        chunk: &Chunk,
+        budget: &mut Budget,
+    ) -> Result<bool, Full> {
+        queue.marked(|queue| self.chunk_unmarked(queue, stream, chunk, budget))
+    }
+
+    /// [`Writer::chunk`]'s work, within its mark.
+    fn chunk_unmarked(
         &self,
         queue: &mut WriteQueue,
         stream: &mut Stream,
@@ -115,8 +131,7 @@ impl Writer {
             0
         };
         let tail: &[u8] = if stream.chunked { b"\r\n" } else { b"" };
-        let head = Measured::new(Latin1(&line[..line_len]));
-        let shares = self.put(queue, &head, &body, tail, budget)?;
+        let shares = self.put_bytes(queue, &line[..line_len], &body, tail, budget)?;
         stream.sent += len;
         Ok(shares)
     }
@@ -140,11 +155,17 @@ impl Writer {
         };
         // Covered and reserved together: the pushes below grow nothing.
         super::covered(queue, head_pushes.then(next), transient, budget)?;
-        queue.copy(&head.bytes);
-        if let Some(chunk) = first {
-            self.chunk(queue, stream, chunk, budget)?;
-        }
-        Ok(())
+        // Behind one mark: a first chunk that fails takes its head back
+        // too, so that the stream is not begun and its 500 is whole.
+        queue.marked(|queue| {
+            queue.copy(&head.bytes);
+            match first {
+                Some(chunk) => self
+                    .chunk_unmarked(queue, stream, chunk, budget)
+                    .map(|_| ()),
+                None => Ok(()),
+            }
+        })
     }
 
     /// What queueing `chunk` of `stream` adds to `queue` (as
@@ -169,11 +190,29 @@ impl Writer {
         budget: &mut Budget,
     ) -> Result<(), Full> {
         if stream.chunked {
-            let last = Measured::new(Latin1(LAST_CHUNK));
-            self.put(queue, &last, &Body::Empty, b"", budget)?;
+            self.put_bytes(queue, LAST_CHUNK, &Body::Empty, b"", budget)?;
         }
         queue.end_response();
         Ok(())
+    }
+}
+
+impl Writer {
+    /// [`Writer::put`] behind bytes (a size line, the last chunk), which
+    /// nothing refuses.
+    fn put_bytes(
+        &self,
+        queue: &mut WriteQueue,
+        lead: &[u8],
+        body: &Body<'_>,
+        tail: &[u8],
+        budget: &mut Budget,
+    ) -> Result<bool, Full> {
+        self.put(queue, Lead::<0>::Bytes(lead), body, tail, budget)
+            .map_err(|e| match e {
+                Unqueued::Full(full) => full,
+                Unqueued::Unsendable(e) => unreachable!("bytes are sent as they are: {e}"),
+            })
     }
 }
 

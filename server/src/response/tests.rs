@@ -113,7 +113,7 @@ fn both_strategies_write_the_same_bytes_obs_text_included() {
     // both strategies, whatever the body's form.
     let obs = Line::new(
         HeaderName::new("X-Obs").unwrap(),
-        HeaderValue::new(b"caf\xe9 \xff").unwrap(),
+        HeaderValue::from_bytes(b"caf\xe9 \xff").unwrap(),
     );
     let len = 70_000;
     let ascii = Bytes::from(vec![b'a'; len]);

@@ -7,11 +7,11 @@ use std::sync::{Arc, LazyLock};
 
 use unflat::head::{DateLine, Framing, Head, Line, Persistence, RequestMethod, Status};
 use unflat::queue::{Push, WriteQueue};
-use unflat::{storage_size, Encoding, Measured, Mode, Rope};
 
 use super::template::Key;
 use super::{bound, date, direct, fixed, flatten, template};
-use super::{covered, encode, Body, Exchange, Fields, Response, Start, Strategy, MAX_FIELDS};
+use super::{covered, Body, Exchange, FieldError, Fields, Lead, Response, Start, Strategy};
+use super::{Unqueued, MAX_FIELDS};
 use crate::memory::{Budget, Full, Memory};
 
 /// What the writer queued for one response: for the access log and the
@@ -149,9 +149,8 @@ impl Writer {
     ) -> Result<(), Full> {
         debug_assert!(status.code() < 200, "an interim status");
         let head = Head::new(status, RequestMethod::Other);
-        let len = storage_size(&head, Encoding::Latin1);
-        covered(queue, queue.pushes(Push::Copy(len)), 0, budget)?;
-        encode(queue, &head, Encoding::Latin1);
+        covered(queue, queue.pushes(Push::Copy(head.max_len())), 0, budget)?;
+        queue.head(&head).expect("a status line alone");
         Ok(())
     }
 
@@ -166,9 +165,17 @@ impl Writer {
         budget: &mut Budget,
     ) -> Result<Written, Full> {
         self.write_fielded(queue, r, None, exchange, budget)
+            .map_err(|e| match e {
+                Unqueued::Full(full) => full,
+                // Its lines were checked when built, and it has no value
+                // ropes: nothing of it is checked as it is written.
+                Unqueued::Unsendable(e) => unreachable!("a head of built lines: {e}"),
+            })
     }
 
-    /// [`Writer::write`] for a response with field lines of its own.
+    /// [`Writer::write`] for a response with field lines of its own, whose
+    /// values are checked as its head is written: one refused fails it
+    /// ([`Unqueued::Unsendable`]) with nothing of it queued.
     pub fn write_with(
         &self,
         queue: &mut WriteQueue,
@@ -176,7 +183,7 @@ impl Writer {
         fields: &Fields<'_>,
         exchange: Exchange,
         budget: &mut Budget,
-    ) -> Result<Written, Full> {
+    ) -> Result<Written, Unqueued> {
         self.write_fielded(queue, r, Some(fields), exchange, budget)
     }
 
@@ -191,7 +198,7 @@ impl Writer {
         fields: Option<&Fields<'_>>,
         exchange: Exchange,
         budget: &mut Budget,
-    ) -> Result<Written, Full> {
+    ) -> Result<Written, Unqueued> {
         let status = r.status();
         let Shape {
             framing,
@@ -223,11 +230,8 @@ impl Writer {
                     let date = date::date_line_at(second);
                     let head: Head<'_, ROOM> =
                         self.head(r.start, None, exchange, framing, keep_alive, &date);
-                    let len = storage_size(&head, Encoding::Latin1);
-                    (len <= dst.len()).then(|| {
-                        unflat::write(&head, Encoding::Latin1, Mode::Strict, dst)
-                            .expect("a head is one-byte text")
-                    })
+                    // Too long for a template (`None`): written as any other.
+                    head.write(dst).ok()
                 };
                 template::with_head(key, second, render, |bytes| {
                     put_templated(queue, bytes, body, budget)
@@ -241,13 +245,13 @@ impl Writer {
                 let date = date::date_line_at(second);
                 let head: Head<'_, ROOM> =
                     self.head(r.start, None, exchange, framing, keep_alive, &date);
-                self.put(queue, &Measured::new(&head), body, b"", budget)?
+                self.put(queue, Lead::Head(&head), body, b"", budget)?
             }
             None => {
                 let date = date::date_line_at(second);
                 let head: Head<'_, ROOM_WITH_FIELDS> =
                     self.head(r.start, fields, exchange, framing, keep_alive, &date);
-                self.put(queue, &Measured::new(&head), body, b"", budget)?
+                self.put(queue, Lead::Head(&head), body, b"", budget)?
             }
         };
         queue.end_response();
@@ -262,31 +266,28 @@ impl Writer {
     /// The head of `r` rendered apart, when `r` is a stream whose body is
     /// sent (`None`: write it with [`Writer::write`]): a stream's head is
     /// queued only with what follows it ([`Writer::start_stream`]), so that
-    /// a stream the lease cannot start is refused whole, never begun.
+    /// a stream the lease cannot start is refused whole, never begun. A
+    /// value refused as it is rendered fails it.
     pub fn stream_head(
         &self,
         r: &Response<'_>,
         fields: &Fields<'_>,
         exchange: Exchange,
-    ) -> Option<StreamHead> {
+    ) -> Result<Option<StreamHead>, FieldError> {
         let shape = Shape::of(r, exchange);
         if !shape.streams {
-            return None;
+            return Ok(None);
         }
         let date = date::date_line_at(date::unix_second());
         let (framing, keep_alive) = (shape.framing, shape.keep_alive);
         let fields = (!fields.is_empty()).then_some(fields);
         let head: Head<'_, ROOM_WITH_FIELDS> =
             self.head(r.start, fields, exchange, framing, keep_alive, &date);
-        let mut bytes = vec![0; storage_size(&head, Encoding::Latin1)];
-        let n = unflat::write(&head, Encoding::Latin1, Mode::Strict, &mut bytes)
-            .expect("a head is one-byte text");
-        bytes.truncate(n);
-        Some(StreamHead {
-            bytes,
+        Ok(Some(StreamHead {
+            bytes: head.to_vec()?,
             status: r.status(),
             keep_alive: shape.keep_alive,
-        })
+        }))
     }
 
     /// The head of a response that begins with `start`, then `fields`,
@@ -314,8 +315,9 @@ impl Writer {
             Start::Prepared(start) => Head::prefixed_with_room(&start.0, exchange.method()),
         };
         for (name, value) in fields.into_iter().flat_map(Fields::iter) {
+            // Its name checked when added; its value, as it is written.
             head.value(name, value)
-                .expect("room for the fields, each checked when added");
+                .expect("room for the fields, their names checked when added");
         }
         head.date(date);
         match framing {
@@ -337,16 +339,17 @@ impl Writer {
     }
 
     /// Queues `head`, `body` and `tail` once `budget` covers them (else
-    /// queues nothing); whether the queue shares memory of the body.
-    pub(super) fn put<H: Rope>(
+    /// queues nothing, nor when a value of the head is refused as it is
+    /// written); whether the queue shares memory of the body.
+    pub(super) fn put<const N: usize>(
         &self,
         queue: &mut WriteQueue,
-        head: &Measured<H>,
+        head: Lead<'_, '_, N>,
         body: &Body<'_>,
         tail: &[u8],
         budget: &mut Budget,
-    ) -> Result<bool, Full> {
-        let head_len = storage_size(head, Encoding::Latin1);
+    ) -> Result<bool, Unqueued> {
+        let head_len = head.max_len();
         let (pushes, transient) = match self.strategy {
             Strategy::Direct => (bound::direct_pushes(queue, head_len, body), 0),
             Strategy::Flatten => bound::flattened_pushes(queue, head_len, body),
@@ -357,7 +360,7 @@ impl Writer {
         };
         let after = covered(queue, pushes, transient, budget)?;
         match self.strategy {
-            Strategy::Direct => direct::write(queue, head, body),
+            Strategy::Direct => direct::write(queue, head, head_len, body)?,
             Strategy::Flatten => flatten::write(queue, head, body, &self.memory)?,
         }
         if !tail.is_empty() {

@@ -41,7 +41,8 @@ use crate::h1::{
     FIELDS_CAP,
 };
 use crate::memory::{Budget, Full, Lease, Memory};
-use crate::response::{Chunk, Exchange, FieldError, Fields, Stream, StreamHead, Writer, Written};
+use crate::response::{Chunk, Exchange, Fields, Stream, StreamHead, Unqueued, Unsendable};
+use crate::response::{Writer, Written};
 use crate::service::{block_on, guarded, log, Answered, Finished, Job, LabelOf, Service};
 
 /// What every session shares.

@@ -266,37 +266,43 @@ impl<S: Service> Session<S> {
                 // (Let go before `p` moves: they borrow the reply.)
                 let mut fields = Fields::new();
                 match dispatch::respond(reply, request_body, &mut fields) {
-                    Ok(r) if !fields.is_refused() => {
+                    Ok(r) if !fields.is_refused() && is_final(r.status()) => {
                         match writer.stream_head(&r, &fields, p.exchange) {
-                            None if fields.is_empty() => {
-                                writer.write(queue, &r, p.exchange, budget)
-                            }
-                            None => writer.write_with(queue, &r, &fields, p.exchange, budget),
-                            Some(head) => {
+                            Ok(None) if fields.is_empty() => writer
+                                .write(queue, &r, p.exchange, budget)
+                                .map_err(Unqueued::Full),
+                            Ok(None) => writer.write_with(queue, &r, &fields, p.exchange, budget),
+                            Ok(Some(head)) => {
                                 drop(fields);
                                 return self.begin_stream(queue, p, head);
                             }
+                            Err(e) => Err(e.into()),
                         }
                     }
-                    Ok(_) => {
-                        let e = fields.error();
-                        drop(fields);
-                        return self.refused_field(queue, service, p, e);
+                    Ok(r) => {
+                        let e = match fields.error() {
+                            Some(e) => Unsendable::Field(e),
+                            None => Unsendable::Status(r.status().code()),
+                        };
+                        Err(Unqueued::Unsendable(e))
                     }
-                    Err(full) => Err(full),
+                    Err(full) => Err(Unqueued::Full(full)),
                 }
             }
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
-                writer.refuse(queue, status, reason, r.retry_after, p.exchange, budget)
+                writer
+                    .refuse(queue, status, reason, r.retry_after, p.exchange, budget)
+                    .map_err(Unqueued::Full)
             }
         };
         let written = match written {
             Ok(written) => written,
+            Err(Unqueued::Unsendable(e)) => return self.unsendable(queue, service, p, e),
             // The queue's output holds memory that writing gives back.
             Err(_) if queue.has_remaining() => return State::Ready(p),
             Err(_) if p.refusal => return State::Closed,
-            Err(full) => return self.out_of_memory(queue, service, p, full),
+            Err(Unqueued::Full(full)) => return self.out_of_memory(queue, service, p, full),
         };
         self.answered(queue, &mut p);
         let Outcome::Reply(reply) = p.answer else {
@@ -315,20 +321,19 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// Queues `500` in place of the response of `p`, one of whose field
-    /// lines was refused (`e`, logged here with the request's label: once
-    /// per response), and closes.
+    /// Queues `500` in place of the response of `p`, which cannot be sent
+    /// (`e`: a field line refused, or a status that ends no exchange;
+    /// logged here with the request's label, once per response), and
+    /// closes.
     #[cold]
-    pub(super) fn refused_field(
+    pub(super) fn unsendable(
         &mut self,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
         p: Pending<S>,
-        e: Option<FieldError>,
+        e: Unsendable,
     ) -> State<S> {
-        if let Some(e) = e {
-            tracing::error!(label = ?p.label, "a response's {e}: answered 500 instead");
-        }
+        tracing::error!(label = ?p.label, "a response's {e}: answered 500 instead");
         let (head_request, label) = (p.exchange.head_request, p.label);
         drop(p);
         self.failed(queue, service, head_request, label)
@@ -371,4 +376,12 @@ impl<S: Service> Session<S> {
         };
         self.app.answered(service, answered);
     }
+}
+
+/// Whether a response of `status` ends an exchange: 200–599. A 1xx is
+/// interim (RFC 9110 §15.2) — written as a final response, the next
+/// pipelined response would be taken for this request's answer.
+#[inline]
+fn is_final(status: Status) -> bool {
+    (200..=599).contains(&status.code())
 }

@@ -18,6 +18,7 @@ mod http_properties;
 mod large;
 mod logging;
 mod memory;
+mod one_walk;
 mod ops;
 mod replicas;
 mod server_e2e;
