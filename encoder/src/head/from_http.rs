@@ -41,9 +41,12 @@ impl<'a> From<&'a http::HeaderName> for HeaderName<'a> {
     }
 }
 
-/// `http::HeaderValue` holds field-value bytes only, but may begin or end
-/// with whitespace, which a recipient strips (RFC 9110 §5.5): the conversion
-/// leaves it out, and cannot fail.
+/// A bytes door: `http::HeaderValue` holds bytes (its `from_str` stores a
+/// `str`'s UTF-8, its `from_bytes` Latin-1 or anything else), field-value
+/// bytes only, sent as stored. It may begin or end with whitespace, which
+/// a recipient strips (RFC 9110 §5.5): the conversion leaves it out, and
+/// cannot fail. Text to go out as Latin-1 goes through
+/// [`Head::value`](super::Head::value).
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 impl<'a> From<&'a http::HeaderValue> for HeaderValue<'a> {
     fn from(value: &'a http::HeaderValue) -> HeaderValue<'a> {

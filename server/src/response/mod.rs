@@ -206,8 +206,19 @@ impl<'a> Response<'a> {
 pub struct Prepared(Prefix, u64);
 
 impl Prepared {
-    /// The start of a response of `status` with `fields`.
+    /// The start of a response of `status` with `fields`, made once (at
+    /// start-up) for every response of its kind.
+    ///
+    /// # Panics
+    /// On a status that ends no exchange (a final response is 200–599; a
+    /// 1xx is interim) and on a field the head writes itself: a start that
+    /// could never be sent is refused where it is made.
     pub fn new(status: Status, fields: [Option<&Line>; 2]) -> Prepared {
+        assert!(
+            (200..=599).contains(&status.code()),
+            "a prepared response's status is final (200-599), not {}",
+            status.code()
+        );
         // A number of its own, never reused, names its templates: an address
         // could be another start's once this one is dropped.
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -298,8 +309,9 @@ impl<'h, 'a, const N: usize> Lead<'h, 'a, N> {
 pub enum Unqueued {
     /// The connection's budget could not cover it: nothing queued.
     Full(Full),
-    /// It cannot be sent: nothing of it queued, a 500 in its place.
-    Unsendable(Unsendable),
+    /// It cannot be sent: nothing of it queued, a 500 in its place. Boxed:
+    /// the rare case keeps the common result small.
+    Unsendable(Box<Unsendable>),
 }
 
 impl From<Full> for Unqueued {
@@ -310,6 +322,6 @@ impl From<Full> for Unqueued {
 
 impl From<FieldError> for Unqueued {
     fn from(e: FieldError) -> Unqueued {
-        Unqueued::Unsendable(Unsendable::Field(e))
+        Unqueued::Unsendable(Box::new(Unsendable::Field(e)))
     }
 }

@@ -11,7 +11,7 @@ use unflat::queue::{Push, WriteQueue};
 use super::template::Key;
 use super::{bound, date, direct, fixed, flatten, template};
 use super::{covered, Body, Exchange, FieldError, Fields, Lead, Response, Start, Strategy};
-use super::{Unqueued, MAX_FIELDS};
+use super::{Unqueued, Unsendable, MAX_FIELDS};
 use crate::memory::{Budget, Full, Memory};
 
 /// What the writer queued for one response: for the access log and the
@@ -42,9 +42,9 @@ struct Shape {
 }
 
 impl Shape {
-    /// The one place framing and persistence are decided for a response.
-    fn of(r: &Response<'_>, exchange: Exchange) -> Shape {
-        let status = r.status();
+    /// The one place framing and persistence are decided for a response
+    /// of `status` (`r`'s, read once by the caller).
+    fn of(r: &Response<'_>, status: Status, exchange: Exchange) -> Shape {
         let streamed = matches!(r.body, Body::Stream);
         // HTTP/1.0 has no chunks: a stream to it ends with the connection.
         let until_close = streamed && !exchange.takes_chunked && !status.has_no_body();
@@ -137,6 +137,11 @@ impl Writer {
             Body::Bytes(text.as_bytes()),
         );
         self.write(queue, &r, exchange, budget)
+            .map_err(|e| match e {
+                Unqueued::Full(full) => full,
+                // The core's refusals are final statuses of built lines.
+                Unqueued::Unsendable(e) => unreachable!("the core's refusal: {e}"),
+            })
     }
 
     /// Queues an interim (1xx) response: the status line alone, which ends
@@ -155,22 +160,18 @@ impl Writer {
     }
 
     /// Queues `r`, the answer to a request that asked `exchange`, and says
-    /// what was written; fails with [`Full`], queueing nothing, when
-    /// `budget` cannot cover it.
+    /// what was written; fails, queueing nothing, when `budget` cannot
+    /// cover it ([`Unqueued::Full`]) or its status ends no exchange
+    /// ([`Unqueued::Unsendable`]: a 1xx is interim, a final response is
+    /// 200–599).
     pub fn write(
         &self,
         queue: &mut WriteQueue,
         r: &Response<'_>,
         exchange: Exchange,
         budget: &mut Budget,
-    ) -> Result<Written, Full> {
+    ) -> Result<Written, Unqueued> {
         self.write_fielded(queue, r, None, exchange, budget)
-            .map_err(|e| match e {
-                Unqueued::Full(full) => full,
-                // Its lines were checked when built, and it has no value
-                // ropes: nothing of it is checked as it is written.
-                Unqueued::Unsendable(e) => unreachable!("a head of built lines: {e}"),
-            })
     }
 
     /// [`Writer::write`] for a response with field lines of its own, whose
@@ -205,7 +206,7 @@ impl Writer {
             keep_alive,
             body_allowed,
             streams,
-        } = Shape::of(r, exchange);
+        } = Shape::of(r, status, exchange);
         debug_assert!(!streams, "a stream begins with Writer::stream_head");
         let _ = streams;
         let body = if body_allowed {
@@ -227,11 +228,7 @@ impl Writer {
                     flags: u8::from(keep_alive) | u8::from(exchange.head_request) << 1,
                 };
                 let render = |dst: &mut [u8; template::MOST]| {
-                    let date = date::date_line_at(second);
-                    let head: Head<'_, ROOM> =
-                        self.head(r.start, None, exchange, framing, keep_alive, &date);
-                    // Too long for a template (`None`): written as any other.
-                    head.write(dst).ok()
+                    self.render(r.start, exchange, framing, keep_alive, second, dst)
                 };
                 template::with_head(key, second, render, |bytes| {
                     put_templated(queue, bytes, body, budget)
@@ -239,6 +236,12 @@ impl Writer {
             }
             _ => None,
         };
+        // A prepared start's status was checked when it was made: only a
+        // status given per response is checked here, off the templates'
+        // path.
+        if templated.is_none() && !is_final(status) {
+            return Err(not_final(status));
+        }
         let shares = match templated {
             Some(shares) => shares?,
             None if fields.is_none() => {
@@ -267,27 +270,55 @@ impl Writer {
     /// sent (`None`: write it with [`Writer::write`]): a stream's head is
     /// queued only with what follows it ([`Writer::start_stream`]), so that
     /// a stream the lease cannot start is refused whole, never begun. A
-    /// value refused as it is rendered fails it.
+    /// value refused as it is rendered fails it (boxed: the common answer,
+    /// `None`, stays one word to test).
     pub fn stream_head(
         &self,
         r: &Response<'_>,
         fields: &Fields<'_>,
         exchange: Exchange,
-    ) -> Result<Option<StreamHead>, FieldError> {
-        let shape = Shape::of(r, exchange);
+    ) -> Option<Result<StreamHead, Box<FieldError>>> {
+        // Nearly every response is no stream: told apart before anything
+        // is read of it.
+        if !matches!(r.body, Body::Stream) {
+            return None;
+        }
+        let status = r.status();
+        let shape = Shape::of(r, status, exchange);
         if !shape.streams {
-            return Ok(None);
+            return None;
         }
         let date = date::date_line_at(date::unix_second());
         let (framing, keep_alive) = (shape.framing, shape.keep_alive);
         let fields = (!fields.is_empty()).then_some(fields);
         let head: Head<'_, ROOM_WITH_FIELDS> =
             self.head(r.start, fields, exchange, framing, keep_alive, &date);
-        Ok(Some(StreamHead {
-            bytes: head.to_vec()?,
-            status: r.status(),
-            keep_alive: shape.keep_alive,
-        }))
+        Some(match head.to_vec() {
+            Ok(bytes) => Ok(StreamHead {
+                bytes,
+                status,
+                keep_alive: shape.keep_alive,
+            }),
+            Err(e) => Err(Box::new(e.into())),
+        })
+    }
+
+    /// A template's head, written into `dst` at `second` (`None`: too long
+    /// for a template, written as any other). Out of line: rendered once a
+    /// second, it stays out of the path that copies the template.
+    #[inline(never)]
+    fn render(
+        &self,
+        start: Start<'_>,
+        exchange: Exchange,
+        framing: Framing,
+        keep_alive: bool,
+        second: u64,
+        dst: &mut [u8],
+    ) -> Option<usize> {
+        let date = date::date_line_at(second);
+        let head: Head<'_, ROOM> = self.head(start, None, exchange, framing, keep_alive, &date);
+        head.write(dst).ok()
     }
 
     /// The head of a response that begins with `start`, then `fields`,
@@ -369,6 +400,20 @@ impl Writer {
         debug_assert!(queue.footprint() <= after, "the queue within its bound");
         Ok(self.strategy == Strategy::Direct && pushes.shares)
     }
+}
+
+/// Whether a response of `status` ends an exchange: 200–599. A 1xx is
+/// interim (RFC 9110 §15.2) — written as a final response, the next
+/// pipelined response would be taken for this request's answer.
+#[inline]
+fn is_final(status: Status) -> bool {
+    (200..=599).contains(&status.code())
+}
+
+/// The refusal of a response of `status`, which ends no exchange.
+#[cold]
+fn not_final(status: Status) -> Unqueued {
+    Unqueued::Unsendable(Box::new(Unsendable::Status(status.code())))
 }
 
 /// Queues the head `head`, a template's bytes, and `body` by the direct

@@ -266,25 +266,22 @@ impl<S: Service> Session<S> {
                 // (Let go before `p` moves: they borrow the reply.)
                 let mut fields = Fields::new();
                 match dispatch::respond(reply, request_body, &mut fields) {
-                    Ok(r) if !fields.is_refused() && is_final(r.status()) => {
+                    Ok(r) if !fields.is_refused() => {
                         match writer.stream_head(&r, &fields, p.exchange) {
-                            Ok(None) if fields.is_empty() => writer
-                                .write(queue, &r, p.exchange, budget)
-                                .map_err(Unqueued::Full),
-                            Ok(None) => writer.write_with(queue, &r, &fields, p.exchange, budget),
-                            Ok(Some(head)) => {
+                            None if fields.is_empty() => {
+                                writer.write(queue, &r, p.exchange, budget)
+                            }
+                            None => writer.write_with(queue, &r, &fields, p.exchange, budget),
+                            Some(Ok(head)) => {
                                 drop(fields);
                                 return self.begin_stream(queue, p, head);
                             }
-                            Err(e) => Err(e.into()),
+                            Some(Err(e)) => Err((*e).into()),
                         }
                     }
-                    Ok(r) => {
-                        let e = match fields.error() {
-                            Some(e) => Unsendable::Field(e),
-                            None => Unsendable::Status(r.status().code()),
-                        };
-                        Err(Unqueued::Unsendable(e))
+                    Ok(_) => {
+                        let e = fields.error().expect("a field refused");
+                        Err(Unqueued::Unsendable(Box::new(Unsendable::Field(e))))
                     }
                     Err(full) => Err(Unqueued::Full(full)),
                 }
@@ -298,7 +295,7 @@ impl<S: Service> Session<S> {
         };
         let written = match written {
             Ok(written) => written,
-            Err(Unqueued::Unsendable(e)) => return self.unsendable(queue, service, p, e),
+            Err(Unqueued::Unsendable(e)) => return self.unsendable(queue, service, p, *e),
             // The queue's output holds memory that writing gives back.
             Err(_) if queue.has_remaining() => return State::Ready(p),
             Err(_) if p.refusal => return State::Closed,
@@ -376,12 +373,4 @@ impl<S: Service> Session<S> {
         };
         self.app.answered(service, answered);
     }
-}
-
-/// Whether a response of `status` ends an exchange: 200–599. A 1xx is
-/// interim (RFC 9110 §15.2) — written as a final response, the next
-/// pipelined response would be taken for this request's answer.
-#[inline]
-fn is_final(status: Status) -> bool {
-    (200..=599).contains(&status.code())
 }

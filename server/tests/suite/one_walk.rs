@@ -16,7 +16,7 @@ use unflat::{Piece, Rope, Shape};
 use unflat_server::app::{Handler, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
-use unflat_server::response::{Body, Chunk, Fields, Response};
+use unflat_server::response::{Body, Chunk, Fields, Prepared, Response};
 use unflat_server::session::{Session, Step};
 use unflat_server::{Config, Stack};
 
@@ -85,6 +85,8 @@ enum Answer {
     Flip(Arc<Turncoat>),
     Status(u16),
     Owned(&'static str),
+    /// `X-Text` with `TEXTS[.0]`, as text (`.1`) or as its bytes.
+    Text(usize, bool),
     /// A stream whose text chunk is `.1`-th (0: the first); `.0` chunks sent.
     Stream(usize, usize, Text),
 }
@@ -104,6 +106,15 @@ impl std::fmt::Debug for Turncoat {
         write!(f, "Turncoat(at {})", self.at)
     }
 }
+
+/// Strings sent through the core's doors, and what the text door sends
+/// of each: its Latin-1 bytes, or nothing (a 500).
+const TEXTS: [(&str, Option<&[u8]>); 4] = [
+    ("plain", Some(b"plain")),
+    ("na\u{ef}ve", Some(b"na\xefve")),
+    ("5\u{20ac}", None),
+    ("\u{1f600}", None),
+];
 
 const OWNED: [&str; 6] = [
     "Connection",
@@ -128,6 +139,12 @@ impl Handler for App {
         if let Some(name) = path.strip_prefix("/owned/") {
             let name = OWNED.iter().find(|n| n.eq_ignore_ascii_case(name)).unwrap();
             return Answer::Owned(name);
+        }
+        if let Some(i) = path.strip_prefix("/text/") {
+            return Answer::Text(i.parse().unwrap(), true);
+        }
+        if let Some(i) = path.strip_prefix("/bytes/") {
+            return Answer::Text(i.parse().unwrap(), false);
         }
         if let Some(at) = path.strip_prefix("/stream/") {
             return Answer::Stream(0, at.parse().unwrap(), Text(self.chunk.clone()));
@@ -156,6 +173,14 @@ impl Reply for Answer {
             Answer::Owned(name) => {
                 fields.add(name, "x");
                 ok(b"owned\n")
+            }
+            Answer::Text(i, true) => {
+                fields.add("X-Text", TEXTS[*i].0);
+                ok(b"text\n")
+            }
+            Answer::Text(i, false) => {
+                fields.add("X-Text", TEXTS[*i].0.as_bytes());
+                ok(b"bytes\n")
             }
             Answer::Stream(..) => Response::new(Status::OK, [None, None], Body::Stream),
         })
@@ -293,6 +318,13 @@ fn a_final_response_is_200_to_599() {
         assert_eq!(all[0].2, b"ok\n");
         assert_eq!(end, Some("close"), "{code}");
     }
+    // A prepared start, made once for every response of its kind, is
+    // refused where it is made.
+    for code in [103, 600] {
+        let status = Status::from_code(code).unwrap();
+        let made = std::panic::catch_unwind(|| Prepared::new(status, [None, None]));
+        assert!(made.is_err(), "{code}");
+    }
     // The statuses in range go out as given.
     for code in [200, 204, 299, 404, 599] {
         let requests = format!(
@@ -400,4 +432,40 @@ fn a_chunk_that_panics_while_encoded_never_puts_a_response_in_a_body() {
         }
     }
     assert!(whole > 0, "some k is past the rope's last call");
+}
+
+/// The same strings through the core's doors: as text (`&str`) each goes
+/// out as the library's text doors send it — its Latin-1 bytes, the same
+/// as `Line::parse` renders — or is refused (a 500); as bytes, as given.
+#[test]
+fn the_same_string_gives_the_same_bytes_as_the_librarys_doors() {
+    let stack = stack(Turncoat::new(99, "x", false), Turncoat::new(99, "t", false));
+    for (i, (text, latin1)) in TEXTS.iter().enumerate() {
+        let line = unflat::head::Line::parse("X-Text", text);
+        let request = format!("GET /text/{i} HTTP/1.1\r\nHost: t\r\n\r\n");
+        let (out, _) = serve(&stack, request.as_bytes());
+        let all = responses(&out);
+        match latin1 {
+            Some(bytes) => {
+                let line = line.unwrap();
+                assert_eq!(&line.as_bytes()[8..line.as_bytes().len() - 2], *bytes);
+                assert_eq!(all[0].0, 200);
+                assert!(all[0]
+                    .1
+                    .windows(line.as_bytes().len())
+                    .any(|w| w == line.as_bytes()));
+            }
+            None => {
+                assert!(line.is_err(), "{text:?}");
+                assert_eq!(all[0].0, 500, "{text:?}");
+            }
+        }
+        let request = format!("GET /bytes/{i} HTTP/1.1\r\nHost: t\r\n\r\n");
+        let (out, _) = serve(&stack, request.as_bytes());
+        let all = responses(&out);
+        let mut line = b"X-Text: ".to_vec();
+        line.extend_from_slice(text.as_bytes());
+        assert_eq!(all[0].0, 200);
+        assert!(all[0].1.windows(line.len()).any(|w| w == line), "{text:?}");
+    }
 }
