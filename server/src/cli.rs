@@ -2,17 +2,14 @@
 //! goes to stdout (harnesses wait for its `http://` address); logs go to
 //! stderr through [`crate::log`].
 
-use std::ffi::OsString;
-use std::io::{IsTerminal as _, Write as _};
-use std::time::Duration;
+use std::io::Write as _;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
-use tracing_subscriber::EnvFilter;
 
-use crate::config::{Config, EventFormat};
-use crate::log;
+use crate::config::Config;
 use crate::server::{Control, Server};
+use crate::{events, log};
 
 /// clap's error as the one line a user needs: its first paragraph joined,
 /// without the usage hint (the benchmark harnesses print theirs the same way).
@@ -38,23 +35,7 @@ pub fn main() -> std::io::Result<()> {
         // --help and --version.
         Err(e) => e.exit(),
     };
-    let events = tracing_subscriber::fmt()
-        .with_writer(log::Events)
-        .with_env_filter(filter(
-            &config,
-            std::env::var("RUST_LOG")
-                .ok()
-                .filter(|v| !v.trim().is_empty()),
-        ));
-    match config.log_format {
-        EventFormat::Text => events
-            .with_ansi(colour(
-                std::io::stderr().is_terminal(),
-                std::env::var_os("NO_COLOR"),
-            ))
-            .init(),
-        EventFormat::Json => events.json().flatten_event(true).init(),
-    }
+    events::install(&config);
     if let Some(note) = config.cache_clamped() {
         warn!("{note}");
     }
@@ -64,7 +45,7 @@ pub fn main() -> std::io::Result<()> {
         Ok(server) => server,
         Err(e) => {
             // The one line a user needs, after any logged before it.
-            log::flush(FLUSH);
+            log::flush(log::AT_EXIT);
             eprintln!("error: {e}");
             std::process::exit(2);
         }
@@ -84,31 +65,8 @@ pub fn main() -> std::io::Result<()> {
         }
         signals.forward(controls).await;
     });
-    if ran.is_ok() {
-        info!("stopped");
-    }
-    log::flush(FLUSH);
+    // The server said it stopped, and waited for its lines.
     ran
-}
-
-/// How long the process waits at exit for its last log lines: a stderr
-/// that takes nothing must not keep it from exiting.
-const FLUSH: Duration = Duration::from_secs(2);
-
-/// Whether logs are coloured: only on a terminal, and never when `NO_COLOR`
-/// is set to anything but the empty string (<https://no-color.org>).
-fn colour(terminal: bool, no_color: Option<OsString>) -> bool {
-    terminal && no_color.is_none_or(|v| v.is_empty())
-}
-
-/// What is logged: RUST_LOG's directives when set (wrong ones skipped), in
-/// place of `--log-level`. Neither filters the access log.
-fn filter(config: &Config, rust_log: Option<String>) -> EnvFilter {
-    let directives = match rust_log {
-        Some(directives) => directives,
-        None => config.log_level.directive().to_string(),
-    };
-    EnvFilter::builder().parse_lossy(directives)
 }
 
 /// SIGINT and SIGTERM stop the server (a second one while it drains closes
@@ -177,38 +135,5 @@ impl Signals {
             std::future::pending::<()>().await;
         }
         ("Ctrl-C", Control::Stop)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn colour_only_on_a_terminal_without_no_color() {
-        assert!(colour(true, None));
-        assert!(colour(true, Some("".into())));
-        assert!(!colour(true, Some("1".into())));
-        assert!(!colour(false, None));
-    }
-
-    #[test]
-    fn rust_log_replaces_the_level() {
-        let config = |args: &[&str]| {
-            let mut argv = vec!["unflat-server"];
-            argv.extend_from_slice(args);
-            Config::from_args(argv).unwrap()
-        };
-        let shown = |c: &Config, rust_log: Option<&str>| {
-            filter(c, rust_log.map(str::to_string)).to_string()
-        };
-        let warn = config(&["--log-level", "warn"]);
-        assert_eq!(shown(&warn, None), "warn");
-        assert_eq!(shown(&warn, Some("debug")), "debug");
-        let both = shown(&warn, Some("info,unflat_server=trace"));
-        assert!(
-            both.contains("unflat_server=trace") && !both.contains("warn"),
-            "{both}"
-        );
     }
 }

@@ -22,6 +22,7 @@ pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod events;
 pub mod h1;
 pub mod log;
 pub mod memory;

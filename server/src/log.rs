@@ -23,6 +23,10 @@ pub const MEMORY: usize = 2 * BUFFER;
 /// one write and no wake per interval.
 const GATHER: Duration = Duration::from_millis(2);
 
+/// How long a process waits at exit for its last log lines: a stderr that
+/// takes nothing must not keep it from exiting.
+pub const AT_EXIT: Duration = Duration::from_secs(2);
+
 /// How often a [`Repeated`] failure is logged, at most.
 pub const EVERY: Duration = Duration::from_secs(1);
 

@@ -70,6 +70,9 @@ impl<S: Service> Server<S> {
     pub fn bind_with(config: Config, make: impl FnOnce(Making<'_>) -> S) -> io::Result<Server<S>> {
         let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
         config.validate().map_err(invalid)?;
+        // Every server logs as its flags ask, and its requests' panics
+        // never block a worker on stderr.
+        crate::events::install(&config);
         let tls = config
             .tls()
             .map(|source| tls::load(&source, config.tls_provider))
@@ -164,8 +167,26 @@ impl<S: Service> Server<S> {
     }
 
     /// [`Server::serve`] driven by the [`Control`]s that `controls` sends;
-    /// its end is a `Stop`.
+    /// its end is a `Stop`. Once stopped, it says so in the log and waits
+    /// (a moment at most) for the log's last lines to reach stderr, so that
+    /// an application that exits next loses none of them.
     pub async fn serve_controlled<F>(
+        self,
+        controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
+    ) -> io::Result<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let served = self.serve_until_stopped(controls).await;
+        if served.is_ok() {
+            info!("stopped");
+        }
+        let _ = tokio::task::spawn_blocking(|| crate::log::flush(crate::log::AT_EXIT)).await;
+        served
+    }
+
+    /// [`Server::serve_controlled`]'s serving.
+    async fn serve_until_stopped<F>(
         self,
         controls: impl FnOnce(mpsc::UnboundedSender<Control>) -> F,
     ) -> io::Result<()>

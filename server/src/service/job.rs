@@ -31,7 +31,7 @@ impl<T: 'static> Job<T> {
         let polled = std::future::poll_fn(|cx| match guarded(|| work.as_mut().poll(cx)) {
             Ok(Poll::Ready(made)) => Poll::Ready(Ok(made)),
             Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(log(&*payload, "a job"))),
+            Err(payload) => Poll::Ready(Err(log(&*payload, "a job", None))),
         });
         Finished(polled.await)
     }

@@ -245,6 +245,9 @@ pub struct Session<S: Service> {
     /// Whether the request being answered is a `HEAD` (for a 500 in place
     /// of its response, should the service panic).
     head_request: bool,
+    /// The label of the request being answered, once the service gave it
+    /// (for the log's line, should the service panic).
+    answering: Option<LabelOf<S>>,
     /// A streamed response whose head is queued and whose end is not:
     /// whether it is chunked (how a panic must end it).
     begun: Option<bool>,
@@ -279,6 +282,7 @@ impl<S: Service> Session<S> {
             began: Moment::default(),
             now: Moment::default(),
             head_request: false,
+            answering: None,
             begun: None,
         }
     }
@@ -373,7 +377,11 @@ impl<S: Service> Session<S> {
             Ok(Poll::Ready(Ok(None))) => s.ended = true,
             Ok(Poll::Ready(Err(full))) => s.refused = Some(full),
             Err(payload) => {
-                log(&*payload, "a stream's chunk");
+                log(
+                    &*payload,
+                    "a stream's chunk",
+                    s.label.as_ref().map(|l| l as _),
+                );
                 s.failed = true;
             }
         }
@@ -398,7 +406,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         payload: &(dyn std::any::Any + Send),
     ) -> Step<S::Reply> {
-        log(payload, "a turn");
+        log(payload, "a turn", self.answering.as_ref().map(|l| l as _));
         self.job = None;
         // The queue holds whole responses: a 500 goes after them.
         let next = self.failed(queue, service, self.head_request, None);

@@ -41,8 +41,10 @@ impl<S: Service> Session<S> {
         // What a 500 in place of its response needs, should the service
         // panic (`Session::panicked`).
         self.head_request = head.is_head();
+        self.answering = None;
         let reply = self.app.call(service, &head);
         let label = self.app.begun(service, &head, &reply);
+        self.answering = Some(label);
         self.noted();
         let exchange = self.exchange(
             service,
