@@ -2,8 +2,8 @@
 //! application: a `tracing` subscriber writing through the log's bounded
 //! sink ([`crate::log`]) at the level and in the format the flags ask
 //! (`--log-level`, `RUST_LOG`, `--log-format`), unless the application
-//! installed its own; and the panic hook ([`crate::service::guard`]),
-//! which keeps a request's panic off stderr's blocking path.
+//! installed its own; and the panic hook (`service/guard.rs`), which keeps
+//! a request's panic off stderr's blocking path.
 
 use std::ffi::OsString;
 use std::io::IsTerminal as _;

@@ -2,7 +2,7 @@
 //! what every door of the head checks, and what a parser of the same
 //! grammar accepts.
 
-/// RFC 9110 `tchar`, a byte of a token: the rule of [`HeaderName::new`],
+/// RFC 9110 `tchar`, a byte of a token: the rule of [`HeaderName::new`](super::HeaderName::new),
 /// public so that a parser of the same grammar accepts what the head sends.
 ///
 /// ```
@@ -19,7 +19,7 @@ pub const fn is_tchar(b: u8) -> bool {
 }
 
 /// RFC 9110 field-value byte (HTAB, SP, VCHAR, obs-text), as a reason
-/// phrase's: the rule of [`HeaderValue::from_bytes`], public as
+/// phrase's: the rule of [`HeaderValue::from_bytes`](super::HeaderValue::from_bytes), public as
 /// [`is_tchar`] is.
 ///
 /// ```

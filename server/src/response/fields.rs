@@ -365,8 +365,9 @@ impl<'a> Fields<'a> {
     /// `Set-Cookie`). `value` is text (`&str`, written as Latin-1), bytes,
     /// an integer, a tuple of up to four of these (`("sid=", id, "; Path=/")`),
     /// or any [`Rope`]. The name is checked now: one that is not a token,
-    /// one of the fields the core writes itself ([module
-    /// documentation](self)), or more than [`MAX_FIELDS`] fields makes the
+    /// one of the fields the core writes itself (`Connection`,
+    /// `Keep-Alive`, `Date`, `Content-Length`, `Transfer-Encoding`,
+    /// `X-Content-Type-Options`), or more than [`MAX_FIELDS`] fields makes the
     /// response a 500 with the cause logged. The value is checked as it is
     /// written ([`Head::value`](unflat::head::Head::value)'s rule): a CR,
     /// LF, NUL or other control character, whitespace first or last, or a

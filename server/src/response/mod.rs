@@ -1,7 +1,7 @@
 //! Responses: what a service gives ([`Response`], its [`Body`], its own
 //! [`Fields`], a stream's [`Chunk`]s) and the one [`Writer`] of them into
 //! the connection's [`WriteQueue`], by
-//! [`Strategy`]: **direct** encodes the [`Head`](unflat::head::Head) rope
+//! [`Strategy`]: **direct** writes the [`Head`]
 //! straight into the write buffer and queues the body in its own form
 //! (shared or copied as the queue's [`Policy`](unflat::queue::Policy)
 //! decides); **flatten**, the old path, copies head and body into one flat
