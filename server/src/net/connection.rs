@@ -27,6 +27,7 @@ use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
 use super::idle;
 use super::pace::Pace;
+use super::reset::ResetIfDropped;
 use super::shutdown::{Shutdown, Stopped};
 use super::timers::Timer;
 use super::tls::{self, Tls, TlsSocket};
@@ -125,8 +126,25 @@ async fn serve_tls<S: Service>(
 }
 
 /// Serves one connection on `lease` ([`lease`]) until the peer or a
-/// response closes it, a timeout expires, or the server shuts down.
+/// response closes it, a timeout expires, or the server shuts down. Dropped
+/// before it ends — the shutdown's grace over, or a second signal — the
+/// connection is reset when its socket closes, so that no body it was
+/// sending looks whole.
 pub async fn serve<S: Service, IO: Socket>(
+    io: &mut IO,
+    peer: Option<SocketAddr>,
+    connections: &Connections<S>,
+    shutdown: &Shutdown,
+    lease: Lease,
+) -> Result<(), Ended> {
+    let cut = ResetIfDropped::new(io.tcp_fd());
+    let ended = serve_until_ended(io, peer, connections, shutdown, lease).await;
+    cut.disarm();
+    ended
+}
+
+/// [`serve`]'s work.
+async fn serve_until_ended<S: Service, IO: Socket>(
     io: &mut IO,
     peer: Option<SocketAddr>,
     connections: &Connections<S>,

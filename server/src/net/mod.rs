@@ -10,6 +10,7 @@ mod deadlines;
 mod give_way;
 mod idle;
 mod pace;
+mod reset;
 pub mod shutdown;
 mod socket;
 pub mod timers;

@@ -78,10 +78,20 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     /// Bounds what the socket holds of the next write to `bytes` beyond its
     /// fixed memory: what the lease covers.
     fn limit_send_memory(&mut self, _bytes: usize) {}
+
+    /// The TCP socket's descriptor, for a reset when the server's shutdown
+    /// cuts the connection (`None`: no TCP socket, a session in memory).
+    fn tcp_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 impl Socket for TcpStream {
     const UNBUFFERED: bool = true;
+
+    fn tcp_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(self))
+    }
 
     /// Tries the read first: a connection woken by its bytes reads them
     /// without asking the readiness again.

@@ -26,5 +26,6 @@ mod server_e2e;
 mod server_raw;
 mod server_syscalls;
 mod service;
+mod shutdown_cut;
 mod stream;
 mod tls;

@@ -241,6 +241,10 @@ impl Socket for TlsSocket {
         self.stream.get_ref().0.acknowledged()
     }
 
+    fn tcp_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.stream.get_ref().0.tcp_fd()
+    }
+
     fn fixed_memory(&self) -> usize {
         self.fixed_memory
     }
