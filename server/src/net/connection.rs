@@ -178,7 +178,24 @@ async fn serve_until_ended<S: Service, IO: Socket>(
                 continue;
             }
             Step::Wait => {
-                std::future::poll_fn(|cx| c.session.poll_wait(cx)).await;
+                // A stream waiting for its next chunk holds its connection
+                // and does no work: at the connection limit it gives way
+                // as an idle one does, cut as every stream is (a reset, no
+                // last chunk), so that a new client is not left waiting
+                // for the streams to end.
+                let until = Moment::now().after(connections.timeouts.idle);
+                registration.idle(until);
+                let asked = std::future::poll_fn(|cx| {
+                    if c.session.poll_wait(cx).is_ready() {
+                        return Poll::Ready(false);
+                    }
+                    registration.poll_asked(cx).map(|()| true)
+                })
+                .await;
+                registration.busy();
+                if asked {
+                    return Err(Ended::CutShort);
+                }
                 continue;
             }
             Step::Read(w) => w,

@@ -20,6 +20,7 @@ mod logging;
 mod memory;
 mod one_walk;
 mod ops;
+mod paced;
 mod panics;
 mod replicas;
 mod server_e2e;
