@@ -127,24 +127,10 @@ async fn serve_tls<S: Service>(
 
 /// Serves one connection on `lease` ([`lease`]) until the peer or a
 /// response closes it, a timeout expires, or the server shuts down. Dropped
-/// before it ends — the shutdown's grace over, or a second signal — the
-/// connection is reset when its socket closes, so that no body it was
-/// sending looks whole.
+/// before it ends — the shutdown's grace over, or a second signal — or
+/// ended by an error, the connection is reset when its socket closes, so
+/// that no body it was sending looks whole.
 pub async fn serve<S: Service, IO: Socket>(
-    io: &mut IO,
-    peer: Option<SocketAddr>,
-    connections: &Connections<S>,
-    shutdown: &Shutdown,
-    lease: Lease,
-) -> Result<(), Ended> {
-    let cut = ResetIfDropped::new(io.tcp_fd());
-    let ended = serve_until_ended(io, peer, connections, shutdown, lease).await;
-    cut.disarm();
-    ended
-}
-
-/// [`serve`]'s work.
-async fn serve_until_ended<S: Service, IO: Socket>(
     io: &mut IO,
     peer: Option<SocketAddr>,
     connections: &Connections<S>,
@@ -202,9 +188,14 @@ async fn serve_until_ended<S: Service, IO: Socket>(
         };
         // A request is read next: the send period, if any, is over.
         c.pace.reset();
-        if shutdown.is_triggered() {
-            // Every response begun is written; requests not yet complete are
-            // not started.
+        // A connection that has served a request closes when the server
+        // stops: every response begun is written. One accepted but not yet
+        // asked anything waits for its first request (within its
+        // deadline, and the grace) and answers it with `Connection:
+        // close`: its client's connect succeeded, and a close without an
+        // answer would leave it none.
+        let fresh = c.session.served() == 0;
+        if shutdown.is_triggered() && !fresh {
             break;
         }
         let served = c.session.served();
@@ -215,7 +206,14 @@ async fn serve_until_ended<S: Service, IO: Socket>(
         if idle {
             registration.idle(deadline);
         }
-        let read = c.read(waiting, deadline, &timer, &registration, stopped.as_mut());
+        let read = c.read(
+            waiting,
+            deadline,
+            &timer,
+            &registration,
+            stopped.as_mut(),
+            fresh,
+        );
         let read = read.await;
         if idle {
             registration.busy();
@@ -239,7 +237,10 @@ async fn serve_until_ended<S: Service, IO: Socket>(
     });
     match closed.await {
         Err(e @ (Ended::SendTimeout | Ended::TooSlow)) => Err(e),
-        _ => Ok(()),
+        _ => {
+            c.reset.disarm();
+            Ok(())
+        }
     }
 }
 
@@ -281,6 +282,8 @@ struct Connection<'a, S: Service, IO> {
     keeps: bool,
     /// How the client's pace is judged while a write waits.
     pace: Pace,
+    /// Resets the connection unless it ends well: see [`serve`].
+    reset: ResetIfDropped,
 }
 
 impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
@@ -294,6 +297,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
     ) -> Self {
         let (input, _) = idle::take_out();
         let (read_buffer, socket) = (input.capacity(), io.fixed_memory());
+        let reset = ResetIfDropped::new(io.tcp_fd());
         let session = Session::open(&connections.protocol, lease, read_buffer, socket, peer);
         Connection {
             io,
@@ -305,6 +309,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             had_frame: false,
             keeps: false,
             pace: Pace::default(),
+            reset,
         }
     }
 
@@ -317,15 +322,19 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         timer: &Timer,
         registration: &Registration<'_>,
         mut stopped: Pin<&mut Stopped<'_>>,
+        fresh: bool,
     ) -> Result<Got, Ended> {
         let service = &self.connections.protocol;
+        // Only a connection that has served a request ends its wait when
+        // the server stops.
+        let stops = waiting == Waiting::Idle && !fresh;
         if IO::UNBUFFERED
             && waiting == Waiting::Idle
             && self.input.is_empty()
             && !self.queue.has_remaining()
         {
             match self
-                .wait_idle(deadline, timer, registration, stopped.as_mut())
+                .wait_idle(deadline, timer, registration, stopped.as_mut(), stops)
                 .await
             {
                 Idle::Read(read) => return read,
@@ -344,7 +353,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             biased;
             read = self.io.read_buf(&mut self.input) => Some(read),
             () = timer.passed(deadline) => None,
-            () = stopped, if waiting == Waiting::Idle => return Ok(Got::End),
+            () = stopped, if stops => return Ok(Got::End),
             () = registration.asked(), if waiting == Waiting::Idle => return Ok(Got::End),
         };
         match read {
@@ -376,6 +385,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         timer: &Timer,
         registration: &Registration<'_>,
         mut stopped: Pin<&mut Stopped<'_>>,
+        stops: bool,
     ) -> Idle {
         // The idle deadline is its wait's start plus `--idle-timeout`: the
         // hold's end from the same start, without reading the clock again.
@@ -408,7 +418,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                 (away, self.keeps) = (true, false);
             }
             if (away && timer.poll_passed(deadline, cx).is_ready())
-                || stopped.as_mut().poll(cx).is_ready()
+                || (stops && stopped.as_mut().poll(cx).is_ready())
                 || registration.poll_asked(cx).is_ready()
             {
                 return Poll::Ready(Idle::End);

@@ -18,15 +18,15 @@ impl ResetIfDropped {
     /// Armed for the TCP socket `fd` (`None`: not a TCP socket, nothing to
     /// do).
     ///
-    /// The guard must not outlive the socket: it lives in the frame of
-    /// `connection::serve`, which borrows the socket from its caller, so
-    /// the socket — and its descriptor — outlives the guard.
+    /// The guard must not outlive the socket: it lives in the connection
+    /// that `connection::serve` serves, which borrows the socket from
+    /// serve's caller, so the socket — and its descriptor — outlives it.
     pub(crate) fn new(fd: Option<RawFd>) -> ResetIfDropped {
         ResetIfDropped(fd)
     }
 
-    /// The connection ended by itself: its close is its own affair.
-    pub(crate) fn disarm(mut self) {
+    /// The connection ended well: its close is a plain one.
+    pub(crate) fn disarm(&mut self) {
         self.0 = None;
     }
 }

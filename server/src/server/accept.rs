@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -125,8 +125,30 @@ pub(super) async fn accept_loop<S: Service>(
             // Reap finished connections so the set does not grow.
             while connections.try_join_next().is_some() {}
         }
+        // The connections the kernel completed before the listener closes
+        // are taken and answered (with `Connection: close`), not reset
+        // with it: their clients' connect succeeded. At most the backlog,
+        // past --max-connections for the drain.
+        // Asked of the socket itself: tokio's accept knows only the
+        // readiness it was told of.
+        let listener = listener.into_std();
+        while let Some((stream, peer)) = listener.as_ref().ok().and_then(|l| l.accept().ok()) {
+            let Ok(stream) = stream
+                .set_nonblocking(true)
+                .and_then(|()| TcpStream::from_std(stream))
+            else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let (stack, shutdown) = (stack.clone(), shutdown.clone());
+            connections.spawn(async move {
+                net::handle(stream, peer, tls.as_ref(), stack.connections(), &shutdown).await;
+            });
+        }
+        // Closed now: a connect from here on is refused.
+        drop(listener);
     }
-    drop(listener);
     // Reaped, the set holds the open connections.
     while connections.try_join_next().is_some() {}
     info!(

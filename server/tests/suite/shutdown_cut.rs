@@ -105,3 +105,80 @@ fn a_response_cut_at_shutdown_ends_with_a_reset() {
         }
     }
 }
+
+/// How one connection of the load below ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Refused at connect: the listener was closed.
+    Refused,
+    /// Answered (any status).
+    Answered,
+    /// Accepted, asked, and closed or reset without a byte of an answer.
+    Dropped,
+}
+
+/// One connection: connect, ask, read the answer.
+fn one(addr: &str) -> Outcome {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return Outcome::Refused;
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    if s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .is_err()
+    {
+        return Outcome::Dropped;
+    }
+    match crate::common::read_response(&mut s, &mut Vec::new(), false) {
+        Ok(_) => Outcome::Answered,
+        Err(_) => Outcome::Dropped,
+    }
+}
+
+/// Eight clients opening a connection per request in a loop through the
+/// whole shutdown (`--shutdown-delay 2s --grace 5s`, SIGTERM): every
+/// connection is answered, or refused at connect once the listener is
+/// closed — none accepted and then closed or reset without an answer
+/// (after the delay 2–3 were closed and 2–4 reset, unanswered).
+#[test]
+fn a_shutdown_delay_leaves_no_accepted_connection_unanswered() {
+    let (mut child, addr) =
+        spawn_server(&["--workers", "2", "--shutdown-delay", "2s", "--grace", "5s"]);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..8)
+        .map(|_| {
+            let (addr, done) = (addr.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let outcome = one(&addr);
+                    seen.push(outcome);
+                    if outcome == Outcome::Refused {
+                        // Refused once: the server stops; a few more tries.
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen: Vec<Outcome> = load.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let count = |o| seen.iter().filter(|&&s| s == o).count();
+    eprintln!(
+        "answered {}, refused {}, dropped {}",
+        count(Outcome::Answered),
+        count(Outcome::Refused),
+        count(Outcome::Dropped)
+    );
+    assert!(status.success(), "{status}");
+    assert!(count(Outcome::Answered) > 100);
+    assert!(
+        count(Outcome::Refused) > 0,
+        "the load ran past the listener's close"
+    );
+    assert_eq!(count(Outcome::Dropped), 0);
+}
