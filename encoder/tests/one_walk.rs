@@ -270,3 +270,50 @@ fn the_fields_a_head_writes_itself_are_refused() {
     }
     assert_eq!(parse_fields(&head.to_vec().unwrap()).2.len(), 4);
 }
+
+/// A rope that walks on after it was told to stop, and one that measures
+/// less than it gives: the first bad character is the one reported, and
+/// an overrun is counted from the value's own start.
+#[test]
+fn errors_name_the_first_fault_and_where_in_the_value() {
+    struct Deaf;
+    impl Rope for Deaf {
+        fn for_each_piece<'a>(
+            &'a self,
+            visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+        ) -> ControlFlow<()> {
+            let _ = visit(Piece::Utf8("a\r"));
+            visit(Piece::Utf8("b\n"))
+        }
+        fn shape(&self) -> Shape {
+            Shape::of_piece(Piece::Utf8("a\rb\n"))
+        }
+    }
+    /// Measures one byte, gives six.
+    struct Short;
+    impl Rope for Short {
+        fn for_each_piece<'a>(
+            &'a self,
+            visit: &mut dyn FnMut(Piece<'a>) -> ControlFlow<()>,
+        ) -> ControlFlow<()> {
+            visit(Piece::Utf8("abcdef"))
+        }
+        fn shape(&self) -> Shape {
+            Shape::of_piece(Piece::Utf8("a"))
+        }
+    }
+    let name = HeaderName::new("X-V").unwrap();
+    let mut head = Head::new(Status::OK, RequestMethod::Other);
+    head.value(name, &Deaf).unwrap();
+    let error = HeadError::InvalidValue { at: 1, byte: b'\r' };
+    assert_eq!(head.to_vec(), Err(WriteError::Value { name: "X-V", error }));
+    let mut head = Head::new(Status::NO_CONTENT, RequestMethod::Other);
+    head.value(name, &Short).unwrap();
+    match head.to_vec() {
+        Err(WriteError::Value {
+            name: "X-V",
+            error: HeadError::ValueChanged { at },
+        }) => assert!(at <= 6, "{at}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -65,9 +65,10 @@ pub enum HeadError {
     TooManyFields,
     /// A value rope ([`Head::value`](super::Head::value)) gave more
     /// characters as it was written than it measured: its pieces changed
-    /// between the two.
+    /// between the two. The room it took was measured for the fields after
+    /// it: the value named is the last one written when the room ran out.
     ValueChanged {
-        /// Characters of the value written before the destination ended.
+        /// Bytes from the value's start to where the room ran out.
         at: usize,
     },
     /// A character of a text value ([`Head::value`](super::Head::value),

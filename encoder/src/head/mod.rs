@@ -173,7 +173,10 @@ impl Field<'_> {
         match self {
             Field::Line(line) => line.as_bytes().len(),
             Field::Pair(name, value) => pair_len(name.0.as_bytes(), value.0),
-            Field::Value(name, value) => pair_len(name.0.as_bytes(), b"") + value.shape().len(),
+            // Saturating: a rope's measure is its own word, however large.
+            Field::Value(name, value) => {
+                pair_len(name.0.as_bytes(), b"").saturating_add(value.shape().len())
+            }
             #[cfg(feature = "http")]
             Field::Map(map) => map
                 .iter()
@@ -346,7 +349,8 @@ impl<'a, const N: usize> Head<'a, N> {
     /// never flattened first. Nothing of the value is walked here: it is
     /// checked in the walk that writes it, each character as it goes into
     /// the destination, so that what is checked is what is sent. A CR, LF,
-    /// NUL or other control character, whitespace first or last
+    /// NUL, DEL or other control character below U+0020 but HTAB (U+0080
+    /// to U+00FF are obs-text, sent as their byte), whitespace first or last
     /// ([`HeadError::InvalidValue`]), or a character above U+00FF
     /// ([`HeadError::UnsendableChar`]) fails the write
     /// ([`WriteError::Value`], naming the field), and nothing of the head
@@ -474,11 +478,11 @@ impl<'a, const N: usize> Head<'a, N> {
         let start = self
             .prefix
             .map_or_else(|| self.status.line_len(), <[u8]>::len);
-        let fields: usize = self.fields[..self.count]
+        let fields = self.fields[..self.count]
             .iter()
             .flatten()
             .map(Field::max_len)
-            .sum();
+            .fold(0, usize::saturating_add);
         let framing = match self.framing {
             Framing::None => 0,
             Framing::Length(_) => self.length_line().len(),
@@ -489,7 +493,8 @@ impl<'a, const N: usize> Head<'a, N> {
             Persistence::KeepAlive(line) => KEEP_ALIVE.len() + line.as_bytes().len(),
             Persistence::Close => CLOSE.len(),
         };
-        start + fields + self.date.map_or(0, |_| DateLine::LEN) + framing + persistence + CRLF.len()
+        let rest = start + self.date.map_or(0, |_| DateLine::LEN) + framing + persistence;
+        fields.saturating_add(rest + CRLF.len())
     }
 
     /// Writes the head into `dst`, which needs [`Head::max_len`] bytes, in
@@ -519,19 +524,23 @@ impl<'a, const N: usize> Head<'a, N> {
     /// room.
     pub(crate) fn write_measured(&self, dst: &mut [u8]) -> Result<usize, WriteError<'a>> {
         let mut out = Out::new(dst);
-        let overrun = |written: Option<&'a str>, out: &Out<'_>| match written {
-            // The room was measured: only a value rope that gave more than
-            // it measured can overrun it.
-            Some(name) => WriteError::Value {
+        // The room was measured: only a value rope that gave more than it
+        // measured can overrun it, taking the room of what follows it. The
+        // overrun is the last value's written, its position counted from
+        // that value's start.
+        let overrun = |written: Option<(&'a str, usize)>, out: &Out<'_>| match written {
+            Some((name, start)) => WriteError::Value {
                 name,
-                error: HeadError::ValueChanged { at: out.written() },
+                error: HeadError::ValueChanged {
+                    at: out.written() - start,
+                },
             },
             None => WriteError::NoRoom {
                 needed: self.max_len(),
                 available: out.written(),
             },
         };
-        let mut last_value: Option<&'a str> = None;
+        let mut last_value: Option<(&'a str, usize)> = None;
         let start = match self.prefix {
             Some(prefix) => out.put(prefix),
             None => self.status.write(&mut out),
@@ -539,11 +548,12 @@ impl<'a, const N: usize> Head<'a, N> {
         start.map_err(|Overrun| overrun(None, &out))?;
         for field in self.fields[..self.count].iter().flatten() {
             if let Field::Value(name, _) = field {
-                last_value = Some(name.as_str());
+                // Its value starts after `name: `.
+                last_value = Some((name.as_str(), out.written() + name.0.len() + 2));
             }
             field.write(&mut out).map_err(|failure| match failure {
                 FieldFailure::Value(error) => WriteError::Value {
-                    name: last_value.expect("a value refused is a value field"),
+                    name: last_value.expect("a value refused is a value field").0,
                     error,
                 },
                 FieldFailure::Overrun => overrun(last_value, &out),

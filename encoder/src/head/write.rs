@@ -107,6 +107,11 @@ impl<'d> Out<'d> {
         let end = self.dst.len();
         let mut error = None;
         let _ = value.for_each_piece(&mut |piece| {
+            // A rope that walks on after a `Break` is not heard again: the
+            // first error is the one reported.
+            if error.is_some() {
+                return ControlFlow::Break(());
+            }
             let done = match piece {
                 Piece::OneByte(b) => self.one_byte(b, start, end),
                 Piece::Utf8(s) => self.utf8(s, start, end),

@@ -16,9 +16,25 @@ pub(super) fn write<const N: usize>(
     head_len: usize,
     body: &Body<'_>,
 ) -> Result<(), FieldError> {
+    if runs_code(body) {
+        return queue.marked(|queue| {
+            head.queue(queue, head_len)?;
+            self::body(queue, body);
+            Ok(())
+        });
+    }
     head.queue(queue, head_len)?;
     self::body(queue, body);
     Ok(())
+}
+
+/// Whether queueing `body` runs a rope of the application's — encoded as
+/// it is queued, so it may panic, or give other bytes than it measured
+/// (`body` checks that): its head and it are then queued behind a mark
+/// ([`WriteQueue::marked`]), so that a failure takes the head back too and
+/// the 500 in its place is whole, never inside a body.
+pub(super) fn runs_code(body: &Body<'_>) -> bool {
+    matches!(body, Body::Transcoded(..))
 }
 
 /// Queues `body`, behind its head.

@@ -433,6 +433,13 @@ fn put_templated(
         Body::SharedText(b) | Body::SharedBytes(b) if !pushes.shares => {
             queue.copy_all(&[head, b]);
         }
+        _ if direct::runs_code(body) => {
+            let _ = queue.marked(|queue| {
+                queue.copy(head);
+                direct::body(queue, body);
+                Ok::<(), ()>(())
+            });
+        }
         _ => {
             queue.copy(head);
             direct::body(queue, body);

@@ -111,10 +111,12 @@ pub(super) async fn accept_loop<S: Service>(
                 tokio::select! {
                     p = permits.clone().acquire_owned() => break p.ok(),
                     () = net::timers::sleep(ASK_AGAIN) => {}
+                    // Accepted already: answered in the drain, past the
+                    // limit, rather than closed without a word.
                     () = stopped.as_mut() => break None,
                 }
             };
-            let Some(permit) = permit else { break };
+            let stopping = permit.is_none();
             let _ = stream.set_nodelay(true);
             let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
             let (stack, shutdown) = (stack.clone(), shutdown.clone());
@@ -124,6 +126,9 @@ pub(super) async fn accept_loop<S: Service>(
             });
             // Reap finished connections so the set does not grow.
             while connections.try_join_next().is_some() {}
+            if stopping {
+                break;
+            }
         }
         // The connections the kernel completed before the listener closes
         // are taken and answered (with `Connection: close`), not reset
@@ -132,7 +137,15 @@ pub(super) async fn accept_loop<S: Service>(
         // Asked of the socket itself: tokio's accept knows only the
         // readiness it was told of.
         let listener = listener.into_std();
-        while let Some((stream, peer)) = listener.as_ref().ok().and_then(|l| l.accept().ok()) {
+        let next = |l: &std::net::TcpListener| loop {
+            match l.accept() {
+                Ok(accepted) => return Some(accepted),
+                // One that its client gave up on; the rest are still there.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => {}
+                Err(_) => return None,
+            }
+        };
+        while let Some((stream, peer)) = listener.as_ref().ok().and_then(next) {
             let Ok(stream) = stream
                 .set_nonblocking(true)
                 .and_then(|()| TcpStream::from_std(stream))

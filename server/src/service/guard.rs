@@ -34,6 +34,8 @@ thread_local! {
 #[inline(always)]
 pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, Box<dyn Any + Send>> {
     let outer = GUARDED.replace(true);
+    // A place left by a panic the work caught itself is not this one's.
+    PLACE.with(|p| p.borrow_mut().take());
     let result = catch_unwind(AssertUnwindSafe(f));
     GUARDED.set(outer);
     result

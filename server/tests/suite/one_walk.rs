@@ -87,6 +87,8 @@ enum Answer {
     Owned(&'static str),
     /// `X-Text` with `TEXTS[.0]`, as text (`.1`) or as its bytes.
     Text(usize, bool),
+    /// A whole body of the application's text, said to be `.1` bytes.
+    Body(Text, usize),
     /// A stream whose text chunk is `.1`-th (0: the first); `.0` chunks sent.
     Stream(usize, usize, Text),
 }
@@ -146,6 +148,9 @@ impl Handler for App {
         if let Some(i) = path.strip_prefix("/bytes/") {
             return Answer::Text(i.parse().unwrap(), false);
         }
+        if let Some(len) = path.strip_prefix("/body/") {
+            return Answer::Body(Text(self.chunk.clone()), len.parse().unwrap());
+        }
         if let Some(at) = path.strip_prefix("/stream/") {
             return Answer::Stream(0, at.parse().unwrap(), Text(self.chunk.clone()));
         }
@@ -181,6 +186,9 @@ impl Reply for Answer {
             Answer::Text(i, false) => {
                 fields.add("X-Text", TEXTS[*i].0.as_bytes());
                 ok(b"bytes\n")
+            }
+            Answer::Body(text, len) => {
+                Response::new(Status::OK, [None, None], Body::Transcoded(&text.0, *len))
             }
             Answer::Stream(..) => Response::new(Status::OK, [None, None], Body::Stream),
         })
@@ -467,5 +475,35 @@ fn the_same_string_gives_the_same_bytes_as_the_librarys_doors() {
         line.extend_from_slice(text.as_bytes());
         assert_eq!(all[0].0, 200);
         assert!(all[0].1.windows(line.len()).any(|w| w == line), "{text:?}");
+    }
+}
+
+/// A whole body of the application's text, encoded as it is queued behind
+/// its head: whether its rope panics on its k-th measure or walk, or gives
+/// other bytes than its response said, the head goes back with it and the
+/// 500 in its place is whole — never `abcHTTP/1.1 500` inside a 200's
+/// body, as a client would read it.
+#[test]
+fn a_body_that_fails_as_it_is_encoded_takes_its_head_back() {
+    // "text\u{e9}\n" is 7 bytes as UTF-8.
+    for (at, len) in (0..6).map(|at| (at, 7)).chain([(99, 10), (99, 3)]) {
+        let stack = stack(
+            Turncoat::new(99, "x", false),
+            Turncoat::new(at, "text\u{e9}\n", true),
+        );
+        let request = format!("GET /body/{len} HTTP/1.1\r\nHost: t\r\n\r\n");
+        let (out, _) = serve(&stack, request.as_bytes());
+        let text = String::from_utf8_lossy(&out);
+        let starts = out.windows(9).filter(|w| w == b"HTTP/1.1 ").count();
+        assert_eq!(starts, 1, "panic at {at}, said {len}: {text:?}");
+        let all = responses(&out);
+        match all[0].0 {
+            200 => assert_eq!(all[0].2, "text\u{e9}\n".as_bytes(), "{text:?}"),
+            500 => {}
+            other => panic!("{other}: {text:?}"),
+        }
+        if len != 7 {
+            assert_eq!(all[0].0, 500, "said {len}: {text:?}");
+        }
     }
 }
