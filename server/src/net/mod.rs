@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use unflat::queue::Policy;
 
+pub use acked::Acked;
 pub use connection::{handle, lease, serve};
 pub use deadlines::Timeouts;
 pub use give_way::IdleConnections;

@@ -13,20 +13,27 @@
 //!   acknowledges nothing for seconds, then a step: the wait it showed
 //!   before is what the next may take.
 //! - **Too slow** (as Kestrel's `MinResponseDataRate`): once the client has
-//!   acknowledged something in the period, it must average
-//!   `--min-send-rate` from then on, after `--min-send-rate-grace`: at time
-//!   `t` after that first step, the bytes acknowledged since the period
-//!   began must be at least `rate × (t − grace)`. The first step is
-//!   counted, so a reader whose steps come at its own steady rate keeps
-//!   ahead however large they are; one that trickles a few bytes every
-//!   few seconds does not.
+//!   acknowledged something in the period, it must keep up
+//!   `--min-send-rate`, after `--min-send-rate-grace`: each step of `n`
+//!   bytes buys `n / rate` more time, from the first step's moment plus
+//!   the grace, and the client is too slow once that time is past. What
+//!   steps buy is capped at one *window* ahead of the step, so a fast start
+//!   buys one window, not its bytes' worth (19 MiB at 240 B/s were 23 h of
+//!   credit, and a reader that then took 51 B/s was never cut). The window
+//!   is what the client's receive window holds at the rate — the largest
+//!   window it advertised in the period (`tcpi_snd_wnd`), at least
+//!   [`STEP`], with a quarter to spare — or the grace, whichever is longer:
+//!   what a client acknowledged but has not read is all it may bank, and a
+//!   reader at the rate, whose window reopens in steps smaller than the
+//!   window, takes each within it. A reader that slows to `r` below the
+//!   rate after a fast start is cut within `window / (1 − r / rate)`.
 //!
 //! Checked only while a write waits, at most every quarter of the shorter
 //! of the two times, so a connection whose writes complete costs nothing.
 
 use std::time::Duration;
 
-use super::Ended;
+use super::{Acked, Ended};
 use crate::clock::Moment;
 
 /// The rules a client that a write waits for is held to (`Pace`, one per
@@ -50,6 +57,11 @@ const STEP_SLACK: u32 = 3;
 /// The least time between two checks.
 const CHECK_LEAST: Duration = Duration::from_millis(100);
 
+/// The least window a client is taken to have: loopback's segment, the
+/// least a receive window reopens by (and what a system that does not say
+/// its peer's window is judged by).
+pub const STEP: u64 = 64 * 1024;
+
 /// One connection's judge of its client's pace: what its send period has
 /// seen, if one is on. Boxed, and made only when a write waits, so that
 /// every idle connection's task holds a pointer, not the period.
@@ -61,15 +73,17 @@ pub(super) struct Pace {
 /// What a send period has seen.
 #[derive(Clone, Copy, Debug)]
 struct Period {
-    /// What was acknowledged when its first write waited.
-    base: u64,
-    /// When the client last acknowledged more, and how much it had then.
+    /// When the client last acknowledged more (or the period began), and
+    /// how much it had then.
     last: Moment,
     acked: u64,
-    /// When the first acknowledgement of the period was seen.
-    first_step: Option<Moment>,
+    /// When the client falls below the minimum rate unless it
+    /// acknowledges more; set by its first acknowledgement of the period.
+    due: Option<Moment>,
     /// The longest wait between two acknowledgements seen.
     longest: Duration,
+    /// The largest receive window the client advertised in the period.
+    window: u64,
 }
 
 impl Pace {
@@ -81,15 +95,20 @@ impl Pace {
 
     /// A write waits at `now`, the client having acknowledged `acked`
     /// (`None`: unknown); when to check next. Begins a period if none is on.
-    pub(super) fn waiting(&mut self, rules: &PaceRules, now: Moment, acked: Option<u64>) -> Moment {
+    pub(super) fn waiting(
+        &mut self,
+        rules: &PaceRules,
+        now: Moment,
+        acked: Option<Acked>,
+    ) -> Moment {
         let period = **self.period.get_or_insert_with(|| {
-            let acked = acked.unwrap_or(0);
+            let acked = acked.unwrap_or_default();
             Box::new(Period {
-                base: acked,
                 last: now,
-                acked,
-                first_step: None,
+                acked: acked.bytes,
+                due: None,
                 longest: Duration::ZERO,
+                window: acked.window,
             })
         });
         rules.next_check(&period, now)
@@ -101,16 +120,24 @@ impl Pace {
         &mut self,
         rules: &PaceRules,
         now: Moment,
-        acked: Option<u64>,
+        acked: Option<Acked>,
     ) -> Result<Moment, Ended> {
         let Some(period) = self.period.as_mut() else {
             return Ok(self.waiting(rules, now, acked));
         };
-        if let Some(acked) = acked.filter(|&a| a > period.acked) {
+        if let Some(acked) = acked {
+            period.window = period.window.max(acked.window);
+        }
+        if let Some(acked) = acked.map(|a| a.bytes).filter(|&a| a > period.acked) {
             period.longest = period.longest.max(now.since(period.last));
+            let step = acked - period.acked;
             period.last = now;
             period.acked = acked;
-            period.first_step.get_or_insert(now);
+            // The first step starts the clock, with the grace; each buys
+            // its bytes' time at the rate, never past a window ahead.
+            let from = period.due.unwrap_or(now.after(rules.grace));
+            let bought = from.after(rules.time_for(step));
+            period.due = Some(bought.min(now.after(rules.window(period.window))));
         }
         let period = **period;
         if now >= rules.stopped_at(&period) {
@@ -135,10 +162,22 @@ impl PaceRules {
     /// When the client falls below the minimum rate unless it acknowledges
     /// more; `None` before its first step.
     fn too_slow_at(&self, p: &Period) -> Option<Moment> {
-        let first = p.first_step?;
-        let rate = self.min_rate.max(1);
-        let earned = Duration::from_millis((p.acked - p.base).saturating_mul(1000) / rate);
-        Some(first.after(self.grace).after(earned))
+        p.due
+    }
+
+    /// The time `bytes` take at the minimum rate.
+    fn time_for(&self, bytes: u64) -> Duration {
+        Duration::from_millis(bytes.saturating_mul(1000) / self.min_rate.max(1))
+    }
+
+    /// How far ahead steps may buy time, the client's largest window seen
+    /// being `window`: the grace, or the time the larger of it and
+    /// [`STEP`] takes at the minimum rate and a quarter, whichever is
+    /// longer.
+    pub fn window(&self, window: u64) -> Duration {
+        let window = STEP.max(window);
+        self.grace
+            .max(self.time_for(window.saturating_add(window / 4)))
     }
 
     /// The next check: at a deadline, or sooner, to see steps as they come.
@@ -162,6 +201,11 @@ mod tests {
         grace: Duration::from_secs(5),
     };
 
+    /// `bytes` acknowledged, the window unknown.
+    fn acked(bytes: u64) -> Acked {
+        Acked { bytes, window: 0 }
+    }
+
     /// A moment well after the clock's start.
     fn now() -> Moment {
         Moment::default().after(Duration::from_secs(1000))
@@ -172,20 +216,22 @@ mod tests {
         let began = now().before(Duration::from_millis(ago));
         Pace {
             period: Some(Box::new(Period {
-                base,
                 last: began,
                 acked: base,
-                first_step: None,
+                due: None,
                 longest: Duration::ZERO,
+                window: 0,
             })),
         }
     }
 
     #[test]
     fn a_client_that_acknowledges_nothing_is_stopped_after_the_timeout_and_grace() {
-        assert!(pace_since(7_900, 0).check(&RULES, now(), Some(0)).is_ok());
+        assert!(pace_since(7_900, 0)
+            .check(&RULES, now(), Some(acked(0)))
+            .is_ok());
         assert!(matches!(
-            pace_since(8_100, 0).check(&RULES, now(), Some(0)),
+            pace_since(8_100, 0).check(&RULES, now(), Some(acked(0))),
             Err(Ended::SendTimeout)
         ));
         assert!(matches!(
@@ -199,37 +245,95 @@ mod tests {
         let mut pace = pace_since(0, 0);
         let p = pace.period.as_mut().unwrap();
         p.longest = Duration::from_secs(4);
-        p.first_step = Some(p.last);
+        p.due = Some(now().after(Duration::from_secs(100)));
         p.acked = 100_000;
         // Quiet for 16 s after a step that came 4 s after the one before:
         // within three times that and the grace.
         p.last = p.last.before(Duration::from_secs(16));
-        assert!(pace.check(&RULES, now(), Some(100_000)).is_ok());
+        assert!(pace.check(&RULES, now(), Some(acked(100_000))).is_ok());
         let p = pace.period.as_mut().unwrap();
         p.last = p.last.before(Duration::from_secs(2));
         assert!(matches!(
-            pace.check(&RULES, now(), Some(100_000)),
+            pace.check(&RULES, now(), Some(acked(100_000))),
             Err(Ended::SendTimeout)
         ));
     }
 
     #[test]
     fn a_trickle_below_the_rate_is_too_slow_after_the_grace() {
-        let mut pace = pace_since(0, 0);
-        // A step of 576 bytes 8 s ago (earning 2.4 s), then more steps of a
-        // few bytes: 5 s of grace and 2.4 s earned are past.
-        let p = pace.period.as_mut().unwrap();
-        p.first_step = Some(now().before(Duration::from_secs(8)));
-        p.acked = 576;
-        p.longest = Duration::from_secs(1);
+        // A step of 576 bytes 8 s ago (buying 2.4 s after the 5 s grace),
+        // then steps of a few bytes: past.
+        let mut pace = pace_since(8_000, 0);
+        let eight_ago = now().before(Duration::from_secs(8));
+        assert!(pace.check(&RULES, eight_ago, Some(acked(576))).is_ok());
         assert!(matches!(
-            pace.check(&RULES, now(), Some(600)),
+            pace.check(&RULES, now(), Some(acked(600))),
             Err(Ended::TooSlow)
         ));
         // At the rate, it is kept.
+        let mut pace = pace_since(8_000, 0);
+        assert!(pace.check(&RULES, eight_ago, Some(acked(240))).is_ok());
+        for s in 1..=8 {
+            let at = eight_ago.after(Duration::from_secs(s));
+            assert!(
+                pace.check(&RULES, at, Some(acked(240 * (s + 1)))).is_ok(),
+                "{s}"
+            );
+        }
+    }
+
+    /// A fast start buys one window, not its bytes' worth: 19 MiB through
+    /// a 64 KiB window, then 1 KiB every 20 s (51 B/s), is cut once that
+    /// window is spent at the rate it falls behind by (it was kept for
+    /// 23 h); a reader at 300 B/s whose 4 MiB window reopens in 64 KiB
+    /// steps, 218 s apart, is kept.
+    #[test]
+    fn a_fast_start_buys_one_window() {
+        let window = RULES.window(STEP);
+        assert_eq!(window, Duration::from_millis(341_333));
+        let start = now();
         let mut pace = pace_since(0, 0);
-        let p = pace.period.as_mut().unwrap();
-        p.first_step = Some(now().before(Duration::from_secs(8)));
-        assert!(pace.check(&RULES, now(), Some(8 * 240)).is_ok());
+        let mut bytes = 0;
+        for i in 0..304 {
+            bytes += STEP;
+            let at = start.before(Duration::from_millis(304 - i));
+            let seen = Acked {
+                bytes,
+                window: STEP,
+            };
+            assert!(pace.check(&RULES, at, Some(seen)).is_ok());
+        }
+        let mut cut = None;
+        for i in 1..=100 {
+            let at = start.after(Duration::from_secs(20 * i));
+            bytes += 1024;
+            if pace
+                .check(&RULES, at, Some(Acked { bytes, window: 0 }))
+                .is_err()
+            {
+                cut = Some(at.since(start));
+                break;
+            }
+        }
+        // window / (1 − 51.2 / 240), 434 s, and a step.
+        let cut = cut.expect("cut");
+        let bound = window.mul_f64(240.0 / (240.0 - 51.2)) + Duration::from_secs(20);
+        assert!(cut <= bound && cut >= window, "{cut:?} > {bound:?}");
+        let mut pace = pace_since(0, 0);
+        let mut bytes = 4 << 20;
+        let full = Acked {
+            bytes,
+            window: 4 << 20,
+        };
+        assert!(pace.check(&RULES, start, Some(full)).is_ok());
+        for i in 1..=16 {
+            let at = start.after(Duration::from_millis(218_453 * i));
+            bytes += STEP;
+            assert!(
+                pace.check(&RULES, at, Some(Acked { bytes, window: 0 }))
+                    .is_ok(),
+                "step {i}"
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! measures what the client takes. Writes use `sendmsg`, which skips the
 //! file layer's work of `writev` (docs/results/history.md).
 
+use super::acked::Acked;
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -57,8 +58,9 @@ pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     }
 
     /// Bytes of output the peer has acknowledged, by which a write that
-    /// waits makes progress (`None`: unknown; the write must complete).
-    fn acknowledged(&self) -> Option<u64> {
+    /// waits makes progress, and its receive window (`None`: unknown; the
+    /// write must complete).
+    fn acknowledged(&self) -> Option<Acked> {
         None
     }
 
@@ -146,7 +148,7 @@ impl Socket for TcpStream {
         }
     }
 
-    fn acknowledged(&self) -> Option<u64> {
+    fn acknowledged(&self) -> Option<Acked> {
         super::acked::acknowledged(self)
     }
 }

@@ -51,7 +51,7 @@ const TABLE: [Listing; 7] = [
     Listing {
         route: Route::EndString,
         path: "/end-string/",
-        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks, at most one per character), &every=MS (a chunk every MS ms, on a timer; chunks × every at most 60 s)",
+        usage: "GET|HEAD /end-string/{len}  text of len characters: ?kind=ascii|latin1|twobyte, ?body=flat|rope, ?chunks=K (streamed in K chunks, at most one per character), &every=MS (chunk i due i × MS ms after the first, on a timer; chunks × every at most 60 s)",
     },
     Listing {
         route: Route::Large,

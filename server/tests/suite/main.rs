@@ -23,6 +23,7 @@ mod ops;
 mod paced;
 mod panics;
 mod replicas;
+mod send_rate;
 mod server_e2e;
 mod server_raw;
 mod server_syscalls;

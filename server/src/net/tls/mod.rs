@@ -237,7 +237,7 @@ pub struct TlsSocket {
 /// Encrypted connections are served like cleartext ones; the vectored
 /// write is tokio-rustls's, which hands rustls every slice at once.
 impl Socket for TlsSocket {
-    fn acknowledged(&self) -> Option<u64> {
+    fn acknowledged(&self) -> Option<crate::net::Acked> {
         self.stream.get_ref().0.acknowledged()
     }
 
