@@ -14,19 +14,21 @@
 //!   before is what the next may take.
 //! - **Too slow** (as Kestrel's `MinResponseDataRate`): once the client has
 //!   acknowledged something in the period, it must keep up
-//!   `--min-send-rate`, after `--min-send-rate-grace`: each step of `n`
-//!   bytes buys `n / rate` more time, from the first step's moment plus
-//!   the grace, and the client is too slow once that time is past. What
-//!   steps buy is capped at one *window* ahead of the step, so a fast start
-//!   buys one window, not its bytes' worth (19 MiB at 240 B/s were 23 h of
-//!   credit, and a reader that then took 51 B/s was never cut). The window
+//!   `--min-send-rate`, within `--min-send-rate-grace`, as Kestrel's
+//!   `MinResponseDataRate` times each write: each step of `n` bytes buys,
+//!   from its own moment, the grace and `n / rate` — that at most one
+//!   *window* — never added to what earlier steps bought: the client is
+//!   too slow once the latest time any step bought is past. So a fast
+//!   start buys one window, not its bytes' worth (19 MiB at 240 B/s were
+//!   23 h of credit, and a reader that then took 51 B/s was never cut),
+//!   and a reader that slows below the rate is cut within the grace and a
+//!   window of its last fast step. The window
 //!   is what the client's receive window holds at the rate — the largest
 //!   window it advertised in the period (`tcpi_snd_wnd`), at least
-//!   [`STEP`], with a quarter to spare — or the grace, whichever is longer:
-//!   what a client acknowledged but has not read is all it may bank, and a
-//!   reader at the rate, whose window reopens in steps smaller than the
-//!   window, takes each within it. A reader that slows to `r` below the
-//!   rate after a fast start is cut within `window / (1 − r / rate)`.
+//!   [`STEP`], with a quarter to spare: what a client acknowledged but has
+//!   not read is all it may bank, and a reader at the rate, whose window
+//!   reopens in steps smaller than the window, takes each within the time
+//!   the one before bought, the grace to spare.
 //!
 //! Checked only while a write waits, at most every quarter of the shorter
 //! of the two times, so a connection whose writes complete costs nothing.
@@ -128,22 +130,28 @@ impl Pace {
         if let Some(acked) = acked {
             period.window = period.window.max(acked.window);
         }
+        // A step that comes after the time bought does not buy it back:
+        // the client was too slow by then (a check at that moment would
+        // have said so).
+        let late = period.due.is_some_and(|due| now >= due);
         if let Some(acked) = acked.map(|a| a.bytes).filter(|&a| a > period.acked) {
             period.longest = period.longest.max(now.since(period.last));
             let step = acked - period.acked;
             period.last = now;
             period.acked = acked;
-            // The first step starts the clock, with the grace; each buys
-            // its bytes' time at the rate, never past a window ahead.
-            let from = period.due.unwrap_or(now.after(rules.grace));
-            let bought = from.after(rules.time_for(step));
-            period.due = Some(bought.min(now.after(rules.window(period.window))));
+            // Each step buys, from its own moment, the grace and its
+            // bytes' time at the rate, that at most one window; time bought
+            // is never added to time bought before, so nothing is banked:
+            // a step while ahead keeps the later of the two.
+            let bytes_time = rules.time_for(step).min(rules.window(period.window));
+            let bought = now.after(rules.grace).after(bytes_time);
+            period.due = Some(period.due.map_or(bought, |due| due.max(bought)));
         }
         let period = **period;
         if now >= rules.stopped_at(&period) {
             return Err(Ended::SendTimeout);
         }
-        if rules.too_slow_at(&period).is_some_and(|at| now >= at) {
+        if late || rules.too_slow_at(&period).is_some_and(|at| now >= at) {
             return Err(Ended::TooSlow);
         }
         Ok(rules.next_check(&period, now))
@@ -170,14 +178,12 @@ impl PaceRules {
         Duration::from_millis(bytes.saturating_mul(1000) / self.min_rate.max(1))
     }
 
-    /// How far ahead steps may buy time, the client's largest window seen
-    /// being `window`: the grace, or the time the larger of it and
-    /// [`STEP`] takes at the minimum rate and a quarter, whichever is
-    /// longer.
+    /// The most time a step may buy beyond the grace, the client's largest
+    /// window seen being `window`: the time the larger of it and [`STEP`]
+    /// takes at the minimum rate, and a quarter.
     pub fn window(&self, window: u64) -> Duration {
         let window = STEP.max(window);
-        self.grace
-            .max(self.time_for(window.saturating_add(window / 4)))
+        self.time_for(window.saturating_add(window / 4))
     }
 
     /// The next check: at a deadline, or sooner, to see steps as they come.
@@ -283,14 +289,14 @@ mod tests {
     }
 
     /// A fast start buys one window, not its bytes' worth: 19 MiB through
-    /// a 64 KiB window, then 1 KiB every 20 s (51 B/s), is cut once that
-    /// window is spent at the rate it falls behind by (it was kept for
-    /// 23 h); a reader at 300 B/s whose 4 MiB window reopens in 64 KiB
-    /// steps, 218 s apart, is kept.
+    /// a 64 KiB window, then 1 KiB every 20 s (51 B/s), is cut within the
+    /// window (it was kept for 23 h); a reader at 300 B/s whose 4 MiB
+    /// window reopens in 64 KiB steps, 218 s apart, is kept.
     #[test]
     fn a_fast_start_buys_one_window() {
         let window = RULES.window(STEP);
         assert_eq!(window, Duration::from_millis(341_333));
+        let window = window + RULES.grace;
         let start = now();
         let mut pace = pace_since(0, 0);
         let mut bytes = 0;
@@ -315,10 +321,11 @@ mod tests {
                 break;
             }
         }
-        // window / (1 − 51.2 / 240), 434 s, and a step.
+        // Within the grace and the window of its last fast step (that
+        // step's own bytes' time: 273 s), and a step's check.
         let cut = cut.expect("cut");
-        let bound = window.mul_f64(240.0 / (240.0 - 51.2)) + Duration::from_secs(20);
-        assert!(cut <= bound && cut >= window, "{cut:?} > {bound:?}");
+        let bound = window + Duration::from_secs(20);
+        assert!(cut <= bound, "{cut:?} > {bound:?}");
         let mut pace = pace_since(0, 0);
         let mut bytes = 4 << 20;
         let full = Acked {
