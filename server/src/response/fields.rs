@@ -273,7 +273,7 @@ impl Rope for Value<'_> {
 }
 
 /// The field the core adds to every response with a body (`nosniff`).
-const NOSNIFF: &str = "X-Content-Type-Options";
+pub(super) const NOSNIFF: &str = "X-Content-Type-Options";
 
 /// Why a response's fields cannot be sent: the field, and what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]

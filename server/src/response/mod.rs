@@ -215,7 +215,7 @@ impl Prepared {
     /// could never be sent is refused where it is made.
     pub fn new(status: Status, fields: [Option<&Line>; 2]) -> Prepared {
         assert!(
-            (200..=599).contains(&status.code()),
+            is_final(status),
             "a prepared response's status is final (200-599), not {}",
             status.code()
         );
@@ -230,12 +230,19 @@ impl Prepared {
     }
 }
 
+/// Whether a response of `status` ends an exchange: 200–599. A 1xx is
+/// interim (RFC 9110 §15.2) — written as a final response, the next
+/// pipelined response would be taken for this request's answer.
+#[inline]
+fn is_final(status: Status) -> bool {
+    (200..=599).contains(&status.code())
+}
+
 /// `X-Content-Type-Options: nosniff` on every response that can carry a
 /// body, so that no body the server sends is sniffed into another type.
 fn fixed(status: Status) -> Option<&'static Line> {
     static NOSNIFF: LazyLock<Line> = LazyLock::new(|| {
-        Line::parse("X-Content-Type-Options", "nosniff")
-            .expect("a valid X-Content-Type-Options line")
+        Line::parse(fields::NOSNIFF, "nosniff").expect("a valid X-Content-Type-Options line")
     });
     (!status.has_no_body()).then(|| &*NOSNIFF)
 }

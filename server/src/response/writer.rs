@@ -9,7 +9,7 @@ use unflat::head::{DateLine, Framing, Head, Line, Persistence, RequestMethod, St
 use unflat::queue::{Push, WriteQueue};
 
 use super::template::Key;
-use super::{bound, date, direct, fixed, flatten, template};
+use super::{bound, date, direct, fixed, flatten, is_final, template};
 use super::{covered, Body, Exchange, FieldError, Fields, Lead, Response, Start, Strategy};
 use super::{Unqueued, Unsendable, MAX_FIELDS};
 use crate::memory::{Budget, Full, Memory};
@@ -400,14 +400,6 @@ impl Writer {
         debug_assert!(queue.footprint() <= after, "the queue within its bound");
         Ok(self.strategy == Strategy::Direct && pushes.shares)
     }
-}
-
-/// Whether a response of `status` ends an exchange: 200–599. A 1xx is
-/// interim (RFC 9110 §15.2) — written as a final response, the next
-/// pipelined response would be taken for this request's answer.
-#[inline]
-fn is_final(status: Status) -> bool {
-    (200..=599).contains(&status.code())
 }
 
 /// The refusal of a response of `status`, which ends no exchange.
