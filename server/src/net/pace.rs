@@ -62,7 +62,7 @@ const CHECK_LEAST: Duration = Duration::from_millis(100);
 /// The least window a client is taken to have: loopback's segment, the
 /// least a receive window reopens by (and what a system that does not say
 /// its peer's window is judged by).
-pub const STEP: u64 = 64 * 1024;
+pub(super) const STEP: u64 = 64 * 1024;
 
 /// One connection's judge of its client's pace: what its send period has
 /// seen, if one is on. Boxed, and made only when a write waits, so that
@@ -181,7 +181,7 @@ impl PaceRules {
     /// The most time a step may buy beyond the grace, the client's largest
     /// window seen being `window`: the time the larger of it and [`STEP`]
     /// takes at the minimum rate, and a quarter.
-    pub fn window(&self, window: u64) -> Duration {
+    pub(super) fn window(&self, window: u64) -> Duration {
         let window = STEP.max(window);
         self.time_for(window.saturating_add(window / 4))
     }
