@@ -212,9 +212,11 @@ pub struct Config {
     #[range(Bounds::duration(MIN_TIMEOUT, MAX_DURATION))]
     pub send_timeout: Duration,
 
-    /// Bytes per second a client must acknowledge on average, once it has
-    /// acknowledged a first step and after --min-send-rate-grace, while a
-    /// response waits for it; slower, the connection is reset (as Kestrel's
+    /// Bytes per second a client must keep acknowledging while a response
+    /// waits for it: each step buys its bytes' time at this rate and
+    /// --min-send-rate-grace, from its own moment, at most what the
+    /// client's receive window holds at this rate, never added to what
+    /// earlier steps bought; slower, the connection is reset (as Kestrel's
     /// MinResponseDataRate).
     #[arg(default_value = "240", help_heading = "Timeouts")]
     #[range(Bounds::bytes(64, GIB))]
