@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
@@ -65,6 +65,26 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
     ))
 }
 
+/// Serves an accepted connection on a task of `connections`, over the TLS
+/// current now, holding `permit` (none: one taken past the limit, at
+/// shutdown) until it ends.
+fn spawn<S: Service>(
+    connections: &mut JoinSet<()>,
+    (stream, peer): (TcpStream, SocketAddr),
+    stack: &Arc<Stack<S>>,
+    tls: &RwLock<Option<Tls>>,
+    shutdown: &Shutdown,
+    permit: Option<OwnedSemaphorePermit>,
+) {
+    let _ = stream.set_nodelay(true);
+    let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let (stack, shutdown) = (stack.clone(), shutdown.clone());
+    connections.spawn(async move {
+        net::handle(stream, peer, tls.as_ref(), stack.connections(), &shutdown).await;
+        drop(permit);
+    });
+}
+
 /// Accepts connections until shutdown, each over the TLS current when it
 /// is accepted; then waits for them up to the grace period, or until `cut`.
 pub(super) async fn accept_loop<S: Service>(
@@ -117,13 +137,14 @@ pub(super) async fn accept_loop<S: Service>(
                 }
             };
             let stopping = permit.is_none();
-            let _ = stream.set_nodelay(true);
-            let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
-            let (stack, shutdown) = (stack.clone(), shutdown.clone());
-            connections.spawn(async move {
-                net::handle(stream, peer, tls.as_ref(), stack.connections(), &shutdown).await;
-                drop(permit);
-            });
+            spawn(
+                &mut connections,
+                (stream, peer),
+                &stack,
+                &tls,
+                &shutdown,
+                permit,
+            );
             // Reap finished connections so the set does not grow.
             while connections.try_join_next().is_some() {}
             if stopping {
@@ -152,12 +173,14 @@ pub(super) async fn accept_loop<S: Service>(
             else {
                 continue;
             };
-            let _ = stream.set_nodelay(true);
-            let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
-            let (stack, shutdown) = (stack.clone(), shutdown.clone());
-            connections.spawn(async move {
-                net::handle(stream, peer, tls.as_ref(), stack.connections(), &shutdown).await;
-            });
+            spawn(
+                &mut connections,
+                (stream, peer),
+                &stack,
+                &tls,
+                &shutdown,
+                None,
+            );
         }
         // Closed now: a connect from here on is refused.
         drop(listener);

@@ -8,26 +8,14 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::common::{read_response, spawn_server};
-
-/// Kills the server when dropped.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::common::{read_response, Spawned};
 
 /// 3 000 chunks a millisecond apart take about 3 s, not a timer tick each
 /// (70–83 chunks a second: ~40 s).
 #[test]
 fn a_stream_paced_below_the_timers_tick_keeps_its_schedule() {
-    let (child, addr) = spawn_server(&["--workers", "1"]);
-    let _server = Killed(child);
-    let mut s = TcpStream::connect(&addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let server = Spawned::start(&["--workers", "1"]);
+    let mut s = server.connect();
     let begun = Instant::now();
     s.write_all(b"GET /end-string/3000?chunks=3000&every=1 HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
@@ -49,11 +37,11 @@ fn a_stream_paced_below_the_timers_tick_keeps_its_schedule() {
 /// one stream giving way — cut as every stream is, with no last chunk.
 #[test]
 fn streams_that_wait_give_way_at_the_connection_limit() {
-    let (child, addr) = spawn_server(&["--workers", "1", "--max-connections", "16"]);
-    let _server = Killed(child);
+    let server = Spawned::start(&["--workers", "1", "--max-connections", "16"]);
+    let addr = server.addr;
     let mut streams = Vec::new();
     for _ in 0..16 {
-        let mut s = TcpStream::connect(&addr).unwrap();
+        let mut s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"GET /end-string/50?chunks=50&every=1000 HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
@@ -63,7 +51,7 @@ fn streams_that_wait_give_way_at_the_connection_limit() {
         streams.push(s);
     }
     let begun = Instant::now();
-    let mut s = TcpStream::connect(&addr).unwrap();
+    let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     s.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
