@@ -11,7 +11,7 @@
 //! `benches/instructions.py --path /fields/6` counts its instructions per
 //! request (docs/results/instructions-and-profiles.md).
 
-use unflat_server::app::{
+use unflat_server::app::reply::{
     Body, Config, Fields, Full, Handler, Reply, RequestHead, Response, Server, Status, Value,
 };
 

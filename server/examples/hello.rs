@@ -13,7 +13,7 @@
 //! `--workers`, …) and none of the demo site's (`Config::from_app_args`);
 //! `examples/app` shows the rest of what an application can do.
 
-use unflat_server::app::{
+use unflat_server::app::reply::{
     Body, Config, Decimal, Fields, Full, Handler, Reply, RequestHead, Response, Server, Status,
 };
 

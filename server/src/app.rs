@@ -1,164 +1,174 @@
-//! Everything an application implements or receives, in one place: the
-//! [`Handler`] it writes (or the whole [`Service`], for one that keeps
-//! per-connection state or names an [`Observe`]r of its responses), the
-//! request it reads ([`RequestHead`]: fields by name, the path and query
-//! decoded), the [`Reply`] it gives for each — which the core owns, asks
-//! for work to await ([`Job`]) and for its [`Response`] ([`Body`], its own
-//! [`Fields`] built as ropes, the [`Chunk`]s of a stream) — and the
-//! [`Server`] that runs it on its runtime or its caller's. The service is
-//! called once per request; everything after is its reply's. What an
-//! operator watches — `/metrics`' counters, the access log — is the core's
-//! [`Standard`] observer, which a handler takes by being [`Observed`].
+//! Writing an application on the core: async handlers on a [`Router`],
+//! each taking a [`Request`] and returning a [`Response`], served by
+//! [`run`] from a `main` of a few lines. Everything an application needs
+//! is on this page; [`reply`] is the zero-allocation door beneath it.
 //!
 //! ```no_run
-//! use unflat_server::app::{Body, Config, Fields, Full, Handler, Reply, RequestHead};
-//! use unflat_server::app::{Response, Server, Status};
+//! use unflat_server::app::{get, post, run, Config, Request, Response, Router, Status};
 //!
-//! struct Hello;
-//! #[derive(Debug)]
-//! struct Greeting(String);
-//!
-//! impl Handler for Hello {
-//!     type Reply = Greeting;
-//!     fn call(&self, head: &RequestHead<'_>) -> Greeting {
-//!         Greeting(format!("Hello, {}!\n", head.decoded_path().trim_start_matches('/')))
-//!     }
+//! async fn hello(req: Request) -> Response {
+//!     let name = req.param("name").unwrap_or("you");
+//!     Response::text(format!("Hello, {name}!\n")).header("Cache-Control", ("max-age=", 60))
 //! }
 //!
-//! impl Reply for Greeting {
-//!     fn respond<'a>(&'a mut self, _: &'a [u8], fields: &mut Fields<'a>) -> Result<Response<'a>, Full> {
-//!         fields
-//!             .add("Content-Type", "text/plain; charset=utf-8")
-//!             .add("Cache-Control", ("max-age=", 60));
-//!         Ok(Response::new(Status::OK, [None, None], Body::Bytes(self.0.as_bytes())))
+//! async fn upload(mut req: Request) -> Response {
+//!     let mut body = req.body();
+//!     let mut bytes = 0;
+//!     while let Some(chunk) = body.chunk().await {
+//!         bytes += chunk.len(); // hashed, forwarded, counted as it arrives
 //!     }
+//!     Response::text(format!("{bytes} bytes\n")).status(Status::CREATED)
 //! }
 //!
-//! #[tokio::main]
-//! async fn main() -> std::io::Result<()> {
+//! fn main() -> std::io::Result<()> {
 //!     let config = Config::from_app_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
-//!     let server = Server::bind_with(config, |_| Hello)?;
-//!     server.serve(async { let _ = tokio::signal::ctrl_c().await; }).await
+//!     let app = Router::new()
+//!         .route("/hello/{name}", get(hello))
+//!         .route("/upload", post(upload).limit(10 << 20));
+//!     run(config, app)
 //! }
 //! ```
+//!
+//! # Handlers
+//! A handler is an `async fn(Request) -> R` or a closure returning a
+//! future, where `R` is a [`Response`] or becomes one: a [`Status`] (no
+//! body), `&'static str` or `String` (200, `text/plain; charset=utf-8`),
+//! `(Status, text)`. It runs on the connection that read its request: it
+//! is polled once as the request is routed (a handler that awaits nothing
+//! is answered at once), then as its body arrives, then until it is done.
+//! It may await anything on the tokio runtime (timers, a database client).
+//! It costs two allocations per request: the request's head, copied once
+//! into one buffer, and the handler's future; whatever it allocates itself
+//! comes on top (docs/results/application.md).
+//!
+//! # The request
+//! [`Request`] owns what a handler reads of the head: [`Request::method`],
+//! [`Request::path`] (as sent) and [`Request::decoded_path`], the route's
+//! parameters ([`Request::param`]: percent-decoded within their segment, a
+//! `%2F` stays inside as `/`; a path whose escapes are not UTF-8 is
+//! answered 400 by the core before any route is tried), the query
+//! ([`Request::query_param`], [`Request::query_pairs`]: `+` a space, an
+//! undecodable pair an error naming it, for your 400), and the fields by
+//! name ([`Request::field`], any case; [`Request::field_values`] for a
+//! repeated one).
+//!
+//! # The request body
+//! Read whole ([`Request::bytes`], [`Request::form_pairs`]) or a piece at
+//! a time as it arrives ([`Request::body`], then [`RequestBody::chunk`];
+//! it is also a `futures_core::Stream`). While 64 KiB are read and not
+//! taken, the connection reads no more: a handler that is slow to consume
+//! slows its client, it does not buffer the upload. Every body is bounded:
+//! by `--max-body` (1 MiB by default), and below it by the route's
+//! [`MethodRouter::limit`]. A longer body is answered `413` by the core —
+//! from its `Content-Length` before a byte of it is read (a client that
+//! sent `Expect: 100-continue` gets the 413 instead of `100 Continue`), or
+//! as a chunked one passes the limit — and the connection closes; the
+//! handler never sees it. Chunked framing and trailers are the core's;
+//! what is held counts on the server's memory account (`--memory-limit`,
+//! `--connection-memory`: past it, 503). A body not read by its handler is
+//! read and dropped.
+//!
+//! # The response
+//! [`Response::text`], [`Response::html`], [`Response::bytes`],
+//! [`Response::stream`], [`Response::redirect`], [`Response::with_status`],
+//! then [`Response::status`], [`Response::header`] and [`Response::body`].
+//! Statuses are [`Status`]'s constants (`Status::OK`, `Status::SEE_OTHER`,
+//! `Status::UNAUTHORIZED`, `Status::NOT_FOUND`, `Status::PAYLOAD_TOO_LARGE`,
+//! …) or [`Status::from_code`]; a final status is 200–599 (anything else is
+//! answered 500 and logged). A field value is text (written as Latin-1: a
+//! character above U+00FF is refused), bytes, an integer, a tuple of up to
+//! four of them — `("sid=", id, "; Path=/; HttpOnly")` — or any rope
+//! ([`FieldValue::rope`]), written straight into the head in the one walk
+//! that checks it: a CR, LF or other control character, or a field the
+//! core writes itself (`Content-Length`, `Transfer-Encoding`,
+//! `Connection`, `Keep-Alive`, `Date`, `X-Content-Type-Options`), makes
+//! the response a 500 with the cause logged, and nothing of it is sent.
+//! A body is bytes (`&'static str`, `String`, `Vec<u8>`, [`Bytes`](bytes::Bytes):
+//! sent from where they are when large, never copied into a buffer of the
+//! core's), a ropey rope, text of any kind ([`Body::rope`]: Latin-1 and
+//! UTF-16 pieces encoded to UTF-8 as they are sent), a file's contents
+//! ([`Body::file`]), or a stream of chunks ([`Body::stream`],
+//! [`Body::try_stream`]): the next chunk is asked for while less than
+//! 64 KiB is queued, so a slow reader holds that and one chunk.
+//!
+//! **Framing is the core's.** A body of known length is sent with
+//! `Content-Length`, a stream chunked (to HTTP/1.0, ended by the close).
+//! `HEAD` is answered by the route's `GET` handler: the same head, no body.
+//! 204 and 304 go without body or `Content-Length`: for a conditional
+//! `GET`, compare `If-None-Match` with your `ETag` and answer
+//! `Response::with_status(Status::NOT_MODIFIED).header("ETag", etag)`.
+//! Persistence, `Date` and `X-Content-Type-Options: nosniff` are added.
+//!
+//! # Routing
+//! [`Router::route`] takes a path pattern — literal segments, `{name}`,
+//! a last `{*rest}` — and a [`MethodRouter`] ([`get`], [`post`], [`put`],
+//! [`delete`], [`patch`], [`options`], chained: `get(show).post(update)`).
+//! The first matching route answers; a method it has no handler for is
+//! answered `405` with `Allow`; a path no route matches goes to the
+//! [`Router::fallback`] (`404 not found` by default).
+//!
+//! # Panics, errors, logging
+//! A handler that panics is answered `500`, the panic logged once (its
+//! message escaped, its place), and the connection goes on; a stream that
+//! fails ([`Body::try_stream`]) ends as a panic does, and one already
+//! begun is cut short, never ended as if whole. The log is the core's:
+//! `--log-level`, `--log-format text|json`, `--access-log`; a handler's
+//! own `tracing` events go to the same place.
+//!
+//! # Running
+//! [`run`] serves a router on a runtime of `--workers` threads until
+//! SIGINT or SIGTERM, then lets responses finish within
+//! `--shutdown-grace`. Its flags are the core's ([`Config::from_app_args`];
+//! `--help` lists them); an application with flags of its own adds them to
+//! the core's command with [`Config::app_command`] and reads both from the
+//! same matches ([`Config::from_app_matches`]). Inside a runtime of the
+//! application's, [`Server::bind_with`] and [`Server::serve`] do the same
+//! on the caller's runtime.
 
-pub use unflat::head::{Line, Status};
-pub use unflat::{Concat, Decimal, Rope};
+mod body;
+pub mod reply;
+mod request;
+mod response;
+mod router;
+
+pub use body::RequestBody;
+#[cfg(any(feature = "json", feature = "form"))]
+pub use request::Rejection;
+pub use request::{Request, MAX_PARAMS};
+pub use response::{Body, FieldValue, IntoPart, Response, Text};
+pub use router::{
+    delete, get, options, patch, post, put, Endpoint, Exchange, MethodRouter, Routed, Router,
+    Running,
+};
+pub use unflat::head::Status;
 
 pub use crate::config::Config;
-pub use crate::h1::{Pair, QueryError, RequestHead};
-pub use crate::memory::Full;
-pub use crate::observe::{Exposition, Label, Labelled, Metrics, Standard};
-pub use crate::response::{
-    Body, Chunk, FieldError, Fields, Part, Prepared, Response, Value, MAX_FIELDS,
-};
+pub use crate::response::Chunk;
 pub use crate::server::{Making, Server};
-pub use crate::service::{Answered, Finished, Job, Observe, Panicked, Reply, Service};
 
-/// What an application implements when it keeps nothing per connection
-/// and observes nothing: the [`Reply`] to each request, from its head.
-/// Every `Handler` is a [`Service`].
-pub trait Handler: Send + Sync + 'static {
-    /// The answer to one request, from its head until its response.
-    type Reply: Reply;
-
-    /// The reply to the request whose head is `head` (the one call per
-    /// request).
-    fn call(&self, head: &RequestHead<'_>) -> Self::Reply;
+/// Serves `router` as `config` says — `--workers` threads, the core's
+/// log, its access log and counters — until SIGINT or SIGTERM, then lets
+/// responses finish within `--shutdown-grace`. Blocks. Fails, before
+/// serving anything, on a configuration that cannot work or an address
+/// that cannot be bound.
+pub fn run(config: Config, router: Router) -> std::io::Result<()> {
+    let server = Server::bind_with(config, |making| router.observed(making.standard()))?;
+    tracing::info!(addr = %server.local_addr(), "listening");
+    server.run(stopped())
 }
 
-impl<H: Handler> Service for H {
-    type Reply = H::Reply;
-    type Conn = ();
-    type Observer = ();
-
-    fn observer(&self) {}
-
-    #[inline]
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> H::Reply {
-        Handler::call(self, head)
+/// SIGINT or SIGTERM (Ctrl-C where there are no signals).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
     }
-}
-
-/// A [`Handler`] whose responses the core's [`Standard`] observer counts
-/// for `/metrics` (under the [`Label`] each reply names, [`Labelled`]) and
-/// writes to the access log (`--access-log`). The handler renders the
-/// counters where it chooses ([`Observed::with`] hands them to it).
-///
-/// ```
-/// use unflat_server::app::{Body, Config, Exposition, Fields, Full, Handler, Metrics};
-/// use unflat_server::app::{Observed, Reply, RequestHead, Response, Server, Status};
-///
-/// struct Hello {
-///     metrics: Metrics,
-/// }
-/// #[derive(Debug)]
-/// struct Text(String);
-///
-/// impl Handler for Hello {
-///     type Reply = Text;
-///     fn call(&self, head: &RequestHead<'_>) -> Text {
-///         match head.path {
-///             "/metrics" => Text(self.metrics.render(Exposition::Prometheus)),
-///             _ => Text("Hello!\n".into()),
-///         }
-///     }
-/// }
-///
-/// impl Reply for Text {
-///     fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
-///         Ok(Response::new(Status::OK, [None, None], Body::Bytes(self.0.as_bytes())))
-///     }
-/// }
-///
-/// let config = Config { addr: "127.0.0.1:0".parse().unwrap(), access_log: true, ..Config::default() };
-/// // Every response counted under `route="all"` (labels `()`); a handler
-/// // whose replies name routes uses `m.standard::<Route>()`.
-/// let server = Server::bind_with(config, |m| {
-///     Observed::with(m.standard::<()>(), |metrics| Hello { metrics: metrics.clone() })
-/// });
-/// assert!(server.is_ok(), "the core's observer writes the access log");
-/// ```
-#[derive(Debug)]
-pub struct Observed<H, L: Label = ()> {
-    handler: H,
-    observer: Standard<L>,
-}
-
-impl<H, L: Label> Observed<H, L> {
-    /// `handler`, observed by `observer` (a server's
-    /// [`Making::standard`](crate::server::Making::standard)).
-    pub fn new(handler: H, observer: Standard<L>) -> Self {
-        Observed { handler, observer }
-    }
-
-    /// `make`'s handler, given the counters `observer` keeps (for its
-    /// `/metrics`), observed by `observer`.
-    pub fn with(observer: Standard<L>, make: impl FnOnce(&Metrics<L>) -> H) -> Self {
-        let handler = make(observer.metrics());
-        Observed { handler, observer }
-    }
-
-    /// The handler.
-    pub fn handler(&self) -> &H {
-        &self.handler
-    }
-}
-
-impl<H: Handler, L: Label> Service for Observed<H, L>
-where
-    H::Reply: Labelled<L>,
-{
-    type Reply = H::Reply;
-    type Conn = ();
-    type Observer = Standard<L>;
-
-    fn observer(&self) -> Standard<L> {
-        self.observer.clone()
-    }
-
-    #[inline]
-    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> H::Reply {
-        self.handler.call(head)
-    }
+    let _ = tokio::signal::ctrl_c().await;
 }

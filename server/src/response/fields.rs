@@ -99,7 +99,8 @@ pub struct Digits {
 }
 
 impl Digits {
-    fn new(n: impl itoa::Integer) -> Digits {
+    /// `n`'s digits.
+    pub fn new(n: impl itoa::Integer) -> Digits {
         let mut buf = itoa::Buffer::new();
         let text = buf.format(n).as_bytes();
         let mut bytes = [0; 20];
@@ -179,6 +180,22 @@ pub enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
+    /// Up to four parts one after the other (more are a [`Rope`] of the
+    /// caller's: [`Value::Rope`]).
+    ///
+    /// # Panics
+    /// On more than four parts.
+    pub fn of_parts(parts: impl IntoIterator<Item = Part<'a>>) -> Value<'a> {
+        let mut held = [Part::Bytes(b""); MAX_PARTS];
+        let mut n = 0;
+        for part in parts {
+            assert!(n < MAX_PARTS, "a value of parts holds four at most");
+            held[n] = part;
+            n += 1;
+        }
+        Value::Parts(held, n as u8)
+    }
+
     fn one(part: Part<'a>) -> Value<'a> {
         Value::Parts(
             [part, Part::Bytes(b""), Part::Bytes(b""), Part::Bytes(b"")],

@@ -224,3 +224,39 @@ fn chunk_body(chunk: &Chunk, len: usize) -> Body<'_> {
         Chunk::Text(t) => Body::Transcoded(t, len),
     }
 }
+
+impl From<Bytes> for Chunk {
+    fn from(b: Bytes) -> Chunk {
+        Chunk::Bytes(b)
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(b: Vec<u8>) -> Chunk {
+        Chunk::Bytes(b.into())
+    }
+}
+
+impl From<String> for Chunk {
+    fn from(s: String) -> Chunk {
+        Chunk::Bytes(s.into())
+    }
+}
+
+impl From<&'static str> for Chunk {
+    fn from(s: &'static str) -> Chunk {
+        Chunk::Bytes(Bytes::from_static(s.as_bytes()))
+    }
+}
+
+impl From<&'static [u8]> for Chunk {
+    fn from(b: &'static [u8]) -> Chunk {
+        Chunk::Bytes(Bytes::from_static(b))
+    }
+}
+
+impl From<ropey::Rope> for Chunk {
+    fn from(r: ropey::Rope) -> Chunk {
+        Chunk::Rope(r)
+    }
+}

@@ -23,6 +23,11 @@ impl<T: 'static> Job<T> {
         Job(Box::pin(work))
     }
 
+    /// A job of work already boxed (no second allocation).
+    pub fn boxed(work: Pin<Box<dyn Future<Output = T> + Send>>) -> Job<T> {
+        Job(work)
+    }
+
     /// Waits for the work; on a tokio runtime, whose blocking pool builds.
     /// A panic while it is polled is caught here: the connection answers
     /// 500 and goes on.

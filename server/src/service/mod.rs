@@ -101,6 +101,27 @@ pub trait Reply: Send + std::fmt::Debug + Sized + 'static {
         0
     }
 
+    /// The longest request body this reply takes, below `--max-body`
+    /// (`None`: `--max-body` alone). A longer one is refused with 413 as
+    /// `--max-body` refuses: from its `Content-Length` before any of it is
+    /// read, or as a chunked body passes it; the connection then closes.
+    fn body_limit(&self) -> Option<u64> {
+        None
+    }
+
+    /// For a reply that [`Reply::streams_body`]: `Ready` while it has room
+    /// for more of the body, `Pending` (having arranged for `cx`'s waker to
+    /// be woken) while the connection must stop reading until it has — the
+    /// body's backpressure. Asked after each read that handed it body, first
+    /// with a waker that does nothing (it is then asked again with the
+    /// connection's): it may make progress on what it holds each time.
+    /// While it waits, the connection waits as a stream waiting for its
+    /// next chunk does (`--idle-timeout`). `Ready` by default.
+    fn poll_body_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let _ = cx;
+        Poll::Ready(())
+    }
+
     /// Whether it refuses the request from its head alone (a 4xx or 5xx):
     /// an `Expect: 100-continue` then gets the final status at once, and
     /// the connection closes after it.

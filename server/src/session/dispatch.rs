@@ -106,6 +106,18 @@ pub(super) fn body_chunk<R: Reply>(reply: &mut R, chunk: &[u8]) {
     reply.body_chunk(chunk)
 }
 
+/// The longest body `reply` takes ([`Reply::body_limit`]).
+#[inline(always)]
+pub(super) fn body_limit<R: Reply>(reply: &R) -> Option<u64> {
+    reply.body_limit()
+}
+
+/// Whether `reply` has room for more of its body ([`Reply::poll_body_room`]).
+#[inline(always)]
+pub(super) fn poll_body_room<R: Reply>(reply: &mut R, cx: &mut Context<'_>) -> Poll<()> {
+    reply.poll_body_room(cx)
+}
+
 /// The work `reply` awaits first ([`Reply::prepare`]).
 #[inline(always)]
 pub(super) fn prepare<R: Reply>(reply: &mut R, request_body: &[u8]) -> Option<Job<R>> {

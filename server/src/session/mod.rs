@@ -113,7 +113,10 @@ pub enum Step<R> {
     Defer(Job<R>),
     /// Flush the queue, then await [`Session::poll_wait`] — a streamed
     /// body's next chunk, which the reply is waiting for
-    /// ([`Reply::poll_chunk`](crate::service::Reply::poll_chunk)) — and call `process` again.
+    /// ([`Reply::poll_chunk`](crate::service::Reply::poll_chunk)), or its
+    /// room for more of the request body
+    /// ([`Reply::poll_body_room`](crate::service::Reply::poll_body_room)) —
+    /// and call `process` again.
     Wait,
     /// Flush the queue, then close the connection.
     Close,
@@ -146,6 +149,9 @@ enum State<S: Service> {
         pending: Pending<S>,
         /// Bytes of payload read so far.
         payload: u64,
+        /// The reply has no room for more of its body: nothing is read
+        /// until it has ([`Session::poll_wait`]).
+        paused: bool,
     },
     /// Waiting for the job the pending reply needs ([`Session::resume`]).
     Deferred(Pending<S>),
@@ -359,13 +365,17 @@ impl<S: Service> Session<S> {
         }
     }
 
-    /// Ready once the streamed body's next chunk, which the reply is
-    /// waiting for ([`Step::Wait`]), is: the chunk, the stream's end, or
+    /// Ready once what the reply waits for ([`Step::Wait`]) is: room for
+    /// more of its request body, or the streamed body's next chunk — the chunk, the stream's end, or
     /// its refusal is kept for the next [`Session::process`], as is a panic
     /// (logged here).
     pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let State::Streaming(s) = &mut self.state else {
-            return Poll::Ready(());
+        let s = match &mut self.state {
+            State::Streaming(s) => s,
+            State::Body {
+                pending, paused, ..
+            } => return Self::poll_body_room(pending, paused, cx),
+            _ => return Poll::Ready(()),
         };
         if !s.waiting {
             return Poll::Ready(());
@@ -386,6 +396,37 @@ impl<S: Service> Session<S> {
             }
         }
         s.waiting = false;
+        Poll::Ready(())
+    }
+
+    /// Ready once the reply reading its body ([`Step::Wait`]) has room for
+    /// more of it. A panic (logged here) makes the request's answer a 500,
+    /// after which the connection closes; its body is read and dropped.
+    fn poll_body_room(
+        pending: &mut Pending<S>,
+        paused: &mut bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        if !*paused {
+            return Poll::Ready(());
+        }
+        if let Outcome::Reply(reply) = &mut pending.answer {
+            match guarded(|| dispatch::poll_body_room(reply, cx)) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(())) => {}
+                Err(payload) => {
+                    log(
+                        &*payload,
+                        "a body's reader",
+                        pending.label.as_ref().map(|l| l as _),
+                    );
+                    pending.answer = Outcome::Refusal(Refusal::failed());
+                    pending.refusal = true;
+                    pending.exchange.keep_alive = false;
+                }
+            }
+        }
+        *paused = false;
         Poll::Ready(())
     }
 
@@ -473,13 +514,21 @@ impl<S: Service> Session<S> {
             let state = std::mem::replace(&mut self.state, State::Head);
             self.state = match state {
                 State::Head => unreachable!("handled in place above"),
+                // A reply without room for more of its body: the
+                // connection flushes and awaits its room.
+                State::Body { paused: true, .. } => {
+                    self.state = state;
+                    return Step::Wait;
+                }
                 State::Body {
                     decoder,
                     pending,
                     payload,
+                    paused: false,
                 } => match self.body(input, queue, service, decoder, pending, payload) {
                     Ok(next) => next,
-                    Err(waiting) => return Step::Read(waiting),
+                    Err(Some(waiting)) => return Step::Read(waiting),
+                    Err(None) => return Step::Wait,
                 },
                 // Its work done (the job's reply is not prepared again), or
                 // waiting for memory: its response is written now.

@@ -106,8 +106,16 @@ impl<S: Service> Session<S> {
         }
         // The trailer section, if any, shares the head's budget.
         let head = service.limits.head;
+        // A reply's own limit applies within `--max-body`, refused alike.
+        let max_body = service.limits.max_body as u64;
+        let data = match &pending.answer {
+            Outcome::Reply(reply) => {
+                dispatch::body_limit(reply).map_or(max_body, |l| l.min(max_body))
+            }
+            Outcome::Refusal(_) => max_body,
+        };
         let limits = BodyLimits {
-            data: service.limits.max_body as u64,
+            data,
             trailer_bytes: head.head.saturating_sub(framed.len),
             trailer_fields: head.fields.saturating_sub(framed.fields),
         };
@@ -145,11 +153,13 @@ impl<S: Service> Session<S> {
             decoder,
             pending,
             payload: 0,
+            paused: false,
         }
     }
 
-    /// Decodes what `input` holds of a request body; the next state, or
-    /// what to wait for when the body is not complete.
+    /// Decodes what `input` holds of a request body; the next state, or,
+    /// when the body is not complete, what to read for (`None`: nothing
+    /// until the reply has room for more, [`Step::Wait`]).
     pub(super) fn body(
         &mut self,
         input: &mut BytesMut,
@@ -158,7 +168,7 @@ impl<S: Service> Session<S> {
         mut decoder: BodyDecoder,
         mut pending: Pending<S>,
         payload: u64,
-    ) -> Result<State<S>, Waiting> {
+    ) -> Result<State<S>, Option<Waiting>> {
         if let Some(body) = &pending.body {
             // Room first for all this input may add to the kept body: no
             // more than a declared length, so that the capacity charged
@@ -208,6 +218,7 @@ impl<S: Service> Session<S> {
         };
         input.advance(decoded.consumed);
         let payload = payload + got;
+        let mut paused = false;
         if streams && got > 0 {
             // What a streaming reply keeps of its body, charged as it grows.
             let held = pending.reply_held();
@@ -216,14 +227,23 @@ impl<S: Service> Session<S> {
                     return Ok(self.out_of_memory(queue, service, pending, full));
                 }
             }
+            // It may make progress on what it holds; without room, the
+            // connection reads no more until it has (`Session::poll_wait`).
+            if !decoded.done {
+                if let Outcome::Reply(reply) = &mut pending.answer {
+                    let mut cx = Context::from_waker(Waker::noop());
+                    paused = dispatch::poll_body_room(reply, &mut cx).is_pending();
+                }
+            }
         }
         if !decoded.done {
             self.state = State::Body {
                 decoder,
                 pending,
                 payload,
+                paused,
             };
-            return Err(Waiting::Body { payload });
+            return Err((!paused).then_some(Waiting::Body { payload }));
         }
         Ok(self.answer(queue, service, pending))
     }

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use unflat::head::{Line, Status};
 use unflat::queue::SharedRope;
 use unflat::{Latin1, Utf16};
-use unflat_server::app::{Handler, Job, Reply};
+use unflat_server::app::reply::{Handler, Job, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Chunk, Fields, Response};

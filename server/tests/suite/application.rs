@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::read_response;
 use unflat::head::{Line, Status};
-use unflat_server::app::{Exposition, Handler, Job, Metrics, Observed, Reply};
+use unflat_server::app::reply::{Exposition, Handler, Job, Metrics, Observed, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Chunk, Fields, Response};

@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use unflat::head::Status;
 use unflat::queue::{SharedRope, WriteQueue};
 use unflat::{Piece, Rope, Shape};
-use unflat_server::app::{Handler, Reply};
+use unflat_server::app::reply::{Handler, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
 use unflat_server::response::{Body, Chunk, Fields, Prepared, Response};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{banner_address, read_response};
 use unflat::head::Status;
-use unflat_server::app::{
+use unflat_server::app::reply::{
     Body, Config, Fields, Full, Handler, Reply, RequestHead, Response, Server,
 };
 

@@ -232,7 +232,7 @@ fn a_second_service_is_served_by_the_same_core() {
 #[test]
 fn a_handler_observed_by_the_core_is_counted_and_an_unwritten_access_log_refused() {
     use crate::common::trivial::Trivial;
-    use unflat_server::app::{Exposition, Metrics, Observed};
+    use unflat_server::app::reply::{Exposition, Metrics, Observed};
     use unflat_server::{Server, Strategy};
 
     let config = Config {

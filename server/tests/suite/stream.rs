@@ -18,7 +18,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use unflat::head::Status;
 use unflat::queue::{SharedRope, WriteQueue};
 use unflat::Utf16;
-use unflat_server::app::{Handler, Reply};
+use unflat_server::app::reply::{Handler, Reply};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::{Full, Part};
 use unflat_server::response::{Body, Chunk, Fields, Response};

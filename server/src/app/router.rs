@@ -1,0 +1,505 @@
+//! Routes to async handlers: a path pattern per route (`/hello/{name}`,
+//! `/files/{*rest}`), a handler per method, a body limit per route, and a
+//! fallback. The router is a [`Service`]: its reply to each request is an
+//! [`Exchange`], which runs the handler's future on the connection.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use arrayvec::ArrayVec;
+use bytes::Bytes;
+use unflat::head::{Framing, Status};
+
+use super::body::{RequestBody, Slot};
+use super::request::{Request, MAX_PARAMS};
+use super::response::{FieldValue, Response};
+use crate::h1::RequestHead;
+use crate::memory::Full;
+use crate::observe::Standard;
+use crate::response::{Chunk, Fields};
+use crate::service::{guarded, log, Job, Reply, Service};
+
+/// What an async handler is: `async fn(Request) -> R` (or a closure
+/// returning a future), where `R` is a [`Response`] or turns into one
+/// (a [`Status`], `&'static str`, `String`, `(Status, text)`).
+pub trait Endpoint: Send + Sync + 'static {
+    /// The handler's future for `request`, boxed once.
+    fn call(&self, request: Request) -> Running;
+}
+
+/// A handler's future, run on the connection that read its request.
+pub struct Running(Pin<Box<dyn Future<Output = Exchange> + Send>>);
+
+impl<F, Fut, R> Endpoint for F
+where
+    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: Into<Response>,
+{
+    fn call(&self, request: Request) -> Running {
+        let answer = self(request);
+        // One allocation: the handler's future and the answer it becomes.
+        Running(Box::pin(async move { Exchange::done(answer.await.into()) }))
+    }
+}
+
+/// The handlers of one path, by method, and the longest body they take.
+pub struct MethodRouter {
+    handlers: Vec<(&'static str, Box<dyn Endpoint>)>,
+    limit: Option<u64>,
+    /// The `Allow` of a 405, made when the route is added.
+    allow: Bytes,
+}
+
+macro_rules! methods {
+    ($($name:ident $method:literal),*) => {
+        $(
+            #[doc = concat!("A route whose `", $method, "` requests `handler` answers.")]
+            pub fn $name(handler: impl Endpoint) -> MethodRouter {
+                MethodRouter::new().on($method, handler)
+            }
+        )*
+
+        impl MethodRouter {
+            $(
+                #[doc = concat!("`handler` answers `", $method, "` requests too.")]
+                pub fn $name(self, handler: impl Endpoint) -> MethodRouter {
+                    self.on($method, handler)
+                }
+            )*
+        }
+    };
+}
+methods!(get "GET", post "POST", put "PUT", delete "DELETE", patch "PATCH", options "OPTIONS");
+
+impl MethodRouter {
+    fn new() -> MethodRouter {
+        MethodRouter {
+            handlers: Vec::new(),
+            limit: None,
+            allow: Bytes::new(),
+        }
+    }
+
+    /// `handler` answers requests of `method` (a token, as sent: methods
+    /// are case-sensitive). A `GET` handler answers `HEAD` too, unless one
+    /// is given for `HEAD`: the core sends its response's head alone.
+    ///
+    /// # Panics
+    /// On a method given twice.
+    pub fn on(mut self, method: &'static str, handler: impl Endpoint) -> MethodRouter {
+        assert!(
+            self.handlers.iter().all(|(m, _)| *m != method),
+            "{method} given twice"
+        );
+        self.handlers.push((method, Box::new(handler)));
+        let mut allow: Vec<&str> = self.handlers.iter().map(|(m, _)| *m).collect();
+        if allow.contains(&"GET") && !allow.contains(&"HEAD") {
+            allow.push("HEAD");
+        }
+        self.allow = allow.join(", ").into();
+        self
+    }
+
+    /// The longest request body these handlers take, within `--max-body`:
+    /// a longer one is answered 413 by the core — from its `Content-Length`
+    /// before any of it is read, or as a chunked one passes it — and the
+    /// handler is not asked.
+    pub fn limit(mut self, bytes: u64) -> MethodRouter {
+        self.limit = Some(bytes);
+        self
+    }
+
+    fn find(&self, method: &str) -> Option<&dyn Endpoint> {
+        let found = |m: &str| self.handlers.iter().find(|(h, _)| *h == m);
+        found(method)
+            .or_else(|| (method == "HEAD").then(|| found("GET")).flatten())
+            .map(|(_, h)| &**h)
+    }
+}
+
+/// One segment of a route's pattern.
+#[derive(Debug)]
+enum Segment {
+    /// Matches itself, percent-decoded.
+    Literal(Box<str>),
+    /// `{name}`: any one non-empty segment.
+    Param,
+    /// `{*name}`: the rest of the path, slashes included (last only).
+    Rest,
+}
+
+struct Route {
+    pattern: Box<str>,
+    segments: Box<[Segment]>,
+    names: Option<Arc<[Box<str>]>>,
+    methods: MethodRouter,
+}
+
+/// Paths to handlers: the first route whose pattern matches the request's
+/// path answers it, by method (405 with `Allow` when it has no handler for
+/// the method), else the fallback (404 by default).
+///
+/// ```
+/// use unflat_server::app::{get, post, Request, Response, Router, Status};
+///
+/// async fn hello(req: Request) -> Response {
+///     let name = req.param("name").unwrap_or("you");
+///     Response::text(format!("Hello, {name}!\n"))
+/// }
+///
+/// let app = Router::new()
+///     .route("/hello/{name}", get(hello))
+///     .route("/upload", post(|req: Request| async move {
+///         let body = req.bytes().await;
+///         Response::text(format!("{} bytes\n", body.len()))
+///     }).limit(4096))
+///     .fallback(|_: Request| async { (Status::NOT_FOUND, "no such page\n") });
+/// # drop(app);
+/// ```
+pub struct Router {
+    routes: Vec<Route>,
+    fallback: Option<Box<dyn Endpoint>>,
+}
+
+impl Router {
+    /// No routes: everything is the fallback's.
+    pub fn new() -> Router {
+        Router {
+            routes: Vec::new(),
+            fallback: None,
+        }
+    }
+
+    /// Adds a route: `pattern` is a path of literal segments,
+    /// `{name}` segments (one segment each, percent-decoded within it: a
+    /// `%2F` stays inside as `/`) and a last `{*name}` (the rest of the
+    /// path); [`Request::param`] reads them by name.
+    ///
+    /// # Panics
+    /// On a pattern that does not begin with `/`, a `{*name}` not last, a
+    /// name given twice, more than eight parameters, or a pattern added
+    /// twice: mistakes in the program, found as the router is made.
+    pub fn route(mut self, pattern: &str, methods: MethodRouter) -> Router {
+        assert!(
+            pattern.starts_with('/'),
+            "{pattern:?} does not begin with /"
+        );
+        assert!(
+            self.routes.iter().all(|r| &*r.pattern != pattern),
+            "{pattern:?} added twice"
+        );
+        let parts: Vec<&str> = pattern[1..].split('/').collect();
+        let mut names: Vec<Box<str>> = Vec::new();
+        let mut segments = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let segment = match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                Some(rest) if rest.starts_with('*') => {
+                    assert!(i + 1 == parts.len(), "{pattern:?}: {part} is not last");
+                    names.push(rest[1..].into());
+                    Segment::Rest
+                }
+                Some(name) => {
+                    names.push(name.into());
+                    Segment::Param
+                }
+                None => Segment::Literal((*part).into()),
+            };
+            segments.push(segment);
+        }
+        assert!(
+            names.len() <= MAX_PARAMS,
+            "{pattern:?}: more than eight parameters"
+        );
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[..i].contains(n), "{pattern:?}: {n} given twice");
+        }
+        self.routes.push(Route {
+            pattern: pattern.into(),
+            segments: segments.into(),
+            names: (!names.is_empty()).then(|| names.into()),
+            methods,
+        });
+        self
+    }
+
+    /// What answers a request no route matches (404 by default).
+    pub fn fallback(mut self, handler: impl Endpoint) -> Router {
+        self.fallback = Some(Box::new(handler));
+        self
+    }
+
+    /// The reply to the request whose head is `head`.
+    fn answer(&self, head: &RequestHead<'_>) -> Exchange {
+        let mut params = ArrayVec::<(usize, usize), MAX_PARAMS>::new();
+        for route in &self.routes {
+            params.clear();
+            if !matches(&route.segments, head.path, &mut params) {
+                continue;
+            }
+            let Some(handler) = route.methods.find(head.method) else {
+                let allow = FieldValue::bytes(route.methods.allow.clone());
+                let refused = Response::text("method not allowed\n")
+                    .status(Status::METHOD_NOT_ALLOWED)
+                    .header("Allow", allow);
+                return Exchange::refusal(refused);
+            };
+            return Exchange::start(
+                handler,
+                head,
+                &params,
+                route.names.as_ref(),
+                route.methods.limit,
+            );
+        }
+        match &self.fallback {
+            Some(handler) => Exchange::start(&**handler, head, &[], None, None),
+            None => Exchange::done(Response::text("not found\n").status(Status::NOT_FOUND)),
+        }
+    }
+
+    /// The router as a server serves it: every response counted by the
+    /// core's `observer` and written to its access log.
+    pub fn observed(self, observer: Standard) -> Routed {
+        Routed {
+            router: self,
+            observer,
+        }
+    }
+}
+
+impl Default for Router {
+    fn default() -> Router {
+        Router::new()
+    }
+}
+
+/// Whether `path` (as sent) matches `segments`; the parameters' ranges
+/// of it go into `params`.
+fn matches(
+    segments: &[Segment],
+    path: &str,
+    params: &mut ArrayVec<(usize, usize), MAX_PARAMS>,
+) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    let mut at = 1;
+    let mut parts = rest.split('/');
+    for segment in segments {
+        if let Segment::Rest = segment {
+            params.push((at, path.len()));
+            return true;
+        }
+        let Some(part) = parts.next() else {
+            return false;
+        };
+        let range = (at, at + part.len());
+        at += part.len() + 1;
+        match segment {
+            Segment::Literal(lit) => {
+                let same = if part.contains('%') {
+                    percent_encoding::percent_decode_str(part).eq(lit.bytes())
+                } else {
+                    part == &**lit
+                };
+                if !same {
+                    return false;
+                }
+            }
+            Segment::Param if part.is_empty() => return false,
+            Segment::Param => params.push(range),
+            Segment::Rest => unreachable!("handled above"),
+        }
+    }
+    parts.next().is_none()
+}
+
+/// A [`Router`] with the core's observer: the [`Service`] a server runs.
+pub struct Routed {
+    router: Router,
+    observer: Standard,
+}
+
+impl Service for Routed {
+    type Reply = Exchange;
+    type Conn = ();
+    type Observer = Standard;
+
+    fn observer(&self) -> Standard {
+        self.observer.clone()
+    }
+
+    #[inline]
+    fn call(&self, head: &RequestHead<'_>, _: &mut ()) -> Exchange {
+        self.router.answer(head)
+    }
+}
+
+/// One request's way through an async handler, as the core drives it: the
+/// handler's future, polled on the connection (first as the request is
+/// routed, then as its body arrives, then as a [`Job`]), and the
+/// [`Response`] it made.
+pub struct Exchange(Stage);
+
+enum Stage {
+    /// The handler runs; its body, if the request has one, comes through
+    /// the slot, bounded by the route's limit.
+    Running {
+        running: Running,
+        slot: Option<Slot>,
+        limit: Option<u64>,
+    },
+    /// Answered.
+    Done(Response),
+    /// Answered by the router, refusing the request from its head (405):
+    /// a client waiting for `100 Continue` is answered at once.
+    Refused(Response),
+}
+
+impl Exchange {
+    fn done(response: Response) -> Exchange {
+        Exchange(Stage::Done(response))
+    }
+
+    fn refusal(response: Response) -> Exchange {
+        Exchange(Stage::Refused(response))
+    }
+
+    /// Starts `handler` on the request: polled once now, so that a handler
+    /// that awaits nothing is done before its request's turn ends.
+    fn start(
+        handler: &dyn Endpoint,
+        head: &RequestHead<'_>,
+        params: &[(usize, usize)],
+        names: Option<&Arc<[Box<str>]>>,
+        limit: Option<u64>,
+    ) -> Exchange {
+        let has_body = match head.framing {
+            Framing::Length(n) => n > 0,
+            Framing::Chunked => true,
+            Framing::None => false,
+        };
+        let (slot, body) = if has_body {
+            let (slot, body) = Slot::new();
+            (Some(slot), body)
+        } else {
+            (None, RequestBody::empty())
+        };
+        let request = Request::new(head, params, names, body);
+        let mut exchange = match guarded(|| handler.call(request)) {
+            Ok(running) => Exchange(Stage::Running {
+                running,
+                slot,
+                limit,
+            }),
+            Err(payload) => return failed(&*payload),
+        };
+        exchange.poll_handler(&mut Context::from_waker(Waker::noop()));
+        exchange
+    }
+
+    /// Polls the handler, if it runs; a panic is logged and answered 500.
+    fn poll_handler(&mut self, cx: &mut Context<'_>) {
+        let Stage::Running { running, .. } = &mut self.0 else {
+            return;
+        };
+        match guarded(|| running.0.as_mut().poll(cx)) {
+            Ok(Poll::Ready(done)) => *self = done,
+            Ok(Poll::Pending) => {}
+            Err(payload) => *self = failed(&*payload),
+        }
+    }
+
+    /// The body's way in, while the handler runs.
+    fn slot(&self) -> Option<&Slot> {
+        match &self.0 {
+            Stage::Running { slot, .. } => slot.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// The answer to a handler that panicked (logged here, once).
+fn failed(payload: &(dyn std::any::Any + Send)) -> Exchange {
+    log(payload, "a handler", None);
+    Exchange::done(Response::text("internal server error\n").status(Status::INTERNAL_SERVER_ERROR))
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Stage::Running { .. } => f.write_str("Running"),
+            Stage::Done(r) | Stage::Refused(r) => r.fmt(f),
+        }
+    }
+}
+
+impl Reply for Exchange {
+    fn streams_body(&self) -> bool {
+        true
+    }
+
+    fn body_chunk(&mut self, chunk: &[u8]) {
+        if let Some(slot) = self.slot() {
+            slot.push(chunk);
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.slot().map_or(0, Slot::held)
+    }
+
+    fn body_limit(&self) -> Option<u64> {
+        match &self.0 {
+            Stage::Running { limit, .. } => *limit,
+            _ => None,
+        }
+    }
+
+    fn refuses(&self) -> bool {
+        matches!(self.0, Stage::Refused(_))
+    }
+
+    fn poll_body_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_handler(cx);
+        match self.slot() {
+            Some(slot) if slot.is_full() => Poll::Pending,
+            _ => Poll::Ready(()),
+        }
+    }
+
+    fn prepare(&mut self, _: &[u8]) -> Option<Job<Exchange>> {
+        if let Some(slot) = self.slot() {
+            slot.end();
+            self.poll_handler(&mut Context::from_waker(Waker::noop()));
+        }
+        match std::mem::replace(&mut self.0, Stage::Done(Response::new())) {
+            Stage::Running { running, .. } => Some(Job::boxed(running.0)),
+            done => {
+                self.0 = done;
+                None
+            }
+        }
+    }
+
+    fn respond<'a>(
+        &'a mut self,
+        _: &'a [u8],
+        fields: &mut Fields<'a>,
+    ) -> Result<crate::response::Response<'a>, Full> {
+        match &self.0 {
+            Stage::Done(r) | Stage::Refused(r) => Ok(r.sent(fields)),
+            Stage::Running { .. } => unreachable!("a handler's job ends with its answer"),
+        }
+    }
+
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
+        match &mut self.0 {
+            Stage::Done(r) => r.poll_chunk(cx).map(Ok),
+            _ => Poll::Ready(Ok(None)),
+        }
+    }
+}
