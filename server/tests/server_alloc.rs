@@ -212,6 +212,47 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
     );
 }
 
+/// The async door: a handler that allocates nothing itself costs the
+/// request's head, copied once, and its future — two allocations; one that
+/// awaits a timer, and one whose response has field lines of its own, no
+/// more.
+#[test]
+fn an_async_handler_costs_two_allocations() {
+    use unflat_server::app::{get, Request, Response as Answer, Router};
+    async fn plain(_: Request) -> Answer {
+        Answer::text("aaaa")
+    }
+    async fn fielded(req: Request) -> Answer {
+        let n = req.param("n").map_or(0, str::len);
+        Answer::text("aaaa")
+            .header("Cache-Control", ("max-age=", 60 + n))
+            .header("Vary", "Cookie")
+    }
+    async fn awaiting(_: Request) -> Answer {
+        tokio::time::sleep(std::time::Duration::from_micros(1)).await;
+        Answer::text("aaaa")
+    }
+    let router = || {
+        Router::new()
+            .route("/plain", get(plain))
+            .route("/fielded/{n}", get(fielded))
+            .route("/awaiting", get(awaiting))
+    };
+    let app = Running::start_with(config(Strategy::Direct), |m| {
+        router().observed(m.standard())
+    })
+    .expect("app starts");
+    for (target, most) in [("/plain", 2.0), ("/fielded/abc", 2.0), ("/awaiting", 2.0)] {
+        let per_request = allocations_per_request(&app, target);
+        eprintln!("{target}: {per_request} heap allocations per request");
+        assert!(
+            per_request <= most,
+            "{target}: {per_request} heap allocations per request"
+        );
+    }
+    app.stop().unwrap();
+}
+
 /// A service whose one response carries six field lines of its own.
 #[derive(Debug)]
 struct Fielded;

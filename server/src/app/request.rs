@@ -28,7 +28,7 @@ pub const MAX_PARAMS: usize = 8;
 pub struct Request {
     /// `method target` then each field as `name:value\n`, then the decoded
     /// parameters that had escapes.
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
     method_end: u32,
     target_end: u32,
     path: (u32, u32),
@@ -93,7 +93,8 @@ impl Request {
             _ => None,
         };
         Request {
-            buf: buf.into_boxed_slice(),
+            // Kept as made: shrinking it would reallocate.
+            buf,
             method_end: method_end as u32,
             target_end: target_end as u32,
             path,
@@ -340,7 +341,7 @@ mod tests {
         let req = with_head(input, |head| {
             Request::new(
                 head,
-                &[(7, 18), (19, 24)],
+                &[(7, 17), (18, 23)],
                 Some(&names),
                 RequestBody::empty(),
             )

@@ -11,6 +11,7 @@ use std::task::{Context, Poll};
 use arrayvec::ArrayVec;
 use bytes::Bytes;
 use futures_core::Stream;
+use smallvec::SmallVec;
 use unflat::head::Status;
 use unflat::queue::SharedRope;
 use unflat::{Encoding, Rope};
@@ -41,7 +42,8 @@ use crate::response::{Body as Sent, Chunk, Digits, Fields, Part, Value};
 /// the resource's `ETag` and no body is all it takes).
 pub struct Response {
     status: Status,
-    fields: Vec<(Cow<'static, str>, FieldValue)>,
+    /// Inline up to three: a `Content-Type` and two more cost no allocation.
+    fields: SmallVec<[(Cow<'static, str>, FieldValue); 3]>,
     body: Payload,
 }
 
@@ -152,7 +154,7 @@ impl Response {
     pub fn new() -> Response {
         Response {
             status: Status::OK,
-            fields: Vec::new(),
+            fields: SmallVec::new(),
             body: Payload::Empty,
         }
     }

@@ -104,9 +104,10 @@ impl MethodRouter {
     }
 
     /// The longest request body these handlers take, within `--max-body`:
-    /// a longer one is answered 413 by the core — from its `Content-Length`
-    /// before any of it is read, or as a chunked one passes it — and the
-    /// handler is not asked.
+    /// a longer one is answered 413 by the core and the connection closes.
+    /// A `Content-Length` past it is refused before any of the body is read,
+    /// and no handler is begun; a chunked body, as it passes the limit —
+    /// its handler, begun, is dropped unanswered.
     pub fn limit(mut self, bytes: u64) -> MethodRouter {
         self.limit = Some(bytes);
         self
@@ -290,6 +291,10 @@ fn matches(
     let mut parts = rest.split('/');
     for segment in segments {
         if let Segment::Rest = segment {
+            // What follows the last slash matched, if there is one.
+            if at > path.len() {
+                return false;
+            }
             params.push((at, path.len()));
             return true;
         }
@@ -352,6 +357,9 @@ enum Stage {
         slot: Option<Slot>,
         limit: Option<u64>,
     },
+    /// Refused from its `Content-Length`, past the route's limit: the
+    /// core answers 413 before reading the body, and no handler is begun.
+    TooLarge(u64),
     /// Answered.
     Done(Response),
     /// Answered by the router, refusing the request from its head (405):
@@ -377,6 +385,11 @@ impl Exchange {
         names: Option<&Arc<[Box<str>]>>,
         limit: Option<u64>,
     ) -> Exchange {
+        if let (Framing::Length(n), Some(limit)) = (head.framing, limit) {
+            if n > limit {
+                return Exchange(Stage::TooLarge(limit));
+            }
+        }
         let has_body = match head.framing {
             Framing::Length(n) => n > 0,
             Framing::Chunked => true,
@@ -432,6 +445,7 @@ impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             Stage::Running { .. } => f.write_str("Running"),
+            Stage::TooLarge(limit) => write!(f, "TooLarge({limit})"),
             Stage::Done(r) | Stage::Refused(r) => r.fmt(f),
         }
     }
@@ -455,12 +469,13 @@ impl Reply for Exchange {
     fn body_limit(&self) -> Option<u64> {
         match &self.0 {
             Stage::Running { limit, .. } => *limit,
+            Stage::TooLarge(limit) => Some(*limit),
             _ => None,
         }
     }
 
     fn refuses(&self) -> bool {
-        matches!(self.0, Stage::Refused(_))
+        matches!(self.0, Stage::Refused(_) | Stage::TooLarge(_))
     }
 
     fn poll_body_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -490,9 +505,17 @@ impl Reply for Exchange {
         _: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<crate::response::Response<'a>, Full> {
+        if let Stage::TooLarge(_) = self.0 {
+            // Not reached: the core refuses such a body from its length.
+            let refused =
+                Response::text("request body too large\n").status(Status::PAYLOAD_TOO_LARGE);
+            self.0 = Stage::Done(refused);
+        }
         match &self.0 {
             Stage::Done(r) | Stage::Refused(r) => Ok(r.sent(fields)),
-            Stage::Running { .. } => unreachable!("a handler's job ends with its answer"),
+            Stage::Running { .. } | Stage::TooLarge(_) => {
+                unreachable!("a handler's job ends with its answer")
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 mod common;
 
 mod application;
+mod async_door;
 mod cli;
 mod conformance;
 mod connection_size;
