@@ -31,6 +31,8 @@ function's own, its calls not counted; build with
 
 Prints on stdout each variant's instructions per request for each request
 and its ratio to the first variant's; progress (run k of N, time elapsed and left) goes to stderr.
+With `--allocations`, also counts heap allocations per request the same
+way (two runs under valgrind's memcheck, their difference over 2000).
 Writes no files (callgrind's go to a temporary directory). Under valgrind
 a server runs many times slower: each of the 2 runs per variant takes
 seconds, longer over TLS and for long bodies. Needs valgrind.
@@ -147,6 +149,25 @@ def read_response(sock, buf):
         buf += data
 
 
+def allocations(command, n, request, ca, depth):
+    """Heap allocations (malloc, calloc, realloc, new) of a run of `n`
+    requests, as valgrind's memcheck counts them (`total heap usage`)."""
+    port = free_port()
+    argv = ["valgrind", "--tool=memcheck", "--leak-check=no"]
+    argv += [a.replace("PORT", str(port)) for a in shlex.split(command)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with connect(port, proc, ca) as sock:
+            drive(sock, n, request, depth)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    m = re.search(r"total heap usage: ([\d,]+) allocs", err)
+    if not m:
+        sys.exit(f"no memcheck heap summary in:\n{err}")
+    return int(m.group(1).replace(",", ""))
+
+
 def count(command, n, request, out, ca, depth):
     port = free_port()
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
@@ -222,6 +243,9 @@ def main():
                    help="requests per write (default: 1, one at a time)")
     a.add_argument("--top", metavar="K", type=int, default=0,
                    help="also print the K functions with the most inclusive instructions per request")
+    a.add_argument("--allocations", action="store_true",
+                   help="also count heap allocations per request (valgrind's memcheck, the same two "
+                        "runs; a server built with the system allocator: memcheck sees no other)")
     a.add_argument("--self", dest="own", action="store_true",
                    help="with --top: rank functions by their self cost (their calls not counted)")
     o = a.parse_args()
@@ -233,7 +257,7 @@ def main():
     if not shutil.which("valgrind"):
         sys.exit("instructions.py: valgrind is not installed (apt-get install valgrind)")
     length, top, ca, depth, variants, chosen = o.len, o.top, o.tls, o.pipeline, o.variants, o.request
-    per = {}
+    per, allocs = {}, {}
     progress = Progress("instructions.py", len(variants) * len(chosen) * len(RUNS))
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
@@ -245,6 +269,9 @@ def main():
                     progress.step(f"{name}, {which}, {n} requests under callgrind")
                     totals.append(count(command, n, request, out, ca, depth))
                 per[name, which] = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
+                if o.allocations:
+                    made = [allocations(command, n, request, ca, depth) for n in RUNS]
+                    allocs[name, which] = (made[1] - made[0]) / (RUNS[1] - RUNS[0])
                 if top:
                     a, b = inclusive(outs[0], o.own), inclusive(outs[1], o.own)
                     rows = sorted(((b[k] - a.get(k, 0)) / (RUNS[1] - RUNS[0]), k) for k in b)
@@ -262,6 +289,11 @@ def main():
     for name, _ in variants:
         cells = "".join(f" {per[name, w]:12.0f} {per[name, w] / per[first, w]:9.2f}×" for w in chosen)
         print(f"  {name:>10}{cells}")
+    if allocs:
+        print(f"{what}{over}: heap allocations per request (memcheck)")
+        for name, _ in variants:
+            cells = "".join(f" {allocs[name, w]:12.2f}" for w in chosen)
+            print(f"  {name:>10}{cells}")
 
 if __name__ == "__main__":
     main()

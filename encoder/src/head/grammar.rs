@@ -13,10 +13,22 @@
 /// assert!(!is_token(b"bad name") && !is_token(b"a:b") && !is_token(b""));
 /// ```
 pub const fn is_tchar(b: u8) -> bool {
-    matches!(b,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
-        b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+    TCHAR[b as usize]
 }
+
+/// [`is_tchar`] of every byte: a name is checked a load per byte, with no
+/// branch until its end ([`HeaderName::new`](super::HeaderName::new)).
+pub(super) const TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = matches!(b as u8,
+            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' |
+            b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        b += 1;
+    }
+    table
+};
 
 /// RFC 9110 field-value byte (HTAB, SP, VCHAR, obs-text), as a reason
 /// phrase's: the rule of [`HeaderValue::from_bytes`](super::HeaderValue::from_bytes), public as

@@ -182,6 +182,11 @@ impl<'d> Out<'d> {
     /// byte; any longer character is above U+00FF and refused.
     fn utf8(&mut self, s: &str, start: usize, end: usize) -> Result<(), HeadError> {
         let bytes = s.as_bytes();
+        // Nearly every value is ASCII: looked at a word at a time, then
+        // copied and checked in one loop.
+        if s.is_ascii() {
+            return self.one_byte(bytes, start, end);
+        }
         let mut i = 0;
         while i < bytes.len() {
             let run = bytes[i..]

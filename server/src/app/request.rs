@@ -183,22 +183,27 @@ impl Request {
             .map(|(n, &p)| (&**n, self.text(p)))
     }
 
-    /// The header fields in order, as received: name and value.
-    pub fn fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
+    /// Each field line kept, as `name:value` bytes.
+    fn lines(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.buf[self.target_end as usize..]
             .split_inclusive(|&b| b == b'\n')
             .take_while(|line| line.last() == Some(&b'\n'))
             .map(|line| {
                 let colon = line.iter().position(|&b| b == b':').expect("name:value");
-                let name = std::str::from_utf8(&line[..colon]).expect("a token");
-                (name, &line[colon + 1..line.len() - 1])
+                (&line[..colon], &line[colon + 1..line.len() - 1])
             })
+    }
+
+    /// The header fields in order, as received: name and value.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.lines()
+            .map(|(name, value)| (std::str::from_utf8(name).expect("a token"), value))
     }
 
     /// The value of the first field named `name` (in any case).
     pub fn field(&self, name: &str) -> Option<&[u8]> {
-        self.fields()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        self.lines()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| v)
     }
 
@@ -209,8 +214,8 @@ impl Request {
 
     /// The values of every field named `name` (in any case), in order.
     pub fn field_values<'r>(&'r self, name: &'r str) -> impl Iterator<Item = &'r [u8]> + 'r {
-        self.fields()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+        self.lines()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| v)
     }
 

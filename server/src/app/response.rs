@@ -63,13 +63,27 @@ enum Payload {
 #[derive(Clone)]
 pub struct FieldValue(ArrayVec<Owned, 4>);
 
-/// One part of a [`FieldValue`].
+/// One part of a [`FieldValue`]: small, so that a response with a few
+/// fields stays small to move (bytes are a rope of their own).
 #[derive(Clone)]
 enum Owned {
     Text(Cow<'static, str>),
-    Bytes(Bytes),
-    Int(Digits),
+    /// Integers as they are, their digits made as the value is written.
+    Unsigned(u64),
+    Signed(i64),
     Rope(Arc<dyn Rope + Send + Sync>),
+}
+
+/// Bytes as a field value's part: one-byte pieces, sent as they are.
+struct BytesPart(Bytes);
+
+impl Rope for BytesPart {
+    fn for_each_piece<'s>(
+        &'s self,
+        visit: &mut dyn FnMut(unflat::Piece<'s>) -> std::ops::ControlFlow<()>,
+    ) -> std::ops::ControlFlow<()> {
+        visit(unflat::Piece::OneByte(&self.0))
+    }
 }
 
 impl FieldValue {
@@ -80,14 +94,14 @@ impl FieldValue {
 
     /// Bytes as they are (obs-text allowed).
     pub fn bytes(bytes: impl Into<Bytes>) -> FieldValue {
-        FieldValue(std::iter::once(Owned::Bytes(bytes.into())).collect())
+        FieldValue::rope(BytesPart(bytes.into()))
     }
 
     fn value(&self) -> Value<'_> {
         Value::of_parts(self.0.iter().map(|p| match p {
             Owned::Text(t) => Part::Text(t),
-            Owned::Bytes(b) => Part::Bytes(b),
-            Owned::Int(n) => Part::Int(*n),
+            Owned::Unsigned(n) => Part::Int(Digits::new(*n)),
+            Owned::Signed(n) => Part::Int(Digits::new(*n)),
             Owned::Rope(r) => Part::Rope(&**r),
         }))
     }
@@ -119,15 +133,18 @@ impl IntoPart for Bytes {
 }
 
 macro_rules! int_values {
-    ($($t:ty)*) => {$(
+    ($($variant:ident $as:ty: $($t:ty)*;)*) => {$($(
         impl IntoPart for $t {
             fn into_part(self) -> FieldValue {
-                FieldValue(std::iter::once(Owned::Int(Digits::new(self))).collect())
+                FieldValue(std::iter::once(Owned::$variant(self as $as)).collect())
             }
         }
-    )*};
+    )*)*};
 }
-int_values!(u8 u16 u32 u64 usize i8 i16 i32 i64 isize);
+int_values! {
+    Unsigned u64: u8 u16 u32 u64 usize;
+    Signed i64: i8 i16 i32 i64 isize;
+}
 
 impl<P: IntoPart> From<P> for FieldValue {
     fn from(part: P) -> FieldValue {

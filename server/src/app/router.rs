@@ -19,18 +19,64 @@ use crate::h1::RequestHead;
 use crate::memory::Full;
 use crate::observe::Standard;
 use crate::response::{Chunk, Fields};
-use crate::service::{guarded, log, Job, Reply, Service};
+use crate::service::{guarded, log, Job, Reply, Service, Work};
 
 /// What an async handler is: `async fn(Request) -> R` (or a closure
 /// returning a future), where `R` is a [`Response`] or turns into one
 /// (a [`Status`], `&'static str`, `String`, `(Status, text)`).
 pub trait Endpoint: Send + Sync + 'static {
-    /// The handler's future for `request`, boxed once.
+    /// The handler's future for `request`, boxed once with room for its
+    /// answer.
     fn call(&self, request: Request) -> Running;
 }
 
-/// A handler's future, run on the connection that read its request.
-pub struct Running(Pin<Box<dyn Future<Output = Exchange> + Send>>);
+/// A handler's future and, once it is done, its answer: one allocation,
+/// which the core keeps until the response is written.
+pub struct Running(Pin<Box<dyn Task>>);
+
+/// A handler's future with its answer beside it; the job that awaits it
+/// is the same box.
+trait Task: Work<Exchange> + Send {
+    /// Polls the handler; `Ready` once its answer is kept.
+    fn poll_task(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()>;
+
+    /// The answer, once the handler is done.
+    fn answer(self: Pin<&mut Self>) -> Option<&mut Response>;
+}
+
+pin_project_lite::pin_project! {
+    struct Handled<F> {
+        #[pin]
+        future: F,
+        answer: Option<Response>,
+    }
+}
+
+impl<F: Future<Output: Into<Response>> + Send + 'static> Task for Handled<F> {
+    fn poll_task(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        if this.answer.is_none() {
+            *this.answer = Some(std::task::ready!(this.future.poll(cx)).into());
+        }
+        Poll::Ready(())
+    }
+
+    fn answer(self: Pin<&mut Self>) -> Option<&mut Response> {
+        self.project().answer.as_mut()
+    }
+}
+
+/// The handler's box is the job the connection awaits, and the answer it
+/// hands back: no allocation of its own.
+impl<F: Future<Output: Into<Response>> + Send + 'static> Work<Exchange> for Handled<F> {
+    fn poll_work(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_task(cx)
+    }
+
+    fn finish(self: Pin<Box<Self>>) -> Exchange {
+        Exchange(Stage::Done(Running(self)))
+    }
+}
 
 impl<F, Fut, R> Endpoint for F
 where
@@ -39,9 +85,10 @@ where
     R: Into<Response>,
 {
     fn call(&self, request: Request) -> Running {
-        let answer = self(request);
-        // One allocation: the handler's future and the answer it becomes.
-        Running(Box::pin(async move { Exchange::done(answer.await.into()) }))
+        Running(Box::pin(Handled {
+            future: self(request),
+            answer: None,
+        }))
     }
 }
 
@@ -245,7 +292,7 @@ impl Router {
                 let refused = Response::text("method not allowed\n")
                     .status(Status::METHOD_NOT_ALLOWED)
                     .header("Allow", allow);
-                return Exchange::refusal(refused);
+                return Exchange::answered(refused);
             };
             return Exchange::start(
                 handler,
@@ -257,7 +304,7 @@ impl Router {
         }
         match &self.fallback {
             Some(handler) => Exchange::start(&**handler, head, &[], None, None),
-            None => Exchange::done(Response::text("not found\n").status(Status::NOT_FOUND)),
+            None => Exchange::answered(Response::text("not found\n").status(Status::NOT_FOUND)),
         }
     }
 
@@ -278,34 +325,38 @@ impl Default for Router {
 }
 
 /// Whether `path` (as sent) matches `segments`; the parameters' ranges
-/// of it go into `params`.
+/// of it go into `params`. Bytes compared as they come, no segment split
+/// out first: most routes are told apart by their first bytes.
 fn matches(
     segments: &[Segment],
     path: &str,
     params: &mut ArrayVec<(usize, usize), MAX_PARAMS>,
 ) -> bool {
-    let Some(rest) = path.strip_prefix('/') else {
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'/') {
         return false;
-    };
+    }
     let mut at = 1;
-    let mut parts = rest.split('/');
-    for segment in segments {
-        if let Segment::Rest = segment {
-            // What follows the last slash matched, if there is one.
-            if at > path.len() {
+    for (i, segment) in segments.iter().enumerate() {
+        if i > 0 {
+            // The slash that ends the segment before.
+            if bytes.get(at) != Some(&b'/') {
                 return false;
             }
-            params.push((at, path.len()));
+            at += 1;
+        }
+        if let Segment::Rest = segment {
+            params.push((at, bytes.len()));
             return true;
         }
-        let Some(part) = parts.next() else {
-            return false;
-        };
-        let range = (at, at + part.len());
-        at += part.len() + 1;
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(bytes.len(), |n| at + n);
+        let part = &path[at..end];
         match segment {
             Segment::Literal(lit) => {
-                let same = if part.contains('%') {
+                let same = if part.as_bytes().contains(&b'%') {
                     percent_encoding::percent_decode_str(part).eq(lit.bytes())
                 } else {
                     part == &**lit
@@ -315,11 +366,12 @@ fn matches(
                 }
             }
             Segment::Param if part.is_empty() => return false,
-            Segment::Param => params.push(range),
+            Segment::Param => params.push((at, end)),
             Segment::Rest => unreachable!("handled above"),
         }
+        at = end;
     }
-    parts.next().is_none()
+    at == bytes.len()
 }
 
 /// A [`Router`] with the core's observer: the [`Service`] a server runs.
@@ -346,7 +398,7 @@ impl Service for Routed {
 /// One request's way through an async handler, as the core drives it: the
 /// handler's future, polled on the connection (first as the request is
 /// routed, then as its body arrives, then as a [`Job`]), and the
-/// [`Response`] it made.
+/// [`Response`] it made, kept in the same box.
 pub struct Exchange(Stage);
 
 enum Stage {
@@ -360,20 +412,17 @@ enum Stage {
     /// Refused from its `Content-Length`, past the route's limit: the
     /// core answers 413 before reading the body, and no handler is begun.
     TooLarge(u64),
-    /// Answered.
-    Done(Response),
-    /// Answered by the router, refusing the request from its head (405):
-    /// a client waiting for `100 Continue` is answered at once.
-    Refused(Response),
+    /// The handler's job runs (the handler is the job's now).
+    Working,
+    /// The handler is done: its answer is in its box.
+    Done(Running),
+    /// Answered by the router itself: 404 and 405, 500 for a panic.
+    Answered(Box<Response>),
 }
 
 impl Exchange {
-    fn done(response: Response) -> Exchange {
-        Exchange(Stage::Done(response))
-    }
-
-    fn refusal(response: Response) -> Exchange {
-        Exchange(Stage::Refused(response))
+    fn answered(response: Response) -> Exchange {
+        Exchange(Stage::Answered(Box::new(response)))
     }
 
     /// Starts `handler` on the request: polled once now, so that a handler
@@ -419,9 +468,15 @@ impl Exchange {
         let Stage::Running { running, .. } = &mut self.0 else {
             return;
         };
-        match guarded(|| running.0.as_mut().poll(cx)) {
-            Ok(Poll::Ready(done)) => *self = done,
+        match guarded(|| running.0.as_mut().poll_task(cx)) {
             Ok(Poll::Pending) => {}
+            Ok(Poll::Ready(())) => {
+                let Stage::Running { running, .. } = std::mem::replace(&mut self.0, Stage::Working)
+                else {
+                    unreachable!("matched above")
+                };
+                self.0 = Stage::Done(running);
+            }
             Err(payload) => *self = failed(&*payload),
         }
     }
@@ -433,12 +488,23 @@ impl Exchange {
             _ => None,
         }
     }
+
+    /// The answer, once there is one.
+    fn response(&mut self) -> Option<&mut Response> {
+        match &mut self.0 {
+            Stage::Done(running) => running.0.as_mut().answer(),
+            Stage::Answered(response) => Some(response),
+            _ => None,
+        }
+    }
 }
 
 /// The answer to a handler that panicked (logged here, once).
 fn failed(payload: &(dyn std::any::Any + Send)) -> Exchange {
     log(payload, "a handler", None);
-    Exchange::done(Response::text("internal server error\n").status(Status::INTERNAL_SERVER_ERROR))
+    Exchange::answered(
+        Response::text("internal server error\n").status(Status::INTERNAL_SERVER_ERROR),
+    )
 }
 
 impl std::fmt::Debug for Exchange {
@@ -446,7 +512,9 @@ impl std::fmt::Debug for Exchange {
         match &self.0 {
             Stage::Running { .. } => f.write_str("Running"),
             Stage::TooLarge(limit) => write!(f, "TooLarge({limit})"),
-            Stage::Done(r) | Stage::Refused(r) => r.fmt(f),
+            Stage::Working => f.write_str("Working"),
+            Stage::Done(_) => f.write_str("Done"),
+            Stage::Answered(r) => r.fmt(f),
         }
     }
 }
@@ -475,7 +543,11 @@ impl Reply for Exchange {
     }
 
     fn refuses(&self) -> bool {
-        matches!(self.0, Stage::Refused(_) | Stage::TooLarge(_))
+        match &self.0 {
+            Stage::TooLarge(_) => true,
+            Stage::Answered(r) => r.status_code().code() >= 400,
+            _ => false,
+        }
     }
 
     fn poll_body_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -491,13 +563,13 @@ impl Reply for Exchange {
             slot.end();
             self.poll_handler(&mut Context::from_waker(Waker::noop()));
         }
-        match std::mem::replace(&mut self.0, Stage::Done(Response::new())) {
-            Stage::Running { running, .. } => Some(Job::boxed(running.0)),
-            done => {
-                self.0 = done;
-                None
-            }
+        if !matches!(self.0, Stage::Running { .. }) {
+            return None;
         }
+        let Stage::Running { running, .. } = std::mem::replace(&mut self.0, Stage::Working) else {
+            unreachable!("matched above")
+        };
+        Some(Job::of(running.0))
     }
 
     fn respond<'a>(
@@ -507,22 +579,20 @@ impl Reply for Exchange {
     ) -> Result<crate::response::Response<'a>, Full> {
         if let Stage::TooLarge(_) = self.0 {
             // Not reached: the core refuses such a body from its length.
-            let refused =
-                Response::text("request body too large\n").status(Status::PAYLOAD_TOO_LARGE);
-            self.0 = Stage::Done(refused);
+            *self = Exchange::answered(
+                Response::text("request body too large\n").status(Status::PAYLOAD_TOO_LARGE),
+            );
         }
-        match &self.0 {
-            Stage::Done(r) | Stage::Refused(r) => Ok(r.sent(fields)),
-            Stage::Running { .. } | Stage::TooLarge(_) => {
-                unreachable!("a handler's job ends with its answer")
-            }
+        match self.response() {
+            Some(r) => Ok(r.sent(fields)),
+            None => unreachable!("a handler's job ends with its answer"),
         }
     }
 
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
-        match &mut self.0 {
-            Stage::Done(r) => r.poll_chunk(cx).map(Ok),
-            _ => Poll::Ready(Ok(None)),
+        match self.response() {
+            Some(r) => r.poll_chunk(cx).map(Ok),
+            None => Poll::Ready(Ok(None)),
         }
     }
 }

@@ -3,28 +3,70 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use super::guard::{guarded, log, Panicked};
 
 /// What a reply waits for before it can be written, and what it then
 /// becomes (`T`). The connection awaits it, holding no thread, and gives
 /// back what it made (`Session::resume`).
-pub struct Job<T>(Pin<Box<dyn Future<Output = T> + Send>>);
+pub struct Job<T>(Pin<Box<dyn Work<T>>>);
+
+/// Work a [`Job`] does: polled until it is done, then finished into what
+/// it made. A future is one ([`Job::new`]); work that keeps what it made
+/// in its own allocation, and hands that allocation on, is another
+/// ([`Job::of`]: an async handler and its answer, in one box).
+pub trait Work<T>: Send {
+    /// Polls the work, as a future is polled: `Ready` once it is done.
+    fn poll_work(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()>;
+
+    /// What the work made, once [`Work::poll_work`] was `Ready`.
+    fn finish(self: Pin<Box<Self>>) -> T;
+}
+
+pin_project_lite::pin_project! {
+    /// A future as work: its output kept until it is finished.
+    struct Output<F: Future> {
+        #[pin]
+        future: F,
+        made: Option<F::Output>,
+    }
+}
+
+impl<F: Future + Send> Work<F::Output> for Output<F>
+where
+    F::Output: Send,
+{
+    fn poll_work(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        if this.made.is_none() {
+            *this.made = Some(std::task::ready!(this.future.poll(cx)));
+        }
+        Poll::Ready(())
+    }
+
+    fn finish(mut self: Pin<Box<Self>>) -> F::Output {
+        let made = self.as_mut().project().made.take();
+        made.expect("finished once done")
+    }
+}
 
 /// What a [`Job`] made, or that its work panicked (then logged, and its
 /// request answered 500).
 #[derive(Debug)]
 pub struct Finished<T>(pub(crate) Result<T, Panicked>);
 
-impl<T: 'static> Job<T> {
+impl<T: Send + 'static> Job<T> {
     /// A job of `work`, which the connection awaits.
     pub fn new(work: impl Future<Output = T> + Send + 'static) -> Job<T> {
-        Job(Box::pin(work))
+        Job(Box::pin(Output {
+            future: work,
+            made: None,
+        }))
     }
 
     /// A job of work already boxed (no second allocation).
-    pub fn boxed(work: Pin<Box<dyn Future<Output = T> + Send>>) -> Job<T> {
+    pub fn of(work: Pin<Box<dyn Work<T>>>) -> Job<T> {
         Job(work)
     }
 
@@ -33,12 +75,15 @@ impl<T: 'static> Job<T> {
     /// 500 and goes on.
     pub async fn run(mut self) -> Finished<T> {
         let work = &mut self.0;
-        let polled = std::future::poll_fn(|cx| match guarded(|| work.as_mut().poll(cx)) {
-            Ok(Poll::Ready(made)) => Poll::Ready(Ok(made)),
+        let polled = std::future::poll_fn(|cx| match guarded(|| work.as_mut().poll_work(cx)) {
+            Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
             Ok(Poll::Pending) => Poll::Pending,
             Err(payload) => Poll::Ready(Err(log(&*payload, "a job", None))),
         });
-        Finished(polled.await)
+        let done = polled.await;
+        Finished(done.and_then(|()| {
+            guarded(|| self.0.finish()).map_err(|payload| log(&*payload, "a job", None))
+        }))
     }
 
     /// Waits for the work outside an async context (a session driven in

@@ -20,7 +20,7 @@ pub(crate) mod guard;
 mod job;
 
 pub use guard::Panicked;
-pub use job::{Finished, Job};
+pub use job::{Finished, Job, Work};
 
 pub(crate) use guard::{guarded, log};
 pub(crate) use job::block_on;
