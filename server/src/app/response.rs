@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures_core::Stream;
 use smallvec::SmallVec;
 use unflat::head::Status;
-use unflat::queue::SharedRope;
+use unflat::queue::{Policy, SharedRope};
 use unflat::{Encoding, Rope};
 
 use crate::response::{Body as Sent, Chunk, Digits, Fields, Part, Value};
@@ -51,6 +51,9 @@ pub struct Response {
 enum Payload {
     Empty,
     Static(&'static [u8]),
+    /// Short enough to be copied into the write buffer: kept as it was
+    /// given, with no allocation to share it.
+    Owned(Vec<u8>),
     Shared(Bytes),
     Rope(ropey::Rope),
     /// Text of any kind (Latin-1, UTF-16 pieces), encoded to UTF-8 as it
@@ -270,6 +273,7 @@ impl Response {
         let body = match &self.body {
             Payload::Empty => Sent::Empty,
             Payload::Static(b) => Sent::Bytes(b),
+            Payload::Owned(b) => Sent::Bytes(b),
             Payload::Shared(b) => Sent::SharedBytes(b),
             Payload::Rope(r) => Sent::Rope(r, r.len_bytes()),
             Payload::Text(t, n) => Sent::Transcoded(t, *n),
@@ -347,7 +351,20 @@ impl From<&'static str> for Text {
 
 impl From<String> for Text {
     fn from(s: String) -> Text {
-        Text(Payload::Shared(s.into()))
+        Text(Payload::owned(s.into_bytes()))
+    }
+}
+
+impl Payload {
+    /// Owned bytes: copied when short (as the write queue copies a short
+    /// buffer by default), else shared — `Bytes` takes them without a copy
+    /// (and allocates its count of owners, worth it only for a long body).
+    fn owned(bytes: Vec<u8>) -> Payload {
+        if bytes.len() < Policy::DEFAULT.copy_below {
+            Payload::Owned(bytes)
+        } else {
+            Payload::Shared(bytes.into())
+        }
     }
 }
 
@@ -424,13 +441,13 @@ impl From<&'static [u8]> for Body {
 
 impl From<String> for Body {
     fn from(s: String) -> Body {
-        Body(Payload::Shared(s.into()))
+        Body(Payload::owned(s.into_bytes()))
     }
 }
 
 impl From<Vec<u8>> for Body {
     fn from(b: Vec<u8>) -> Body {
-        Body(Payload::Shared(b.into()))
+        Body(Payload::owned(b))
     }
 }
 
