@@ -149,9 +149,6 @@ enum State<S: Service> {
         pending: Pending<S>,
         /// Bytes of payload read so far.
         payload: u64,
-        /// The reply has no room for more of its body: nothing is read
-        /// until it has ([`Session::poll_wait`]).
-        paused: bool,
     },
     /// Waiting for the job the pending reply needs ([`Session::resume`]).
     Deferred(Pending<S>),
@@ -257,6 +254,10 @@ pub struct Session<S: Service> {
     /// A streamed response whose head is queued and whose end is not:
     /// whether it is chunked (how a panic must end it).
     begun: Option<bool>,
+    /// The reply reading its body has no room for more of it: nothing is
+    /// read until it has ([`Session::poll_wait`]). Here, not in the
+    /// state, where it would enlarge every idle connection's future.
+    paused: bool,
 }
 
 impl<S: Service> Session<S> {
@@ -290,6 +291,7 @@ impl<S: Service> Session<S> {
             head_request: false,
             answering: None,
             begun: None,
+            paused: false,
         }
     }
 
@@ -372,9 +374,9 @@ impl<S: Service> Session<S> {
     pub fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let s = match &mut self.state {
             State::Streaming(s) => s,
-            State::Body {
-                pending, paused, ..
-            } => return Self::poll_body_room(pending, paused, cx),
+            State::Body { pending, .. } => {
+                return Self::poll_body_room(pending, &mut self.paused, cx)
+            }
             _ => return Poll::Ready(()),
         };
         if !s.waiting {
@@ -516,7 +518,7 @@ impl<S: Service> Session<S> {
                 State::Head => unreachable!("handled in place above"),
                 // A reply without room for more of its body: the
                 // connection flushes and awaits its room.
-                State::Body { paused: true, .. } => {
+                State::Body { .. } if self.paused => {
                     self.state = state;
                     return Step::Wait;
                 }
@@ -524,7 +526,6 @@ impl<S: Service> Session<S> {
                     decoder,
                     pending,
                     payload,
-                    paused: false,
                 } => match self.body(input, queue, service, decoder, pending, payload) {
                     Ok(next) => next,
                     Err(Some(waiting)) => return Step::Read(waiting),

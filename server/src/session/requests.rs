@@ -149,11 +149,11 @@ impl<S: Service> Session<S> {
         {
             pending.body = Some(Vec::new());
         }
+        self.paused = false;
         State::Body {
             decoder,
             pending,
             payload: 0,
-            paused: false,
         }
     }
 
@@ -237,11 +237,11 @@ impl<S: Service> Session<S> {
             }
         }
         if !decoded.done {
+            self.paused = paused;
             self.state = State::Body {
                 decoder,
                 pending,
                 payload,
-                paused,
             };
             return Err((!paused).then_some(Waiting::Body { payload }));
         }
