@@ -231,7 +231,7 @@ fn an_async_handler_costs_two_allocations() {
     }
     // Its own String, one allocation: the response takes it as it is.
     async fn formatted(req: Request) -> Answer {
-        Answer::text(format!("{}", req.param("n").unwrap_or_default()))
+        Answer::text(req.param("n").unwrap_or_default().to_string())
     }
     async fn awaiting(_: Request) -> Answer {
         tokio::time::sleep(std::time::Duration::from_micros(1)).await;
