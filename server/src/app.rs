@@ -29,6 +29,62 @@
 //! }
 //! ```
 //!
+//! A login answered with a redirect and cookies, a download with its
+//! `ETag` and 304, a stream of events, and a JSON 404:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use unflat_server::app::{get, post, Body, Request, Response, Router, Status};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Login { user: String, password: String }
+//!
+//! async fn login(req: Request) -> Response {
+//!     let form: Login = match req.form().await {
+//!         Ok(form) => form,
+//!         Err(rejected) => return rejected.into(), // 415 or 400, and why
+//!     };
+//!     if form.password != "open sesame" {
+//!         return (Status::UNAUTHORIZED, "wrong user or password\n").into();
+//!     }
+//!     Response::redirect(Status::SEE_OTHER, "/")
+//!         .header("Set-Cookie", ("user=", form.user, "; Path=/; HttpOnly"))
+//!         .header("Set-Cookie", ("seen=", 1, "; Max-Age=86400"))
+//!         .header("Cache-Control", "no-store")
+//! }
+//!
+//! async fn download(req: Request) -> Response {
+//!     const ETAG: &str = "\"v1\"";
+//!     if req.field_str("if-none-match") == Some(ETAG) {
+//!         return Response::with_status(Status::NOT_MODIFIED).header("ETag", ETAG);
+//!     }
+//!     Response::text("the file's contents\n")
+//!         .header("Content-Disposition", "attachment; filename*=UTF-8''caf%C3%A9.txt")
+//!         .header("ETag", ETAG)
+//! }
+//!
+//! async fn events(_: Request) -> Response {
+//!     // Any `futures_core::Stream` of chunks (`String`, `Bytes`, `&'static
+//!     // str`, a ropey rope); here five, 20 ms apart.
+//!     let events = futures_util::stream::unfold(0, |n| async move {
+//!         (n < 5).then_some(())?;
+//!         tokio::time::sleep(Duration::from_millis(20)).await;
+//!         Some((format!("event {n}\n"), n + 1))
+//!     });
+//!     Response::text(Body::stream(events))
+//! }
+//!
+//! let app = Router::new()
+//!     .route("/login", post(login).limit(4 * 1024))
+//!     .route("/download", get(download))
+//!     .route("/events", get(events))
+//!     .fallback(|req: Request| async move {
+//!         let error = serde_json::json!({ "error": "not found", "path": req.path() });
+//!         Response::json(&error).status(Status::NOT_FOUND)
+//!     });
+//! # drop(app);
+//! ```
+//!
 //! # Handlers
 //! A handler is an `async fn(Request) -> R` or a closure returning a
 //! future, where `R` is a [`Response`] or becomes one: a [`Status`] (no
