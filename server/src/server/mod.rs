@@ -134,9 +134,20 @@ impl<S: Service> Server<S> {
     /// Serves on the runtime this is awaited on (inside `#[tokio::main]`,
     /// say) until `stop` completes, then lets connections finish their
     /// responses within the grace period, as [`Server::run`] does on a
-    /// runtime of its own. `--workers` is the caller's runtime's to set.
-    /// Must be awaited on a tokio runtime with IO enabled.
+    /// runtime of its own. With `--workers N` and a caller's runtime that
+    /// has not N worker threads, the server runs on a runtime of its own of
+    /// N, as [`Server::run`] builds it, awaited from the caller's (which
+    /// its jobs may still use: a tokio resource keeps its runtime's
+    /// drivers). Must be awaited on a tokio runtime with IO enabled.
     pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        if let Some(workers) = self.stack.config().workers {
+            let here = tokio::runtime::Handle::current();
+            let multi = here.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+            if !multi || here.metrics().num_workers() != usize::from(workers) {
+                let ran = tokio::task::spawn_blocking(move || self.run(stop)).await;
+                return ran.map_err(io::Error::other)?;
+            }
+        }
         self.serve_controlled(|controls| stop_on(stop, controls))
             .await
     }

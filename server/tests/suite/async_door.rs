@@ -170,3 +170,58 @@ fn a_handlers_panic_is_a_500_and_the_connection_goes_on() {
     );
     server.stop().unwrap();
 }
+
+/// `--workers` is honoured by `serve` as by `run`: awaited on a runtime of
+/// one thread, a server asked for two serves on two threads of its own.
+#[tokio::test(flavor = "current_thread")]
+async fn serve_honours_workers_on_a_runtime_of_another_size() {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    let seen = Arc::new(Mutex::new(HashSet::new()));
+    let noted = seen.clone();
+    let config = unflat_server::Config {
+        workers: Some(2),
+        ..config(Strategy::Direct)
+    };
+    let router = Router::new().route(
+        "/where",
+        get(move |_| {
+            noted.lock().unwrap().insert(std::thread::current().id());
+            async { "here" }
+        }),
+    );
+    let server =
+        unflat_server::Server::bind_with(config, |m| router.observed(m.standard())).unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let asked = tokio::task::spawn_blocking(move || {
+        // Connections at once, so that both workers take some.
+        let clients: Vec<_> = (0..16)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut s = std::net::TcpStream::connect(addr).unwrap();
+                    for _ in 0..20 {
+                        s.write_all(b"GET /where HTTP/1.1\r\nHost: t\r\n\r\n")
+                            .unwrap();
+                        let mut buf = [0; 512];
+                        let n = s.read(&mut buf).unwrap();
+                        assert!(buf[..n].ends_with(b"here"));
+                    }
+                })
+            })
+            .collect();
+        clients.into_iter().for_each(|c| c.join().unwrap());
+    });
+    asked.await.unwrap();
+    stop.send(()).unwrap();
+    serving.await.unwrap().unwrap();
+    let seen = seen.lock().unwrap();
+    assert!(
+        !seen.contains(&std::thread::current().id()),
+        "served on the caller's thread"
+    );
+    assert_eq!(seen.len(), 2, "{seen:?}");
+}
