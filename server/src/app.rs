@@ -175,11 +175,27 @@
 //! [`run`] serves a router on a runtime of `--workers` threads until
 //! SIGINT or SIGTERM, then lets responses finish within
 //! `--shutdown-grace`. Its flags are the core's ([`Config::from_app_args`];
-//! `--help` lists them); an application with flags of its own adds them to
-//! the core's command with [`Config::app_command`] and reads both from the
-//! same matches ([`Config::from_app_matches`]). Inside a runtime of the
-//! application's, [`Server::bind_with`] and [`Server::serve`] do the same
-//! on the caller's runtime.
+//! `--help` lists them, each with its `UNFLAT_*` variable); an application
+//! with flags of its own adds them to the core's command and reads both
+//! from the same matches:
+//!
+//! ```no_run
+//! use unflat_server::app::{get, run, Config, Response, Router};
+//!
+//! fn main() -> std::io::Result<()> {
+//!     let command = clap::Command::new("greeter")
+//!         .arg(clap::arg!(--greeting <TEXT> "what to greet with").default_value("Hello"));
+//!     let matches = Config::app_command(command).get_matches();
+//!     let config = Config::from_app_matches(&matches).unwrap_or_else(|e| e.exit());
+//!     let greeting: &'static str = matches.get_one::<String>("greeting").unwrap().clone().leak();
+//!     run(config, Router::new().route("/", get(move |_| async move { greeting })))
+//! }
+//! ```
+//!
+//! Inside a runtime of the application's (`#[tokio::main]`),
+//! [`Server::bind_with`] with `|making| router.observed(making.standard())`,
+//! then [`Server::serve`], serve it there (on a runtime of `--workers`
+//! threads of its own when the caller's has not that many).
 
 mod body;
 pub mod reply;
