@@ -211,7 +211,7 @@ impl AccessLog {
             }
             LogFormat::Json => write!(
                 t,
-                "\"peer\":\"{}\",\"method\":\"{}\",\"target\":\"{}\",\"version\":\"{}\",\"host\":\"{}\",\"status\":{status},\"bytes\":{bytes}",
+                "\"peer\":\"{}\",\"method\":\"{}\",\"uri\":\"{}\",\"version\":\"{}\",\"host\":\"{}\",\"status\":{status},\"bytes\":{bytes}",
                 log.peer,
                 part(0),
                 part(1),
@@ -224,7 +224,7 @@ impl AccessLog {
             t.push('\u{0}');
             let _ = write!(
                 t,
-                ",\"referer\":\"{}\",\"user_agent\":\"{}\"}}",
+                ",\"referer\":\"{}\",\"user_agent\":\"{}\",\"target\":\"{ACCESS_TARGET}\"}}",
                 part(4),
                 part(5)
             );
@@ -294,9 +294,11 @@ impl Log {
             LogFormat::Json => {
                 let (before, after) = line.split_once('\u{0}').unwrap_or((line, ""));
                 let micros = Moment::now().since(w.began).as_micros();
+                // The events' schema (events.rs: tracing's JSON, flattened):
+                // `timestamp`, `level`, `message`, the fields, `target`.
                 let _ = write!(
                     out,
-                    "{{\"time\":\"{}\",{before},\"duration\":{}.{:06}{after}",
+                    "{{\"timestamp\":\"{}\",\"level\":\"INFO\",\"message\":\"access\",{before},\"duration\":{}.{:06}{after}",
                     humantime::format_rfc3339_micros(SystemTime::now()),
                     micros / 1_000_000,
                     micros % 1_000_000,
@@ -320,14 +322,22 @@ impl Drop for AccessLog {
 }
 
 /// The most bytes a request's noted parts take: the line, three field
-/// values of [`FIELD_MOST`] bytes each written as `\xHH` at worst, the rest.
+/// values of [`FIELD_MOST`] bytes each written as `\u00HH` at worst, the
+/// rest.
 fn noted_most(request_line: usize) -> usize {
-    request_line + 3 * 4 * FIELD_MOST + 256
+    request_line + 3 * 6 * FIELD_MOST + 256
 }
 
+/// The `target` of an access record in JSON, as an event's names its
+/// module: a log pipeline tells the two apart by it.
+const ACCESS_TARGET: &str = "unflat_server::access";
+
 /// Appends `bytes` with `"`, `\` and every byte outside printable ASCII as
-/// `\xHH` (`json`: `\"`, `\\` and `\u00HH`, a JSON string's escapes), cut
-/// at [`FIELD_MOST`] bytes.
+/// `\xHH`, cut at [`FIELD_MOST`] bytes. In JSON (`json`), text is text:
+/// UTF-8 is written as the characters it encodes, `"`, `\` and control
+/// characters are escaped as a JSON string escapes them, and a byte that
+/// is not UTF-8 is written `\\xHH` (the four characters `\xHH` once
+/// decoded).
 fn escape(text: &mut String, bytes: &[u8], json: bool) {
     let bytes = &bytes[..bytes.len().min(FIELD_MOST)];
     let plain = |b: &u8| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\';
@@ -336,14 +346,29 @@ fn escape(text: &mut String, bytes: &[u8], json: bool) {
         text.push_str(std::str::from_utf8(bytes).unwrap_or_default());
         return;
     }
+    if json {
+        for chunk in bytes.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '"' | '\\' => {
+                        text.push('\\');
+                        text.push(c);
+                    }
+                    c if c.is_control() => {
+                        let _ = write!(text, "\\u{:04x}", u32::from(c));
+                    }
+                    c => text.push(c),
+                }
+            }
+            for b in chunk.invalid() {
+                let _ = write!(text, "\\\\x{b:02X}");
+            }
+        }
+        return;
+    }
     for &b in bytes {
-        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+        if plain(&b) {
             text.push(char::from(b));
-        } else if json && (b == b'"' || b == b'\\') {
-            text.push('\\');
-            text.push(char::from(b));
-        } else if json {
-            let _ = write!(text, "\\u{b:04x}");
         } else {
             let _ = write!(text, "\\x{b:02X}");
         }
@@ -387,8 +412,11 @@ mod tests {
         escape(&mut t, b"a\"b\\c\x01\xff d", false);
         assert_eq!(t, "a\\x22b\\x5Cc\\x01\\xFF d");
         let mut json = String::new();
-        escape(&mut json, b"a\"b\\c\x01\xff d", true);
-        assert_eq!(json, "a\\\"b\\\\c\\u0001\\u00ff d");
+        escape(&mut json, "a\"b\\c\x01\u{e9}\u{20ac} d".as_bytes(), true);
+        assert_eq!(json, "a\\\"b\\\\c\\u0001\u{e9}\u{20ac} d", "text is text");
+        json.clear();
+        escape(&mut json, b"\xc3\xa9\xff", true);
+        assert_eq!(json, "\u{e9}\\\\xFF", "a byte that is not UTF-8, named");
         let mut long = String::new();
         escape(&mut long, &[b'x'; FIELD_MOST + 10], false);
         assert_eq!(long.len(), FIELD_MOST);
@@ -482,19 +510,24 @@ mod tests {
         json.note_parts("GET", "/a\"b", "HTTP/1.1", lookup(&fields));
         json.queued(&answered(Some(()), 9, 100));
         let line = first(&mut json);
-        let (time, rest) = line.split_once("\",\"peer\"").unwrap();
+        let (time, rest) = line
+            .split_once("\",\"level\":\"INFO\",\"message\":\"access\",")
+            .unwrap();
         assert!(
-            time.starts_with("{\"time\":\"") && time.ends_with('Z'),
+            time.starts_with("{\"timestamp\":\"") && time.ends_with('Z'),
             "{line}"
         );
         let (rest, duration) = rest.split_once(",\"duration\":").unwrap();
         assert_eq!(
             rest,
-            ":\"127.0.0.1:53844\",\"method\":\"GET\",\"target\":\"/a\\\"b\",\"version\":\"HTTP/1.1\",\"host\":\"localhost:3000\",\"status\":200,\"bytes\":9"
+            "\"peer\":\"127.0.0.1:53844\",\"method\":\"GET\",\"uri\":\"/a\\\"b\",\"version\":\"HTTP/1.1\",\"host\":\"localhost:3000\",\"status\":200,\"bytes\":9"
         );
         let (seconds, after) = duration.split_once(',').unwrap();
         assert!(seconds.parse::<f64>().is_ok(), "{line}");
-        assert_eq!(after, "\"referer\":\"-\",\"user_agent\":\"curl/8.5.0\"}\n");
+        assert_eq!(
+            after,
+            "\"referer\":\"-\",\"user_agent\":\"curl/8.5.0\",\"target\":\"unflat_server::access\"}\n"
+        );
     }
 
     #[test]
