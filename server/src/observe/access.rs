@@ -61,6 +61,9 @@ struct Log {
     /// last bytes; their ends in `waiting`.
     text: String,
     waiting: VecDeque<Waiting>,
+    /// The request about to be refused was noted from what it sent
+    /// ([`AccessLog::note_refused`]).
+    refused_noted: bool,
 }
 
 /// What is noted of the request being answered, in one buffer.
@@ -113,6 +116,7 @@ impl AccessLog {
                     },
                     text: String::with_capacity(LINES_WAITING * line),
                     waiting: VecDeque::with_capacity(LINES_WAITING),
+                    refused_noted: false,
                 })
             }),
         }
@@ -141,6 +145,22 @@ impl AccessLog {
         version: &str,
         field_of: impl Fn(&str) -> Option<&'f [u8]>,
     ) {
+        self.note_bytes(
+            method.as_bytes(),
+            target.as_bytes(),
+            version.as_bytes(),
+            field_of,
+        );
+    }
+
+    /// [`AccessLog::note_parts`] of bytes as sent.
+    fn note_bytes<'f>(
+        &mut self,
+        method: &[u8],
+        target: &[u8],
+        version: &[u8],
+        field_of: impl Fn(&str) -> Option<&'f [u8]>,
+    ) {
         let Some(log) = &mut self.on else {
             return;
         };
@@ -152,16 +172,33 @@ impl AccessLog {
             escape(text, bytes, json);
             n.ends[i] = text.len();
         };
-        push(0, &mut n.text, method.as_bytes());
-        push(1, &mut n.text, target.as_bytes());
-        push(2, &mut n.text, version.as_bytes());
+        push(0, &mut n.text, method);
+        push(1, &mut n.text, target);
+        push(2, &mut n.text, version);
         push(3, &mut n.text, field("host"));
         push(4, &mut n.text, field("referer"));
         push(5, &mut n.text, field("user-agent"));
     }
 
+    /// Notes a request refused before its head was read, whose first line
+    /// is `line` as sent: its method, target and version as far as spaces
+    /// part them (each escaped and cut), no fields.
+    pub(super) fn note_refused(&mut self, line: &[u8]) {
+        if self.on.is_none() {
+            return;
+        }
+        let mut parts = line.splitn(3, |&b| b == b' ');
+        let mut next = || parts.next().filter(|p| !p.is_empty()).unwrap_or(b"-");
+        let (method, target, version) = (next(), next(), next());
+        self.note_bytes(method, target, version, |_| None);
+        if let Some(log) = &mut self.on {
+            log.refused_noted = true;
+        }
+    }
+
     /// Renders the line of the response `a` tells of (to a head never read
-    /// when it has no label), to be written by [`AccessLog::sent`].
+    /// when it has no label: what [`AccessLog::note_refused`] noted, or
+    /// `-`), to be written by [`AccessLog::sent`].
     #[inline]
     pub(super) fn queued<L>(&mut self, a: &Answered<L>) {
         // Inlined: with the log off, one test is all a response pays.
@@ -171,7 +208,11 @@ impl AccessLog {
     }
 
     fn render<L>(&mut self, a: &Answered<L>) {
-        if a.label.is_none() {
+        let refused_noted = self
+            .on
+            .as_mut()
+            .is_some_and(|l| std::mem::take(&mut l.refused_noted));
+        if a.label.is_none() && !refused_noted {
             self.note_parts("-", "-", "-", |_| None);
         }
         let Some(log) = &mut self.on else {

@@ -142,6 +142,10 @@ impl<L: Label, R: Labelled<L>> Observe<R> for Standard<L> {
         reply.label()
     }
 
+    fn refused(&self, line: &[u8], conn: &mut Watched) {
+        conn.log.note_refused(line);
+    }
+
     #[inline(always)]
     fn answered(&self, answered: Answered<L>, conn: &mut Watched) {
         let label = answered.label.unwrap_or(L::REFUSED);

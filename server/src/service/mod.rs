@@ -199,6 +199,15 @@ pub trait Observe<R>: Send + Sync + std::fmt::Debug + 'static {
     /// is counted under.
     fn begun(&self, head: &RequestHead<'_>, reply: &R, conn: &mut Self::Conn) -> Self::Label;
 
+    /// A request refused before its head could be read (a 400 for a bad
+    /// request line, a 408, a 414, a 431): its first line as the client
+    /// sent it, at most the request-line limit and unchecked (escape it
+    /// before it is written anywhere). Its response is told next
+    /// ([`Observe::answered`], with no label).
+    fn refused(&self, line: &[u8], conn: &mut Self::Conn) {
+        let _ = (line, conn);
+    }
+
     /// One response queued, the core's own refusals included: the one
     /// place responses are counted, timed and logged.
     fn answered(&self, answered: Answered<Self::Label>, conn: &mut Self::Conn) {
@@ -257,6 +266,10 @@ impl<R, O: Observe<R>> Observe<R> for std::sync::Arc<O> {
     #[inline(always)]
     fn begun(&self, head: &RequestHead<'_>, reply: &R, conn: &mut O::Conn) -> O::Label {
         O::begun(self, head, reply, conn)
+    }
+
+    fn refused(&self, line: &[u8], conn: &mut O::Conn) {
+        O::refused(self, line, conn)
     }
 
     #[inline(always)]

@@ -146,6 +146,7 @@ impl<S: Service> Session<S> {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.label),
             _ => {
                 self.noted();
+                self.app.refused(service, input);
                 (begins_head_request(input), None)
             }
         };
@@ -167,8 +168,10 @@ impl<S: Service> Session<S> {
                 pending.label,
             ),
             _ => {
-                // No head was read: the service is told of no label.
+                // No head was read: the service is told of no label, the
+                // observer of what there was of it.
                 self.noted();
+                self.app.refused(service, input);
                 (
                     "request head not received in time",
                     begins_head_request(input),

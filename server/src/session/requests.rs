@@ -25,6 +25,7 @@ impl<S: Service> Session<S> {
             } => {
                 // No body may follow even a refusal of a HEAD request.
                 self.noted();
+                self.app.refused(service, input);
                 let next = self.reject(queue, service, reject, head_request, None);
                 self.go(next);
                 return true;
