@@ -89,7 +89,15 @@ static ESCAPES: [bool; 256] = {
 
 /// One `name=value` pair, percent-decoded with `+` as a space; `None`
 /// when it has no `=`.
-pub(crate) fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, QueryError> {
+///
+/// ```
+/// use unflat_server::h1::decode_pair;
+/// let (name, value) = decode_pair("q=a+b%21").unwrap().unwrap();
+/// assert_eq!((&*name, &*value), ("q", "a b!"));
+/// assert!(decode_pair("q").unwrap().is_none());
+/// assert!(decode_pair("q=%zz").is_err());
+/// ```
+pub fn decode_pair(pair: &str) -> Result<Option<Pair<'_>>, QueryError> {
     decoded(pair, !has_escapes(pair))
 }
 

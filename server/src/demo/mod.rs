@@ -1,25 +1,26 @@
-//! The demo site, a [`Service`] of the core: its routes (`routes.rs`, one
-//! table), replies (`reply.rs`), bodies built off the workers and cached
-//! (`bodies.rs`), observed by the core's [`Standard`] observer (`/metrics`'
-//! counters by route, the access log), to which its cache and builds are
-//! reported. It knows nothing of the command line: [`Site::new`] takes
-//! [`Settings`].
+//! The demo site, the binary's own application on the core's public API:
+//! its routes (`routes.rs`, one table), replies (`reply.rs`), bodies built
+//! off the workers and cached (`bodies.rs`), observed by the core's
+//! [`Standard`] observer (`/metrics`' counters by route, the access log),
+//! to which its cache and builds are reported; its own flags beside the
+//! core's (`options.rs`). [`Site::new`] takes [`Settings`].
 
 mod bodies;
 mod body;
 mod chunks;
 mod echo;
+pub mod options;
 mod query;
 mod reply;
 mod routes;
 
+use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
 use unflat::head::{Line, Status};
 
-pub use body::Built;
 pub use reply::Answer;
 pub use routes::Route;
 
@@ -28,13 +29,17 @@ pub use bodies::Memo;
 use body::BodyKey;
 use reply::ErrorField;
 
-use crate::h1::RequestHead;
-use crate::memory::Memory;
-use crate::net::Transport;
-use crate::observe::{Exposition, Label, Labelled, LogFormat, Metrics, Standard};
-use crate::response::{Prepared, Strategy};
-use crate::service::Service;
-use crate::session::Draining;
+use unflat_server::h1::RequestHead;
+use unflat_server::memory::Memory;
+use unflat_server::net::Transport;
+use unflat_server::observe::{Exposition, Label, Labelled, LogFormat, Metrics, Standard};
+use unflat_server::response::{Prepared, Strategy};
+use unflat_server::service::Service;
+use unflat_server::server::{Making, Server};
+use unflat_server::session::Draining;
+use unflat_server::Config;
+
+pub use options::Options;
 
 /// The limits of the routes' arguments.
 #[derive(Clone, Copy, Debug)]
@@ -124,6 +129,16 @@ impl Site {
         }
     }
 
+    /// The site `options` describe, on the server `m` describes.
+    pub fn made(options: &Options, m: Making<'_>) -> Site {
+        Site::new(
+            options.settings(&m),
+            m.memory,
+            m.draining.clone(),
+            m.transport.clone(),
+        )
+    }
+
     /// The text of `GET /` and of the start-up banner.
     pub fn help(&self) -> &str {
         &self.help
@@ -138,6 +153,18 @@ impl Site {
     pub fn is_draining(&self) -> bool {
         self.draining.is_on()
     }
+}
+
+/// Binds `config.addr` to serve the site `options` describe. Fails on
+/// options or a configuration that cannot work, before binding anything,
+/// as [`Server::bind_with`] does.
+pub fn bind(config: Config, options: Options) -> io::Result<Server<Site>> {
+    let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
+    options.validate(&config).map_err(invalid)?;
+    let server = Server::bind_with(config, |m| Site::made(&options, m))?;
+    // The site's jobs build bodies on the blocking pool and await no tokio
+    // timer: its runtime goes without the time driver.
+    Ok(server.without_time_driver())
 }
 
 /// Routes choose the answer and make it ready: a body from the
@@ -289,7 +316,7 @@ mod tests {
 
     /// The README quotes [`routes_text`] between these markers, in a
     /// `text` block.
-    const BEGIN: &str = "<!-- routes: server/src/site/mod.rs, routes_text() -->\n";
+    const BEGIN: &str = "<!-- routes: server/src/demo/mod.rs, routes_text() -->\n";
     const END: &str = "<!-- /routes -->\n";
 
     /// What the README says of the routes is what the server says: one
