@@ -12,6 +12,7 @@ mod common;
 
 use std::io::{Read, Write};
 
+use crate::common::{start_demo, Site};
 use common::{config, connect, read_response, start};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
@@ -40,7 +41,7 @@ const IDLE_HEAP: usize = 3072;
 /// counts, with `connections` keep-alive connections each served
 /// `requests` responses of `target`, one after the other, and left open.
 fn heap_per_connection(
-    server: &Running,
+    server: &Running<Site>,
     target: &str,
     connections: usize,
     requests: usize,
@@ -166,7 +167,7 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
     // The access log: each line rendered into buffers kept from one line
     // to the next, copied into the log's fixed buffer, written out by its
     // thread (to /dev/null here, in place of the test's stderr).
-    let logged = Running::start(unflat_server::Config {
+    let logged = start_demo(unflat_server::Config {
         access_log: true,
         ..config(Strategy::Direct)
     })

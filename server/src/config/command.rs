@@ -36,7 +36,10 @@ impl Config {
         ranges: &[(&str, Bounds)],
     ) -> clap::Command {
         let cmd = clap::Command::new("unflat-server").version(env!("CARGO_PKG_VERSION"));
-        let ranged = RANGED.iter().map(|r| (r.id, r.range)).chain(ranges.iter().copied());
+        let ranged = RANGED
+            .iter()
+            .map(|r| (r.id, r.range))
+            .chain(ranges.iter().copied());
         let ranged: Vec<(&str, Bounds)> = ranged.collect();
         // `-h` shows each option's first sentence; `--help` all of it, with
         // its range.

@@ -10,7 +10,8 @@ mod declare;
 #[cfg(feature = "cli")]
 mod command;
 mod range;
-#[cfg(test)]
+// Through the command line, as a user gives the options.
+#[cfg(all(test, feature = "cli"))]
 mod tests;
 
 use std::net::SocketAddr;

@@ -365,8 +365,8 @@ impl Reclaim for Bodies {
 
 #[cfg(test)]
 mod tests {
+    use super::super::body::{large_payload, Form, Kind, Text};
     use super::*;
-    use super::body::{large_payload, Form, Kind, Text};
 
     fn text(len: usize, kind: Kind) -> BodyKey {
         BodyKey::Text(Key {

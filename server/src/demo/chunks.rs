@@ -170,9 +170,9 @@ impl Rope for Part {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use unflat_server::memory::{Memory, Part as Account};
     use bytes::Bytes;
     use unflat::{Encoding, Latin1, Utf16};
+    use unflat_server::memory::{Memory, Part as Account};
 
     fn built(text: Text, len: usize) -> Arc<Built> {
         let memory = Arc::new(Memory::new(1 << 20, 1 << 20));

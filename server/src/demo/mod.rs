@@ -34,10 +34,10 @@ use unflat_server::memory::Memory;
 use unflat_server::net::Transport;
 use unflat_server::observe::{Exposition, Label, Labelled, LogFormat, Metrics, Standard};
 use unflat_server::response::{Prepared, Strategy};
-use unflat_server::service::Service;
 use unflat_server::server::{Making, Server};
+use unflat_server::service::Service;
 use unflat_server::session::Draining;
-use unflat_server::Config;
+use unflat_server::{cli, events, Config};
 
 pub use options::Options;
 
@@ -165,6 +165,24 @@ pub fn bind(config: Config, options: Options) -> io::Result<Server<Site>> {
     // The site's jobs build bodies on the blocking pool and await no tokio
     // timer: its runtime goes without the time driver.
     Ok(server.without_time_driver())
+}
+
+/// Serves the demo from the command line until Ctrl-C or SIGTERM: the
+/// binary's `main`. A configuration that cannot work exits with status 2
+/// before anything starts.
+pub fn main() -> io::Result<()> {
+    use clap::{Args as _, FromArgMatches as _};
+    let cmd = Config::command_with(Options::augment_args, &Options::RANGES);
+    let matches = cli::parsed(Config::matches(cmd, std::env::args_os()));
+    let config = cli::parsed(Config::from_arg_matches(&matches));
+    let options = cli::parsed(Options::from_arg_matches(&matches));
+    events::install(&config);
+    if let Some(note) = options.cache_clamped(&config) {
+        tracing::warn!("{note}");
+    }
+    let server = cli::bound(bind(config, options));
+    let banner = server.stack().service().help().to_string();
+    cli::run(server, banner)
 }
 
 /// Routes choose the answer and make it ready: a body from the

@@ -106,7 +106,9 @@ impl Options {
     /// connections may take (`--connection-memory`).
     pub fn cache_bytes(&self, config: &Config) -> usize {
         let room = config.memory_limit - config.connection_memory().min(config.memory_limit);
-        self.cache_bytes.unwrap_or(config.memory_limit / 4).min(room)
+        self.cache_bytes
+            .unwrap_or(config.memory_limit / 4)
+            .min(room)
     }
 
     /// Why `--cache-bytes` was lowered, when it was: a line for the log at
@@ -149,5 +151,96 @@ impl Options {
             access_log: config.access_log(),
             request_line: config.max_request_line,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The demo's options as the binary reads them from `args`, beside the
+    /// core's, and checked as it checks them.
+    fn parse(args: &[&str]) -> Result<(Config, Options), String> {
+        let cmd = Config::command_with(Options::augment_args, &Options::RANGES);
+        let argv = std::iter::once("unflat-server").chain(args.iter().copied());
+        let matches = Config::matches(cmd, argv).map_err(|e| e.to_string())?;
+        let config = Config::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        let options = Options::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        options.validate(&config)?;
+        Ok((config, options))
+    }
+
+    #[test]
+    fn values_that_cannot_work_are_refused_with_the_option_named() {
+        for (args, names) in [
+            (&["--max-large", "68719476737"][..], "max-large"),
+            (
+                &["--max-large", "3000000000", "--memory-limit", "2GiB"],
+                "--max-large",
+            ),
+            (&["--cache-bytes", "2GiB"], "--cache-bytes"),
+            (&["--max-builds", "0"], "max-builds"),
+        ] {
+            let err = parse(args).expect_err(&format!("{args:?} accepted"));
+            assert!(err.contains(names), "{args:?}: {err}");
+        }
+        let bad = Options {
+            max_builds: Some(0),
+            ..Options::default()
+        };
+        assert_eq!(
+            bad.validate(&Config::default()).unwrap_err(),
+            "--max-builds 0: must be 1 to 1024"
+        );
+    }
+
+    #[test]
+    fn each_option_states_its_range_and_its_variable() {
+        let cmd = Config::command_with(Options::augment_args, &Options::RANGES);
+        for (id, range) in Options::RANGES {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+            let help = arg.get_long_help().unwrap().to_string();
+            assert!(
+                help.ends_with(&format!("Accepts {}.", range.describe())),
+                "{help}"
+            );
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            assert_eq!(env, Some(format!("UNFLAT_{}", id.to_uppercase())));
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_those_documented() {
+        let (config, options) = parse(&[]).unwrap();
+        assert_eq!(options.max_len, 16 << 20);
+        assert_eq!(options.cache_bytes(&config), 256 << 20);
+        assert_eq!(options.max_large(&config), 256 << 20);
+        options.validate(&config).unwrap();
+    }
+
+    #[test]
+    fn the_cache_is_lowered_to_what_the_limit_holds_beside_connections() {
+        let c = Config {
+            memory_limit: 256 << 20,
+            ..Config::default()
+        };
+        let o = Options {
+            cache_bytes: Some(256 << 20),
+            ..Options::default()
+        };
+        assert_eq!(o.cache_bytes(&c), 128 << 20);
+        let note = o.cache_clamped(&c).unwrap();
+        assert!(
+            note.starts_with("--cache-bytes 268435456 lowered to 134217728"),
+            "{note}"
+        );
+        let fits = Options {
+            cache_bytes: Some(64 << 20),
+            ..o
+        };
+        assert_eq!(
+            (fits.cache_bytes(&c), fits.cache_clamped(&c)),
+            (64 << 20, None)
+        );
     }
 }
