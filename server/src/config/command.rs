@@ -42,9 +42,15 @@ impl Config {
             .chain(ranges.iter().copied());
         let ranged: Vec<(&str, Bounds)> = ranged.collect();
         // `-h` shows each option's first sentence; `--help` all of it, with
-        // its range.
+        // its range. Built without HTTPS, the TLS options are not shown
+        // (given, they are refused when the server binds).
         own(Config::augment_args(cmd))
             .mut_args(|a| {
+                #[cfg(not(feature = "tls"))]
+                let a = match a.get_help_heading() {
+                    Some("TLS") => a.hide(true),
+                    _ => a,
+                };
                 let id = a.get_id().to_string();
                 let a = a.env(declare::env(&id));
                 let help = a.get_help().map(ToString::to_string).unwrap_or_default();

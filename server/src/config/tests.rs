@@ -189,6 +189,7 @@ fn short_help_is_the_first_sentence() {
 }
 
 #[test]
+#[cfg(feature = "tls-ring")]
 fn the_tls_provider_is_aws_lc_rs_or_ring_and_anything_else_is_refused_by_name() {
     assert_eq!(Config::default().tls_provider, tls::Provider::AwsLcRs);
     for (value, provider) in [
