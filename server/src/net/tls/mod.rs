@@ -129,7 +129,7 @@ pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
         CertSource::SelfSigned => "--tls-self-signed",
     };
     Err(format!(
-        "{flag}: this server is built without HTTPS (the `tls` feature of unflat-server), so --tls-provider {provider} is not either"
+        "{flag}: HTTPS (rustls on {provider}) is not built into this server: it needs unflat-server's `tls` feature"
     ))
 }
 
