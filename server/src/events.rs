@@ -58,23 +58,27 @@ fn colour(terminal: bool, no_color: Option<OsString>) -> bool {
 
 /// What is logged: RUST_LOG's directives when set (wrong ones skipped), in
 /// place of `--log-level`. Neither filters the access log. A directive is
-/// a level (`warn`) or a target's (`unflat_server=debug`): what
-/// tracing-subscriber's `Targets` reads, without `EnvFilter`'s span and
-/// field filters, whose regex crates an application would build.
+/// a level (`warn`), a target's level (`unflat_server=debug`) or a target
+/// alone (all of its levels): what tracing-subscriber's `Targets` reads,
+/// without `EnvFilter`'s span and field filters, whose regex crates an
+/// application would build.
 fn filter(config: &Config, rust_log: Option<String>) -> Targets {
     let directives = rust_log.unwrap_or_else(|| config.log_level.directive().to_string());
     let mut targets = Targets::new();
+    // `LevelFilter` reads an empty string as `error`: an empty directive or
+    // level is a wrong one here.
+    let level = |s: &str| s.parse::<LevelFilter>().ok().filter(|_| !s.is_empty());
     for directive in directives.split(',').map(str::trim) {
-        let (target, level) = match directive.rsplit_once('=') {
-            Some((target, level)) => (Some(target), level),
-            None => (None, directive),
-        };
-        let Ok(level) = level.parse::<LevelFilter>() else {
-            continue;
-        };
-        targets = match target {
-            Some(target) => targets.with_target(target, level),
-            None => targets.with_default(level),
+        targets = match directive.rsplit_once('=') {
+            Some((target, l)) => match level(l) {
+                Some(l) if !target.is_empty() => targets.with_target(target, l),
+                _ => targets,
+            },
+            None if directive.is_empty() => targets,
+            None => match level(directive) {
+                Some(l) => targets.with_default(l),
+                None => targets.with_target(directive, LevelFilter::TRACE),
+            },
         };
     }
     targets
@@ -106,9 +110,12 @@ mod tests {
         assert!(enabled(None, "unflat_server", Level::WARN));
         assert!(!enabled(None, "unflat_server", Level::INFO));
         assert!(enabled(Some("debug"), "rustls", Level::DEBUG));
-        let both = Some("info,unflat_server=trace,wrong=");
+        let both = Some("info,unflat_server=trace,wrong=,=debug,,");
         assert!(enabled(both, "unflat_server::net", Level::TRACE));
         assert!(enabled(both, "rustls", Level::INFO));
         assert!(!enabled(both, "rustls", Level::DEBUG));
+        // A target alone: every level of it, nothing else.
+        assert!(enabled(Some("rustls"), "rustls", Level::TRACE));
+        assert!(!enabled(Some("rustls"), "unflat_server", Level::ERROR));
     }
 }
