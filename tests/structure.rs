@@ -678,13 +678,13 @@ fn the_core_names_nothing_of_the_demo() {
 }
 
 /// The demo's own names, as its code spells them: its module (and the
-/// `site` it once was), its service, its settings and options, and the list
-/// that once filtered its options out of an application's command line.
-const DEMO_NAMES: [&str; 7] = [
+/// `site` it once was), its service, its routes' limits and text, and the
+/// list that once filtered its options out of an application's command
+/// line. (Its `Settings` and `Options` are names any application may use.)
+const DEMO_NAMES: [&str; 6] = [
     "demo",
     "site",
     "Site",
-    "Settings",
     "RouteLimits",
     "routes_text",
     "DEMO_OPTIONS",

@@ -99,8 +99,8 @@ impl<L: Label> Clone for Metrics<L> {
     }
 }
 
-/// What a service adds to its `/metrics` beside the core's counters (the
-/// demo: its cache and its builds).
+/// What a service adds to its `/metrics` beside the core's counters (a
+/// cache of its own, its builds).
 pub trait Report: Send + Sync + std::fmt::Debug + 'static {
     /// Of the bytes charged to bodies ([`Part::Bodies`]), those the
     /// service's cache keeps, and the cache's limit; `None` without a
