@@ -3,7 +3,8 @@
 //! off the workers and cached (`bodies.rs`), observed by the core's
 //! [`Standard`] observer (`/metrics`' counters by route, the access log),
 //! to which its cache and builds are reported; its own flags beside the
-//! core's (`options.rs`). [`Site::new`] takes [`Settings`].
+//! core's (`options.rs`). [`Site::made`] makes it from its [`Options`] and
+//! what the server gives every service ([`Making`]).
 
 mod bodies;
 mod body;
@@ -31,8 +32,7 @@ use reply::ErrorField;
 
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Memory;
-use unflat_server::net::Transport;
-use unflat_server::observe::{Exposition, Label, Labelled, LogFormat, Metrics, Standard};
+use unflat_server::observe::{Exposition, Label, Labelled, Metrics, Report, Standard};
 use unflat_server::response::{Prepared, Strategy};
 use unflat_server::server::{Making, Server};
 use unflat_server::service::Service;
@@ -67,11 +67,10 @@ impl Labelled<Route> for Routed {
     }
 }
 
-/// What the site is made with.
+/// What the site is made with, beside what the server gives it.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings<'a> {
-    /// The strategy responses are written by, for the help text and the
-    /// metrics' label.
+    /// The strategy responses are written by, for the help text.
     pub strategy: Strategy,
     /// The limits of the routes' arguments.
     pub limits: RouteLimits,
@@ -85,12 +84,6 @@ pub struct Settings<'a> {
     pub tls: Option<&'static str>,
     /// The self-signed certificate's PEM, for the help text.
     pub trust: Option<&'a Path>,
-    /// The access log's format, when there is one (`--access-log`,
-    /// `--access-log-format`).
-    pub access_log: Option<LogFormat>,
-    /// The longest request line (`--max-request-line`), which sizes the
-    /// access log's buffers.
-    pub request_line: usize,
 }
 
 /// The demo site.
@@ -108,35 +101,23 @@ pub struct Site {
 }
 
 impl Site {
-    /// The site `settings` describe, charging its bodies to `memory`; it
-    /// reports the core's `draining` and `transport` counters.
-    pub fn new(
-        settings: Settings<'_>,
-        memory: &Arc<Memory>,
-        draining: Draining,
-        transport: Arc<Transport>,
-    ) -> Site {
-        let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
-        let report = bodies.clone();
-        let metrics = Metrics::new(settings.strategy, memory.clone(), transport, Some(report));
-        Site {
-            bodies,
-            memory: memory.clone(),
-            help: help_text(&settings).into(),
-            draining,
-            limits: settings.limits,
-            observer: Standard::new(metrics, settings.access_log, settings.request_line),
-        }
-    }
-
-    /// The site `options` describe, on the server `m` describes.
+    /// The site `options` describe, on the server `m` describes: its
+    /// bodies charged to the server's memory account, its responses
+    /// observed by the core's [`Standard`] observer (counted under its
+    /// routes, with its cache and builds reported beside the core's
+    /// counters), `/healthz` answering from the server's draining.
     pub fn made(options: &Options, m: Making<'_>) -> Site {
-        Site::new(
-            options.settings(&m),
-            m.memory,
-            m.draining.clone(),
-            m.transport.clone(),
-        )
+        let settings = options.settings(&m);
+        let bodies = Bodies::new(m.memory.clone(), settings.cache_bytes, settings.builders);
+        let report: Arc<dyn Report> = bodies.clone();
+        Site {
+            observer: m.standard_reporting(Some(report)),
+            bodies,
+            memory: m.memory.clone(),
+            help: help_text(&settings).into(),
+            draining: m.draining.clone(),
+            limits: settings.limits,
+        }
     }
 
     /// The text of `GET /` and of the start-up banner.

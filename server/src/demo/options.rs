@@ -148,8 +148,6 @@ impl Options {
             address: m.address,
             tls: m.tls.map(|t| t.provider.name()),
             trust: m.tls.and_then(Tls::self_signed_pem),
-            access_log: config.access_log(),
-            request_line: config.max_request_line,
         }
     }
 }
