@@ -24,8 +24,15 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use unflat::head::Status;
 use unflat_server::observe::{Exposition, Metrics};
-use unflat_server::site::Route;
 use unflat_server::{Config, Stack};
+
+/// The binary's demo site, whose counters are measured: the bench uses a
+/// part of it, and none of its unit tests.
+#[path = "../server/src/demo/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod demo;
+
+use demo::{Options, Route, Site};
 
 /// This thread's CPU time.
 fn thread_cpu() -> Duration {
@@ -63,8 +70,12 @@ fn on_threads(threads: usize, iters: u64, account: &(impl Fn(u64) + Sync)) -> Du
 }
 
 fn accounting(c: &mut Criterion) {
-    let stack = Stack::new(Config::default(), "127.0.0.1:3000".parse().unwrap(), None);
-    let metrics: &Metrics<Route> = stack.site().metrics();
+    let address = "127.0.0.1:3000".parse().unwrap();
+    let options = Options::default();
+    let stack = Stack::with_service(Config::default(), address, None, |m| {
+        Site::made(&options, m)
+    });
+    let metrics: &Metrics<Route> = stack.service().metrics();
     let transport = &stack.connections().transport;
     let shared = AtomicU64::new(0);
     let mut group = c.benchmark_group("accounting");

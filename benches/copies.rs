@@ -19,6 +19,13 @@
 
 mod support;
 
+/// The binary's demo, served by this harness's own process in server mode
+/// (the system allocator, for valgrind): it uses `main` of it, and none of
+/// its unit tests.
+#[path = "../server/src/demo/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod demo;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -183,7 +190,7 @@ fn site(stack: &[&str]) -> Option<String> {
 fn main() {
     if std::env::var_os(SERVE).is_some() {
         // Server mode: the real command line, the system allocator.
-        if let Err(e) = unflat_server::cli::main() {
+        if let Err(e) = demo::main() {
             eprintln!("error: {e}");
             std::process::exit(1);
         }

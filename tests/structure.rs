@@ -655,9 +655,10 @@ const CORE: [&str; 10] = [
     "clock", "units", "log", "memory", "h1", "response", "service", "session", "net", "observe",
 ];
 
-/// The core names nothing of the demo: no module of it uses `site`, so
-/// that anyone's service runs on it (and the demo reaches the core only
-/// through the `Service` trait and what the core gives it).
+/// The core names nothing of the demo: no module of it uses `demo` (or the
+/// `site` it once was), so that anyone's service runs on it (and the demo
+/// reaches the core only through the library's public API, as any
+/// application does).
 #[test]
 fn the_core_names_nothing_of_the_demo() {
     let krate = Crate::read("server/src");
@@ -669,11 +670,65 @@ fn the_core_names_nothing_of_the_demo() {
         );
         if let Some(uses) = edges.get(core) {
             assert!(
-                !uses.contains("site"),
-                "server/src: the core's {core} uses the demo (site): {uses:?}"
+                !uses.contains("site") && !uses.contains("demo"),
+                "server/src: the core's {core} uses the demo: {uses:?}"
             );
         }
     }
+}
+
+/// The demo's own names, as its code spells them: its module (and the
+/// `site` it once was), its service, its routes' limits and text, and the
+/// list that once filtered its options out of an application's command
+/// line. (Its `Settings` and `Options` are names any application may use.)
+const DEMO_NAMES: [&str; 6] = [
+    "demo",
+    "site",
+    "Site",
+    "RouteLimits",
+    "routes_text",
+    "DEMO_OPTIONS",
+];
+
+/// Whether `code` has `word` as a whole identifier.
+fn has_word(code: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(word).any(|(i, _)| {
+        let before = code[..i].chars().next_back();
+        let after = code[i + word.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
+/// The library is an application's core and nothing more: no file of it
+/// (server/src but the binary's `main.rs` and `demo/`) names the demo in
+/// its code — comments and strings aside — nor gates code on the binary's
+/// `demo` feature. The demo is the binary's own code on the public API.
+#[test]
+fn the_library_declares_and_names_no_demo() {
+    let demo = Path::new("server/src/demo");
+    let mut named = Vec::new();
+    for file in sources("server/src") {
+        if file.starts_with(demo) || file == Path::new("server/src/main.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(root().join(&file)).unwrap();
+        let code = code_only(&text);
+        for word in DEMO_NAMES {
+            if has_word(&code, word) {
+                named.push(format!("{}: {word}", file.display()));
+            }
+        }
+        if text.contains("feature = \"demo\"") {
+            named.push(format!("{}: the demo feature", file.display()));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "the library names the demo: {}",
+        named.join(", ")
+    );
+    assert!(has_word("mod demo;", "demo") && !has_word("demos", "demo"));
 }
 
 /// The session meets the application in one file: outside

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Its `--help` lists the core's flags (`--tls-self-signed`, `--max-body`,
-//! `--workers`, …) and none of the demo site's (`Config::from_app_args`);
+//! `--workers`, …): the demo's own are the binary's (`Config::from_app_args`);
 //! `examples/app` shows the rest of what an application can do.
 
 use unflat_server::app::reply::{

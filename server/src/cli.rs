@@ -1,15 +1,17 @@
-//! The command line: options, logging, the banner, signals. The banner
-//! goes to stdout (harnesses wait for its `http://` address); logs go to
-//! stderr through [`crate::log`].
+//! What a program on the command line needs beyond its options
+//! ([`Config::command_with`](crate::config::Config::command_with)): errors
+//! as one line and exit status 2, the banner, signals. The banner goes to
+//! stdout (harnesses wait for its `http://` address); logs go to stderr
+//! through [`crate::log`].
 
 use std::io::Write as _;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
-use crate::config::Config;
+use crate::log;
 use crate::server::{Control, Server};
-use crate::{events, log};
+use crate::service::Service;
 
 /// clap's error as the one line a user needs: its first paragraph joined,
 /// without the usage hint (the benchmark harnesses print theirs the same way).
@@ -23,35 +25,39 @@ pub fn error_line(e: &clap::Error) -> String {
     line.join(" ")
 }
 
-/// Runs the server from the command line until Ctrl-C or SIGTERM. A
-/// configuration that cannot work exits with status 2 before anything starts.
-pub fn main() -> std::io::Result<()> {
-    let config = match Config::from_command_line() {
-        Ok(config) => config,
+/// What the command line gave, or the process's end: a value that cannot
+/// work is one line on stderr and exit status 2 before anything starts;
+/// `--help` and `--version` print and exit 0.
+pub fn parsed<T>(parsed: Result<T, clap::Error>) -> T {
+    match parsed {
+        Ok(parsed) => parsed,
         Err(e) if e.use_stderr() => {
             eprintln!("{}", error_line(&e));
             std::process::exit(2);
         }
         // --help and --version.
         Err(e) => e.exit(),
-    };
-    events::install(&config);
-    if let Some(note) = config.cache_clamped() {
-        warn!("{note}");
     }
+}
+
+/// The bound server, or the process's end: a configuration, a certificate
+/// or an address that cannot be used is one line on stderr, after any
+/// logged before it, and exit status 2.
+pub fn bound<S: Service>(bound: std::io::Result<Server<S>>) -> Server<S> {
+    bound.unwrap_or_else(|e| {
+        log::flush(log::AT_EXIT);
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    })
+}
+
+/// Runs `server` until Ctrl-C or SIGTERM, `banner` on stdout once its
+/// signal handlers are in place.
+pub fn run<S: Service>(server: Server<S>, banner: String) -> std::io::Result<()> {
+    let config = server.stack().config();
     let workers = config.worker_threads();
     let tls = config.tls().map(|_| config.tls_provider);
-    let server = match Server::bind(config) {
-        Ok(server) => server,
-        Err(e) => {
-            // The one line a user needs, after any logged before it.
-            log::flush(log::AT_EXIT);
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
     let addr = server.local_addr();
-    let banner = server.stack().site().help().to_string();
     let ran = server.run_controlled(move |controls| async move {
         // The handlers first: a signal sent as soon as the banner shows
         // must find them (SIGHUP would otherwise end the process).

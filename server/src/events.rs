@@ -1,4 +1,4 @@
-//! The core's log of events, for every server on it — the demo and any
+//! The core's log of events, for every server on it — the binary and any
 //! application: a `tracing` subscriber writing through the log's bounded
 //! sink ([`crate::log`]) at the level and in the format the flags ask
 //! (`--log-level`, `RUST_LOG`, `--log-format`), unless the application
@@ -8,7 +8,9 @@
 use std::ffi::OsString;
 use std::io::IsTerminal as _;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::config::{Config, EventFormat};
 use crate::log;
@@ -21,25 +23,25 @@ use crate::service::guard;
 pub fn install(config: &Config) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let events = tracing_subscriber::fmt()
-            .with_writer(log::Events)
-            .with_env_filter(filter(
-                config,
-                std::env::var("RUST_LOG")
-                    .ok()
-                    .filter(|v| !v.trim().is_empty()),
-            ));
+        let events = tracing_subscriber::fmt::layer().with_writer(log::Events);
+        let filter = filter(
+            config,
+            std::env::var("RUST_LOG")
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
+        );
         let json = config.log_format == EventFormat::Json;
         let ours = if json {
-            events.json().flatten_event(true).try_init().is_ok()
+            let events = events.json().flatten_event(true);
+            let subscriber = tracing_subscriber::registry().with(events);
+            subscriber.with(filter).try_init().is_ok()
         } else {
-            events
-                .with_ansi(colour(
-                    std::io::stderr().is_terminal(),
-                    std::env::var_os("NO_COLOR"),
-                ))
-                .try_init()
-                .is_ok()
+            let colour = colour(
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            );
+            let subscriber = tracing_subscriber::registry().with(events.with_ansi(colour));
+            subscriber.with(filter).try_init().is_ok()
         };
         // Under `--log-format json` every line on stderr is JSON: a panic
         // outside a request too. Otherwise such a panic (a bug of the
@@ -55,17 +57,37 @@ fn colour(terminal: bool, no_color: Option<OsString>) -> bool {
 }
 
 /// What is logged: RUST_LOG's directives when set (wrong ones skipped), in
-/// place of `--log-level`. Neither filters the access log.
-fn filter(config: &Config, rust_log: Option<String>) -> EnvFilter {
-    let directives = match rust_log {
-        Some(directives) => directives,
-        None => config.log_level.directive().to_string(),
-    };
-    EnvFilter::builder().parse_lossy(directives)
+/// place of `--log-level`. Neither filters the access log. A directive is
+/// a level (`warn`), a target's level (`unflat_server=debug`) or a target
+/// alone (all of its levels): what tracing-subscriber's `Targets` reads,
+/// without `EnvFilter`'s span and field filters, whose regex crates an
+/// application would build.
+fn filter(config: &Config, rust_log: Option<String>) -> Targets {
+    let directives = rust_log.unwrap_or_else(|| config.log_level.directive().to_string());
+    let mut targets = Targets::new();
+    // `LevelFilter` reads an empty string as `error`: an empty directive or
+    // level is a wrong one here.
+    let level = |s: &str| s.parse::<LevelFilter>().ok().filter(|_| !s.is_empty());
+    for directive in directives.split(',').map(str::trim) {
+        targets = match directive.rsplit_once('=') {
+            Some((target, l)) => match level(l) {
+                Some(l) if !target.is_empty() => targets.with_target(target, l),
+                _ => targets,
+            },
+            None if directive.is_empty() => targets,
+            None => match level(directive) {
+                Some(l) => targets.with_default(l),
+                None => targets.with_target(directive, LevelFilter::TRACE),
+            },
+        };
+    }
+    targets
 }
 
 #[cfg(test)]
 mod tests {
+    use tracing::Level;
+
     use super::*;
 
     #[test]
@@ -78,21 +100,22 @@ mod tests {
 
     #[test]
     fn rust_log_replaces_the_level() {
-        let config = |args: &[&str]| {
-            let mut argv = vec!["unflat-server"];
-            argv.extend_from_slice(args);
-            Config::from_args(argv).unwrap()
+        let warn = Config {
+            log_level: crate::config::LogLevel::Warn,
+            ..Config::default()
         };
-        let shown = |c: &Config, rust_log: Option<&str>| {
-            filter(c, rust_log.map(str::to_string)).to_string()
+        let enabled = |rust_log: Option<&str>, target: &str, level: Level| {
+            filter(&warn, rust_log.map(str::to_string)).would_enable(target, &level)
         };
-        let warn = config(&["--log-level", "warn"]);
-        assert_eq!(shown(&warn, None), "warn");
-        assert_eq!(shown(&warn, Some("debug")), "debug");
-        let both = shown(&warn, Some("info,unflat_server=trace"));
-        assert!(
-            both.contains("unflat_server=trace") && !both.contains("warn"),
-            "{both}"
-        );
+        assert!(enabled(None, "unflat_server", Level::WARN));
+        assert!(!enabled(None, "unflat_server", Level::INFO));
+        assert!(enabled(Some("debug"), "rustls", Level::DEBUG));
+        let both = Some("info,unflat_server=trace,wrong=,=debug,,");
+        assert!(enabled(both, "unflat_server::net", Level::TRACE));
+        assert!(enabled(both, "rustls", Level::INFO));
+        assert!(!enabled(both, "rustls", Level::DEBUG));
+        // A target alone: every level of it, nothing else.
+        assert!(enabled(Some("rustls"), "rustls", Level::TRACE));
+        assert!(!enabled(Some("rustls"), "unflat_server", Level::ERROR));
     }
 }

@@ -10,15 +10,22 @@
 //! Layers, bottom up, each using only those below it: [`clock`], [`units`],
 //! [`log`], [`memory`], [`h1`], [`response`], [`service`] (the contract
 //! with the application), [`session`], [`net`], [`observe`] (what an
-//! operator watches of any service) — the core, which names nothing of the
-//! demo — then [`site`] (the demo, a
-//! [`Service`](service::Service) of the core), [`config`], [`server`],
-//! [`app`], [`cli`]. docs/design.md has the map of every file.
+//! operator watches of any service), [`config`], [`server`], [`app`],
+//! [`cli`]. The library names nothing of the demo: the binary
+//! (`src/main.rs`, `src/demo/`) is an application on this API like any
+//! other. docs/design.md has the map of every file.
+//!
+//! Features (README.md, "What each feature costs"): `tls` (rustls on
+//! aws-lc-rs) and `tls-ring`, `self-signed`, `metrics` (`/metrics`'
+//! rendering), `cli` (clap), `simdutf`, and the binary's `jemalloc` and
+//! `demo`; all on by default. With none, an application builds with no C
+//! compiler.
 // Only `net/acked.rs` (a kernel counter) and `h1/scan.rs` (ASCII bytes
 // read as text, fields written into uninitialised slots) need `unsafe`.
 #![deny(unsafe_code)]
 
 pub mod app;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -32,7 +39,6 @@ pub mod response;
 pub mod server;
 pub mod service;
 pub mod session;
-pub mod site;
 pub mod units;
 
 pub use config::Config;

@@ -12,6 +12,7 @@ mod common;
 
 use std::io::{Read, Write};
 
+use crate::common::{start_demo, Site};
 use common::{config, connect, read_response, start};
 use unflat_server::h1::RequestHead;
 use unflat_server::memory::Full;
@@ -40,7 +41,7 @@ const IDLE_HEAP: usize = 3072;
 /// counts, with `connections` keep-alive connections each served
 /// `requests` responses of `target`, one after the other, and left open.
 fn heap_per_connection(
-    server: &Running,
+    server: &Running<Site>,
     target: &str,
     connections: usize,
     requests: usize,
@@ -102,10 +103,38 @@ fn allocations_per_request<S: Service>(server: &Running<S>, target: &str) -> f64
 
 const LENS: [usize; 5] = [4, 64, 1024, 16384, 102400];
 
+/// Whether this process runs `test` alone. The counter is the process's,
+/// and the demo's unit tests are built into this binary with the demo
+/// (`common::demo`): the first call runs `test` again in a process of its
+/// own, alone (`--exact`), asserts that it passed, and answers `false`.
+fn alone(test: &str) -> bool {
+    const ALONE: &str = "UNFLAT_ALLOC_ALONE";
+    if std::env::var_os(ALONE).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("this test binary");
+    let ran = std::process::Command::new(exe)
+        .args([test, "--exact", "--test-threads=1"])
+        .env(ALONE, "1")
+        .output()
+        .expect("this test binary runs");
+    let said = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let (out, err) = (said(&ran.stdout), said(&ran.stderr));
+    assert!(ran.status.success(), "{test}, alone:\n{out}{err}");
+    assert!(
+        out.contains("test result: ok. 1 passed"),
+        "{test} not run:\n{out}"
+    );
+    false
+}
+
 /// One test: the counter is global to the process, so two tests running at
-/// once would count each other's allocations.
+/// once would count each other's allocations ([`alone`]).
 #[test]
 fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
+    if !alone("keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once") {
+        return;
+    }
     let server = start(Strategy::Direct);
     for len in LENS {
         let per_request = allocations_per_request(&server, &format!("/end-string/{len}"));
@@ -166,7 +195,7 @@ fn keep_alive_requests_allocate_nothing_after_warm_up_and_ropes_at_most_once() {
     // The access log: each line rendered into buffers kept from one line
     // to the next, copied into the log's fixed buffer, written out by its
     // thread (to /dev/null here, in place of the test's stderr).
-    let logged = Running::start(unflat_server::Config {
+    let logged = start_demo(unflat_server::Config {
         access_log: true,
         ..config(Strategy::Direct)
     })

@@ -1,45 +1,64 @@
-//! The command lines: the demo binary's (every option), and an
-//! application's (the core's options beside its own, none of the demo's),
+//! The command lines (the `cli` feature): the core's options, beside an
+//! application's own ([`Config::command_with`], [`Config::app_command`]),
 //! each option's variable in the environment, and the errors that name it.
 
 use clap::{Args as _, FromArgMatches as _};
 
+use super::range::Bounds;
 use super::{declare, Config, RANGED};
-
-/// The demo site's own options — its routes' limits, its cache and
-/// builds — which the demo binary takes and an application's command line
-/// neither lists nor takes ([`Config::app_command`]).
-pub const DEMO_OPTIONS: [&str; 4] = ["max_len", "max_large", "max_builds", "cache_bytes"];
-
-impl Default for Config {
-    /// What an empty command line gives, whatever the environment says:
-    /// every default is stated once, in its option's declaration.
-    fn default() -> Self {
-        let cmd = Config::command().mut_args(|a| a.env(None::<&str>));
-        let matches = cmd
-            .try_get_matches_from(["unflat-server"])
-            .expect("the defaults parse");
-        Config::from_arg_matches(&matches).expect("the defaults make a Config")
-    }
-}
 
 impl Config {
     /// The command line: each option with its flag, its environment
     /// variable and, for a ranged one, its range added to its help.
     pub fn command() -> clap::Command {
+        Config::command_with(|cmd| cmd, &[])
+    }
+
+    /// The command line with a program's own options beside the core's:
+    /// `own` adds them (a derive's `augment_args`), and each is then
+    /// described as the core's are — read from its variable in the
+    /// environment (`UNFLAT_` and its name), `-h` showing the first
+    /// sentence of its help, `--help` all of it and the range `ranges`
+    /// gives it (by the argument's id).
+    ///
+    /// ```
+    /// use unflat_server::config::{Bounds, Config};
+    /// let cmd = Config::command_with(
+    ///     |cmd| cmd.arg(clap::Arg::new("greetings").long("greetings").help("Greetings kept. Each costs a line.")),
+    ///     &[("greetings", Bounds::count(1, 10))],
+    /// );
+    /// let help = cmd.clone().render_long_help().to_string();
+    /// assert!(help.contains("Greetings kept. Each costs a line. Accepts 1 to 10."));
+    /// assert!(help.contains("UNFLAT_GREETINGS") && help.contains("--max-body"));
+    /// ```
+    pub fn command_with(
+        own: impl FnOnce(clap::Command) -> clap::Command,
+        ranges: &[(&str, Bounds)],
+    ) -> clap::Command {
         let cmd = clap::Command::new("unflat-server").version(env!("CARGO_PKG_VERSION"));
+        let ranged = RANGED
+            .iter()
+            .map(|r| (r.id, r.range))
+            .chain(ranges.iter().copied());
+        let ranged: Vec<(&str, Bounds)> = ranged.collect();
         // `-h` shows each option's first sentence; `--help` all of it, with
-        // its range.
-        Config::augment_args(cmd)
+        // its range. Built without HTTPS, the TLS options are not shown
+        // (given, they are refused when the server binds).
+        own(Config::augment_args(cmd))
             .mut_args(|a| {
+                #[cfg(not(feature = "tls"))]
+                let a = match a.get_help_heading() {
+                    Some("TLS") => a.hide(true),
+                    _ => a,
+                };
                 let id = a.get_id().to_string();
                 let a = a.env(declare::env(&id));
                 let help = a.get_help().map(ToString::to_string).unwrap_or_default();
-                let long = match RANGED.iter().find(|r| r.id == id) {
-                    Some(r) => format!(
+                let long = match ranged.iter().find(|(r, _)| *r == id) {
+                    Some((_, range)) => format!(
                         "{}. Accepts {}.",
                         help.trim_end_matches('.'),
-                        r.range.describe()
+                        range.describe()
                     ),
                     None => help.clone(),
                 };
@@ -53,10 +72,7 @@ impl Config {
     }
 
     /// An application's command line: `cmd` (its name, its own options)
-    /// with the core's options, as [`Config::command`] has them, and none
-    /// of the demo site's ([`DEMO_OPTIONS`]): those are neither listed nor
-    /// read from the environment, and [`Config::from_app_matches`] refuses
-    /// them.
+    /// with the core's options, as [`Config::command`] has them.
     ///
     /// ```
     /// use unflat_server::Config;
@@ -69,30 +85,12 @@ impl Config {
     /// ```
     pub fn app_command(cmd: clap::Command) -> clap::Command {
         let core = Config::command();
-        let args = core.get_arguments().map(|a| {
-            if DEMO_OPTIONS.contains(&a.get_id().as_str()) {
-                a.clone().hide(true).env(None::<&str>)
-            } else {
-                a.clone()
-            }
-        });
-        cmd.args(args.collect::<Vec<_>>())
+        cmd.args(core.get_arguments().cloned().collect::<Vec<_>>())
     }
 
     /// The configuration an application's command line gave
-    /// ([`Config::app_command`]): a demo option given is refused, naming it.
+    /// ([`Config::app_command`]).
     pub fn from_app_matches(matches: &clap::ArgMatches) -> Result<Config, clap::Error> {
-        for id in DEMO_OPTIONS {
-            if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
-                return Err(clap::Error::raw(
-                    clap::error::ErrorKind::UnknownArgument,
-                    format!(
-                        "unexpected argument '{}': an option of unflat-server's demo site, not of this application\n",
-                        declare::flag(id)
-                    ),
-                ));
-            }
-        }
         Config::from_arg_matches(matches)
     }
 
@@ -109,9 +107,7 @@ impl Config {
             .first()
             .and_then(|a| std::path::Path::new(a).file_name())
             .map_or_else(|| "app".to_string(), |n| n.to_string_lossy().into_owned());
-        let matches = Config::app_command(clap::Command::new(name))
-            .try_get_matches_from(&args)
-            .map_err(|e| declare::name_the_variable(e, &args))?;
+        let matches = Config::matches(Config::app_command(clap::Command::new(name)), args)?;
         Config::from_app_matches(&matches)
     }
 
@@ -127,10 +123,20 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
+        Config::from_arg_matches(&Config::matches(Config::command(), args)?)
+    }
+
+    /// What `args` (the first is the program's name) and the environment
+    /// give `cmd`, a command of [`Config::command_with`]: a value that does
+    /// not parse is named by its variable when it came from the
+    /// environment, where the user must look to fix it.
+    pub fn matches<I, T>(cmd: clap::Command, args: I) -> Result<clap::ArgMatches, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        let matches = Config::command()
-            .try_get_matches_from(&args)
-            .map_err(|e| declare::name_the_variable(e, &args))?;
-        Config::from_arg_matches(&matches)
+        cmd.try_get_matches_from(&args)
+            .map_err(|e| declare::name_the_variable(e, &args))
     }
 }

@@ -41,6 +41,7 @@ pub(super) fn flag(id: &str) -> String {
 }
 
 /// The environment variable of the field `id` (`UNFLAT_MAX_BODY`).
+#[cfg(feature = "cli")]
 pub(super) fn env(id: &str) -> String {
     format!("UNFLAT_{}", id.to_uppercase())
 }
@@ -48,6 +49,7 @@ pub(super) fn env(id: &str) -> String {
 /// The first sentence of an option's help, for `-h`: up to the first
 /// period followed by a space and a capital letter (not `e.g. 4`), without
 /// the period.
+#[cfg(feature = "cli")]
 pub(super) fn first_sentence(help: &str) -> String {
     let help = help.trim();
     let end = help
@@ -61,6 +63,7 @@ pub(super) fn first_sentence(help: &str) -> String {
 /// A value that does not parse, when it came from the environment rather
 /// than from `args`, named by its variable as well as its flag: where the
 /// user must look to fix it.
+#[cfg(feature = "cli")]
 pub(super) fn name_the_variable(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if !matches!(
@@ -93,7 +96,10 @@ pub(super) fn name_the_variable(e: clap::Error, args: &[std::ffi::OsString]) -> 
 
 /// Declares the configuration: a struct whose fields are the options, each
 /// `#[arg(…)]` completed with `long` and, under `#[range(R)]`, the parser
-/// of `R`; and `RANGED`, the list of the ranged options.
+/// of `R` (for clap, with the `cli` feature); its `Default`, each field's
+/// `default_value` or `default_value_t` (or the type's default: `None`,
+/// `false`), so that a configuration built in code and an empty command
+/// line agree; and `RANGED`, the list of the ranged options.
 macro_rules! options {
     (
         $(#[$meta:meta])*
@@ -110,13 +116,24 @@ macro_rules! options {
         pub struct $name {
             $(
                 $(#[doc = $doc])*
-                #[arg(
+                #[cfg_attr(feature = "cli", arg(
                     long
                     $(, value_parser = $range.parser::<<$ty as $crate::config::Field>::Value>())?
                     $(, $($arg)*)?
-                )]
+                ))]
                 pub $field: $ty,
             )*
+        }
+
+        impl Default for $name {
+            /// What an empty command line gives, whatever the environment
+            /// says: every default is stated once, in its option's
+            /// declaration.
+            fn default() -> Self {
+                $name {
+                    $($field: default_of!($ty; $($($arg)*)?),)*
+                }
+            }
         }
 
         /// Every option with a range: the one list `--help` (each range)
@@ -130,5 +147,23 @@ macro_rules! options {
                 },
             )?)*
         ];
+    };
+}
+
+/// A field's default from its `#[arg(…)]`: `default_value` parsed as the
+/// command line would ([`DefaultValue`](super::range::DefaultValue)),
+/// `default_value_t` as it is, or the type's own default.
+macro_rules! default_of {
+    ($ty:ty; default_value = $v:literal $(, $($rest:tt)*)?) => {
+        <$ty as $crate::config::range::DefaultValue>::parse_default($v)
+    };
+    ($ty:ty; default_value_t = $v:expr $(, $($rest:tt)*)?) => {
+        $v
+    };
+    ($ty:ty; $key:ident $(= $value:expr)? $(, $($rest:tt)*)?) => {
+        default_of!($ty; $($($rest)*)?)
+    };
+    ($ty:ty;) => {
+        <$ty as ::core::default::Default>::default()
     };
 }

@@ -7,19 +7,19 @@
 
 #[macro_use]
 mod declare;
+#[cfg(feature = "cli")]
 mod command;
 mod range;
-#[cfg(test)]
+// Through the command line, as a user gives the options.
+#[cfg(all(test, feature = "cli"))]
 mod tests;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use unflat::queue::Policy;
 
-pub use command::DEMO_OPTIONS;
 pub use range::{parse_addr, parse_duration, parse_size, Bounds, Field, Unit, Value, DEFAULT_HOST};
 
 use range::{GIB, MIB, TIB};
@@ -29,10 +29,10 @@ use crate::net::{tls, PaceRules, Timeouts};
 use crate::observe::LogFormat;
 use crate::response::Strategy;
 use crate::session;
-use crate::site;
 
 /// The least severe log messages written (`--log-level`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum LogLevel {
     /// Errors only.
     Error,
@@ -47,7 +47,8 @@ pub enum LogLevel {
 }
 
 /// How log messages are written (`--log-format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum EventFormat {
     /// A line of text each, coloured on a terminal.
     Text,
@@ -81,7 +82,8 @@ pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 options! {
 /// The server's configuration: one field per command-line option.
-#[derive(Clone, Debug, clap::Args)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct Config {
     /// Address to listen on: HOST:PORT (an IP address or a host name),
     /// :PORT or PORT (on 127.0.0.1; 0.0.0.0:PORT listens on every
@@ -131,17 +133,6 @@ pub struct Config {
     #[arg(value_enum, default_value_t = Strategy::Direct, help_heading = "Bodies")]
     pub strategy: Strategy,
 
-    /// Largest `len` accepted by /end-string/{len}, in characters.
-    #[arg(default_value_t = 16 * 1024 * 1024, help_heading = "Limits")]
-    #[range(Bounds::count(0, GIB))]
-    pub max_len: usize,
-
-    /// Largest size accepted by /large/{bytes} (default: a quarter of
-    /// --memory-limit; at most all of it).
-    #[arg(help_heading = "Limits")]
-    #[range(Bounds::bytes(0, 64 * GIB))]
-    pub max_large: Option<usize>,
-
     /// Memory a client can make the server hold, all together: bodies
     /// cached, being built or referenced by responses in flight, and every
     /// connection's buffers (read buffer, queued output and frames, request
@@ -159,13 +150,6 @@ pub struct Config {
     #[arg(alias = "max-queued-total", help_heading = "Limits")]
     #[range(Bounds::bytes(MIB, TIB))]
     pub connection_memory: Option<usize>,
-
-    /// Bodies built at once, on the blocking pool (default: half the
-    /// cores, at least 1). More wait their turn; a connection builds one at
-    /// a time, and identical builds in flight are shared.
-    #[arg(help_heading = "Limits")]
-    #[range(Bounds::count(1, 1024))]
-    pub max_builds: Option<u16>,
 
     /// Largest request body, in bytes, on any route (larger: 413). /echo
     /// keeps it; other routes read and drop it.
@@ -304,13 +288,6 @@ pub struct Config {
     #[range(Bounds::duration(Duration::ZERO, MAX_DURATION))]
     pub shutdown_delay: Duration,
 
-    /// Bodies (/end-string and /large) kept in the cache for reuse, in
-    /// bytes, within --memory-limit (default: a quarter of it); a larger
-    /// body is served and not kept.
-    #[arg(help_heading = "Bodies")]
-    #[range(Bounds::bytes(0, TIB))]
-    pub cache_bytes: Option<usize>,
-
     /// The least severe log messages written to stderr. RUST_LOG, when set,
     /// replaces it with its own directives (`warn,unflat_server=debug`).
     #[arg(value_enum, default_value_t = LogLevel::Info, help_heading = "Logging")]
@@ -338,6 +315,19 @@ pub struct Config {
 }
 }
 
+/// `Err` naming `flag` when its value `v`, a part of `--memory-limit`, is
+/// more than the whole: for the core's parts as for an application's (a
+/// cache of its own).
+pub fn within_memory_limit(config: &Config, flag: &str, v: Option<usize>) -> Result<(), String> {
+    match v {
+        Some(v) if v > config.memory_limit => Err(format!(
+            "{flag} {v} is more than --memory-limit {}, which it is a part of",
+            config.memory_limit
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Config {
     /// Checks every value of the configuration, for one built in code as
     /// for one the command line gave (whose parsers checked each range
@@ -350,20 +340,7 @@ impl Config {
                     .map_err(|rule| format!("{} {}: {rule}", r.flag(), r.show(v)))?;
             }
         }
-        for (flag, v) in [
-            ("--max-large", self.max_large),
-            ("--cache-bytes", self.cache_bytes),
-            ("--connection-memory", self.connection_memory),
-        ] {
-            let Some(v) = v else { continue };
-            if v > self.memory_limit {
-                return Err(format!(
-                    "{flag} {v} is more than --memory-limit {}, which it is a part of",
-                    self.memory_limit
-                ));
-            }
-        }
-        Ok(())
+        within_memory_limit(self, "--connection-memory", self.connection_memory)
     }
 
     /// Worker threads to run: `--workers`, or one per core.
@@ -374,47 +351,10 @@ impl Config {
         )
     }
 
-    /// The largest `/large` payload: `--max-large`, or a quarter of
-    /// `--memory-limit`.
-    pub fn max_large(&self) -> usize {
-        self.max_large.unwrap_or(self.memory_limit / 4)
-    }
-
     /// What connections' buffers may hold together: `--connection-memory`,
     /// or half of `--memory-limit`.
     pub fn connection_memory(&self) -> usize {
         self.connection_memory.unwrap_or(self.memory_limit / 2)
-    }
-
-    /// What the cache keeps: `--cache-bytes`, or a quarter of
-    /// `--memory-limit`; never more than the limit holds beside what
-    /// connections may take (`--connection-memory`).
-    pub fn cache_bytes(&self) -> usize {
-        let room = self.memory_limit - self.connection_memory().min(self.memory_limit);
-        self.cache_bytes.unwrap_or(self.memory_limit / 4).min(room)
-    }
-
-    /// Why `--cache-bytes` was lowered, when it was: a line for the log at
-    /// start-up.
-    pub fn cache_clamped(&self) -> Option<String> {
-        let asked = self.cache_bytes?;
-        let kept = self.cache_bytes();
-        (kept < asked).then(|| {
-            format!(
-                "--cache-bytes {asked} lowered to {kept}: --memory-limit {} holds it beside --connection-memory {}",
-                self.memory_limit,
-                self.connection_memory()
-            )
-        })
-    }
-
-    /// Builds run at once: `--max-builds`, or half the cores (at least 1),
-    /// so that the async workers keep a core to answer on.
-    pub fn build_threads(&self) -> usize {
-        self.max_builds.map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)),
-            usize::from,
-        )
     }
 
     /// Where the TLS certificate comes from; `None` for cleartext HTTP.
@@ -426,31 +366,6 @@ impl Config {
             }),
             _ if self.tls_self_signed => Some(tls::CertSource::SelfSigned),
             _ => None,
-        }
-    }
-
-    /// What the site is made with, for a server at `address`; over HTTPS
-    /// on the provider `tls`, with the self-signed certificate's PEM at
-    /// `trust`, if any.
-    pub fn site<'a>(
-        &self,
-        address: SocketAddr,
-        tls: Option<tls::Provider>,
-        trust: Option<&'a Path>,
-    ) -> site::Settings<'a> {
-        site::Settings {
-            strategy: self.strategy,
-            limits: site::RouteLimits {
-                max_len: self.max_len,
-                max_large: self.max_large(),
-            },
-            cache_bytes: self.cache_bytes(),
-            builders: self.build_threads(),
-            address,
-            tls: tls.map(tls::Provider::name),
-            trust,
-            access_log: self.access_log(),
-            request_line: self.max_request_line,
         }
     }
 

@@ -193,6 +193,42 @@ impl Bounds {
     }
 }
 
+/// A type an option's `default_value` is written in, read as the command
+/// line reads it, for [`Config`](super::Config)'s `Default` (which needs
+/// no command-line parser).
+pub(super) trait DefaultValue {
+    /// The value `s` says.
+    ///
+    /// # Panics
+    /// If `s` does not parse: a default is a constant of the declaration,
+    /// which a test reads.
+    fn parse_default(s: &str) -> Self;
+}
+
+impl DefaultValue for SocketAddr {
+    fn parse_default(s: &str) -> Self {
+        parse_addr(s).expect("a default address that parses")
+    }
+}
+
+impl DefaultValue for Duration {
+    fn parse_default(s: &str) -> Self {
+        parse_duration(s).expect("a default duration that parses")
+    }
+}
+
+macro_rules! default_size {
+    ($($t:ty),*) => {$(
+        impl DefaultValue for $t {
+            fn parse_default(s: &str) -> Self {
+                let v = parse_size(s).expect("a default size that parses");
+                Self::from_u64(v).expect("a default that fits")
+            }
+        }
+    )*};
+}
+default_size!(u64, usize);
+
 /// The host `--addr` listens on when only a port is given.
 pub const DEFAULT_HOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 

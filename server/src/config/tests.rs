@@ -38,15 +38,12 @@ fn values_that_cannot_work_are_refused_with_the_option_named() {
         (&["--workers", "0"], "workers"),
         (&["--max-fields", "1000"], "max-fields"),
         (&["--max-requests", "0"], "max-requests"),
-        (&["--max-large", "68719476737"], "max-large"),
         (&["--max-head", "10"], "max-head"),
         (&["--frame", "2"], "--frame"),
         (
-            &["--max-large", "3000000000", "--memory-limit", "2GiB"],
-            "--max-large",
+            &["--connection-memory", "3GiB", "--memory-limit", "2GiB"],
+            "--connection-memory",
         ),
-        (&["--cache-bytes", "2GiB"], "--cache-bytes"),
-        (&["--max-builds", "0"], "max-builds"),
         (&["--grace", "2d"], "0s to 24h"),
     ] {
         let err = parse(args).expect_err(&format!("{args:?} accepted"));
@@ -149,8 +146,7 @@ fn the_defaults_are_those_documented_and_valid() {
         (Duration::from_secs(10), Duration::from_secs(30))
     );
     assert_eq!((d.body_min_rate, d.connection_memory()), (500, 512 << 20));
-    assert_eq!((d.memory_limit, d.cache_bytes()), (1 << 30, 256 << 20));
-    assert_eq!(d.max_large(), 256 << 20);
+    assert_eq!(d.memory_limit, 1 << 30);
     assert_eq!((d.max_connections, d.max_requests), (10_000, None));
     assert_eq!(
         (d.copy_below, d.frame),
@@ -193,6 +189,7 @@ fn short_help_is_the_first_sentence() {
 }
 
 #[test]
+#[cfg(feature = "tls-ring")]
 fn the_tls_provider_is_aws_lc_rs_or_ring_and_anything_else_is_refused_by_name() {
     assert_eq!(Config::default().tls_provider, tls::Provider::AwsLcRs);
     for (value, provider) in [
@@ -213,22 +210,12 @@ fn the_tls_provider_is_aws_lc_rs_or_ring_and_anything_else_is_refused_by_name() 
     }
 }
 
+/// `Config::default()`, made from the declarations without clap, is what
+/// an empty command line gives.
 #[test]
-fn the_cache_is_lowered_to_what_the_limit_holds_beside_connections() {
-    let c = Config {
-        memory_limit: 256 << 20,
-        cache_bytes: Some(256 << 20),
-        ..Config::default()
-    };
-    assert_eq!(c.cache_bytes(), 128 << 20);
-    let note = c.cache_clamped().unwrap();
-    assert!(
-        note.starts_with("--cache-bytes 268435456 lowered to 134217728"),
-        "{note}"
-    );
-    let fits = Config {
-        cache_bytes: Some(64 << 20),
-        ..c
-    };
-    assert_eq!((fits.cache_bytes(), fits.cache_clamped()), (64 << 20, None));
+fn the_default_is_the_empty_command_line() {
+    let cmd = Config::command().mut_args(|a| a.env(None::<&str>));
+    let matches = cmd.try_get_matches_from(["unflat-server"]).unwrap();
+    let parsed = <Config as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+    assert_eq!(format!("{parsed:?}"), format!("{:?}", Config::default()));
 }

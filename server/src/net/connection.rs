@@ -30,7 +30,9 @@ use super::pace::Pace;
 use super::reset::ResetIfDropped;
 use super::shutdown::{Shutdown, Stopped};
 use super::timers::Timer;
-use super::tls::{self, Tls, TlsSocket};
+use super::tls::Tls;
+#[cfg(feature = "tls")]
+use super::tls::{self, TlsSocket};
 use super::write::{flush, poll_write};
 use super::{Connections, Ended, Socket, READ_CHUNK};
 use crate::clock::Moment;
@@ -68,7 +70,7 @@ pub async fn handle<S: Service>(
     shutdown: &Shutdown,
 ) {
     let _open = connections.transport.open();
-    let lease = lease(connections, tls.map_or(0, |t| t.fixed_memory));
+    let lease = lease(connections, tls.map_or(0, fixed_memory));
     let ended = match tls {
         None => {
             let mut stream = stream;
@@ -77,12 +79,15 @@ pub async fn handle<S: Service>(
         }
         // Boxed, or every cleartext connection's task would be as large as
         // a TLS one's.
+        #[cfg(feature = "tls")]
         Some(tls) => {
             match Box::pin(serve_tls(stream, peer, tls, connections, shutdown, lease)).await {
                 Some(ended) => ended,
                 None => return,
             }
         }
+        #[cfg(not(feature = "tls"))]
+        Some(tls) => match *tls {},
     };
     match ended {
         (Ok(()), _) => {}
@@ -104,9 +109,18 @@ pub async fn handle<S: Service>(
     }
 }
 
+/// What rustls holds of a connection over `tls` whatever it does.
+fn fixed_memory(tls: &Tls) -> usize {
+    #[cfg(feature = "tls")]
+    return tls.fixed_memory;
+    #[cfg(not(feature = "tls"))]
+    match *tls {}
+}
+
 /// Serves one TLS connection: the handshake within `--handshake-timeout`,
 /// then [`serve`]; what it ended with and its TCP stream, or `None` when
 /// the handshake did not complete.
+#[cfg(feature = "tls")]
 async fn serve_tls<S: Service>(
     stream: TcpStream,
     peer: SocketAddr,

@@ -19,7 +19,8 @@ use crate::h1::RequestHead;
 use crate::service::Answered;
 
 /// The format of the access log's lines (`--access-log-format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum LogFormat {
     /// `key=value` pairs, duration to the last byte included.
     Unflat,

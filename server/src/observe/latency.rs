@@ -8,7 +8,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(feature = "metrics")]
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
+#[cfg(feature = "metrics")]
 use prometheus_client::metrics::MetricType;
 
 /// The buckets' upper bounds, in microseconds: Prometheus's defaults, 5 ms
@@ -58,12 +60,14 @@ fn class(code: u16) -> usize {
 }
 
 /// One label's and class's histogram, summed over the shards.
+#[cfg(feature = "metrics")]
 struct Summed {
     sum: f64,
     count: u64,
     buckets: Vec<(f64, u64)>,
 }
 
+#[cfg(feature = "metrics")]
 impl EncodeMetric for Summed {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         encoder.encode_histogram::<NoLabelSet>(self.sum, self.count, &self.buckets, None)
@@ -76,6 +80,7 @@ impl EncodeMetric for Summed {
 
 /// Writes the histograms of the (label, class) pairs seen so far:
 /// `labels` gives each label's value and its histogram on every worker.
+#[cfg(feature = "metrics")]
 pub(super) fn encode<'a, H>(
     labels: impl Iterator<Item = (&'static str, H)>,
     encoder: &mut DescriptorEncoder,

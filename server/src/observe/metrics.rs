@@ -6,24 +6,32 @@
 //! relaxed atomics on lines of their own, summed by a scrape
 //! (docs/results/history.md, "Scaling to many cores"); only a status outside
 //! [`COMMON`] costs a shared write. A scrape writes OpenMetrics through
-//! `prometheus-client`'s [`Collector`].
+//! `prometheus-client`'s `Collector`, with the `metrics` feature; without
+//! it the counters count, and nothing renders them.
 
+#[cfg(feature = "metrics")]
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::Registry;
+#[cfg(feature = "metrics")]
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeMetric},
+    metrics::{counter::ConstCounter, gauge::ConstGauge},
+    registry::Registry,
+};
 use unflat::head::Status;
 
+#[cfg(feature = "metrics")]
 use super::exposition::{to_prometheus_text, Exposition};
 use super::latency;
+#[cfg(feature = "metrics")]
 use super::process::Process;
 use super::Label;
-use crate::memory::{Memory, Part};
+use crate::memory::Memory;
+#[cfg(feature = "metrics")]
+use crate::memory::Part;
 use crate::net::{PerWorker, Transport};
 use crate::response::Strategy;
 
@@ -75,6 +83,7 @@ impl Row {
 #[derive(Debug)]
 pub struct Metrics<L: Label = ()> {
     counters: Arc<Counters>,
+    #[cfg(feature = "metrics")]
     registry: Arc<Registry>,
     labels: std::marker::PhantomData<fn(L)>,
 }
@@ -83,14 +92,15 @@ impl<L: Label> Clone for Metrics<L> {
     fn clone(&self) -> Self {
         Metrics {
             counters: self.counters.clone(),
+            #[cfg(feature = "metrics")]
             registry: self.registry.clone(),
             labels: std::marker::PhantomData,
         }
     }
 }
 
-/// What a service adds to its `/metrics` beside the core's counters (the
-/// demo: its cache and its builds).
+/// What a service adds to its `/metrics` beside the core's counters (a
+/// cache of its own, its builds).
 pub trait Report: Send + Sync + std::fmt::Debug + 'static {
     /// Of the bytes charged to bodies ([`Part::Bodies`]), those the
     /// service's cache keeps, and the cache's limit; `None` without a
@@ -101,13 +111,18 @@ pub trait Report: Send + Sync + std::fmt::Debug + 'static {
 
     /// Writes the service's own families, after the memory account's
     /// (their names under the same `unflat_` prefix).
+    #[cfg(feature = "metrics")]
     fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let _ = encoder;
         Ok(())
     }
 }
 
+/// What every request adds to, and what a scrape reads beside it. Without
+/// the `metrics` feature nothing scrapes: what only a scrape reads is kept
+/// all the same, so that a `Metrics` is made alike with or without it.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 struct Counters {
     /// Per worker thread: what every request adds to.
     shards: PerWorker<Shard>,
@@ -169,14 +184,19 @@ impl<L: Label> Metrics<L> {
             memory,
             report,
         });
-        let mut registry = Registry::default();
-        registry
-            .sub_registry_with_prefix("unflat")
-            .register_collector(Box::new(Collect(counters.clone())));
-        registry.register_collector(Box::new(Process::new()));
+        #[cfg(feature = "metrics")]
+        let registry = {
+            let mut registry = Registry::default();
+            registry
+                .sub_registry_with_prefix("unflat")
+                .register_collector(Box::new(Collect(counters.clone())));
+            registry.register_collector(Box::new(Process::new()));
+            Arc::new(registry)
+        };
         Metrics {
             counters,
-            registry: Arc::new(registry),
+            #[cfg(feature = "metrics")]
+            registry,
             labels: std::marker::PhantomData,
         }
     }
@@ -243,6 +263,7 @@ impl<L: Label> Metrics<L> {
     }
 
     /// The counters and the process's figures in the text format `format`.
+    #[cfg(feature = "metrics")]
     pub fn render(&self, format: Exposition) -> String {
         let mut text = String::with_capacity(4096);
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
@@ -255,9 +276,11 @@ impl<L: Label> Metrics<L> {
 }
 
 /// Reads the counters on each scrape.
+#[cfg(feature = "metrics")]
 #[derive(Debug)]
 struct Collect(Arc<Counters>);
 
+#[cfg(feature = "metrics")]
 impl Collector for Collect {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let c = &self.0;
@@ -278,6 +301,7 @@ impl Collector for Collect {
 }
 
 /// Log lines dropped because stderr did not take them (`crate::log`).
+#[cfg(feature = "metrics")]
 fn encode_log(encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     counter(
         encoder,
@@ -288,6 +312,7 @@ fn encode_log(encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
 }
 
 /// A family of one counter without labels, `name` with `help`, at `n`.
+#[cfg(feature = "metrics")]
 fn counter(
     encoder: &mut DescriptorEncoder,
     name: &str,
@@ -298,6 +323,7 @@ fn counter(
     counter.encode(encoder.encode_descriptor(name, help, None, counter.metric_type())?)
 }
 
+#[cfg(feature = "metrics")]
 fn load(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
 }
@@ -309,10 +335,13 @@ fn add(a: &AtomicU64, n: u64) {
     a.fetch_add(n, Ordering::Relaxed);
 }
 
+#[cfg(feature = "metrics")]
 fn gauge(v: usize) -> ConstGauge {
     ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
+/// A scrape's reading.
+#[cfg(feature = "metrics")]
 impl Counters {
     /// Responses under the label at `label` of the status code
     /// `code - 100`, summed.
@@ -433,7 +462,8 @@ impl Counters {
     }
 }
 
-#[cfg(test)]
+// Through what a scrape renders.
+#[cfg(all(test, feature = "metrics"))]
 mod tests {
     use super::*;
 

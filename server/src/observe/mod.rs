@@ -11,6 +11,7 @@ mod access;
 mod exposition;
 mod latency;
 mod metrics;
+#[cfg(feature = "metrics")]
 mod process;
 
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ pub use access::{LogFormat, FIELD_MOST};
 pub use exposition::{to_prometheus_text, Exposition};
 pub use metrics::{Metrics, Report, Tally};
 /// The crate a [`Report`] writes its families with.
+#[cfg(feature = "metrics")]
 pub use prometheus_client;
 
 use access::AccessLog;

@@ -41,7 +41,8 @@ pub use stream::{Chunk, Stream};
 pub use writer::{StreamHead, Writer, Written};
 
 /// How responses are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Strategy {
     /// Heads and text bodies encoded straight into the write buffer; large
     /// bodies sent as iovecs at their own memory.

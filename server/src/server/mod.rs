@@ -23,16 +23,14 @@ pub use running::Running;
 pub use stack::{Making, Stack};
 
 use accept::{accept_loop, listen};
-use stack::demo;
 
 use crate::config::Config;
 use crate::net::tls::{self, Tls};
 use crate::net::{self, shutdown};
 use crate::service::{Observe, Service};
-use crate::site::Site;
 
 /// A bound server, not yet accepting.
-pub struct Server<S: Service = Site> {
+pub struct Server<S: Service> {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     stack: Arc<Stack<S>>,
@@ -50,21 +48,11 @@ impl<S: Service> std::fmt::Debug for Server<S> {
     }
 }
 
-impl Server<Site> {
-    /// Binds `config.addr` and prepares the demo's routes. Fails on a
-    /// configuration that cannot work ([`Config::validate`]), or a TLS
-    /// certificate or key that cannot be used, before binding anything.
-    pub fn bind(config: Config) -> io::Result<Server<Site>> {
-        // The demo's jobs build bodies on the blocking pool and await no
-        // tokio timer: its runtime goes without the time driver.
-        Ok(Server::bind_with(config, demo)?.without_time_driver())
-    }
-}
-
 impl<S: Service> Server<S> {
-    /// Binds `config.addr` to serve what `make` makes, as [`Server::bind`]
-    /// does the demo. Fails as `bind` does, and also, once `make` has made
-    /// the service, when `--access-log` is asked of a service whose
+    /// Binds `config.addr` to serve what `make` makes. Fails on a
+    /// configuration that cannot work ([`Config::validate`]), or a TLS
+    /// certificate or key that cannot be used, before binding anything;
+    /// and, once `make` has made the service, when `--access-log` is asked of a service whose
     /// observer writes none ([`Observe::writes_access_log`]): the listener
     /// is then closed without having accepted.
     pub fn bind_with(config: Config, make: impl FnOnce(Making<'_>) -> S) -> io::Result<Server<S>> {
@@ -106,7 +94,7 @@ impl<S: Service> Server<S> {
     /// `tokio::time` (a sleep, a client's timeout). The connections' own
     /// timers need none, and the driver costs every worker's park
     /// (docs/measurements.md, "Timers"): a service whose jobs await no
-    /// tokio timer (the demo's) may go without it. [`Server::serve`] runs on
+    /// tokio timer (the demo binary's) may go without it. [`Server::serve`] runs on
     /// the caller's runtime, with the caller's drivers.
     pub fn without_time_driver(mut self) -> Server<S> {
         self.time_driver = false;

@@ -4,26 +4,18 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::{demo, Making, Server, Stack};
+use super::{Making, Server, Stack};
 use crate::config::Config;
 use crate::service::Service;
-use crate::site::Site;
 
 /// A server running on its own thread, for tests and benchmark harnesses:
 /// bound to `config.addr` (use port 0), stopped on drop.
 #[derive(Debug)]
-pub struct Running<S: Service = Site> {
+pub struct Running<S: Service> {
     addr: SocketAddr,
     stack: Arc<Stack<S>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<io::Result<()>>>,
-}
-
-impl Running<Site> {
-    /// Binds and starts the demo server with `config` on a new thread.
-    pub fn start(config: Config) -> io::Result<Running<Site>> {
-        Running::start_with(config, demo)
-    }
 }
 
 impl<S: Service> Running<S> {

@@ -13,13 +13,12 @@ use crate::observe::{Label, Metrics, Report, Standard};
 use crate::response::Writer;
 use crate::service::Service;
 use crate::session::{Draining, Protocol};
-use crate::site::Site;
 
 /// A server's layers, made from its [`Config`]: the connections' shared
 /// part, which holds the protocol, which holds the service. Each layer
 /// sees only its own part.
 #[derive(Debug)]
-pub struct Stack<S: Service = Site> {
+pub struct Stack<S: Service> {
     config: Config,
     connections: Connections<S>,
 }
@@ -66,27 +65,6 @@ impl Making<'_> {
             self.config.access_log(),
             self.config.max_request_line,
         )
-    }
-}
-
-/// The demo site, as the server makes it.
-pub(super) fn demo(m: Making<'_>) -> Site {
-    let trust = m.tls.and_then(Tls::self_signed_pem);
-    let provider = m.tls.map(|t| t.provider);
-    let settings = m.config.site(m.address, provider, trust);
-    Site::new(settings, m.memory, m.draining.clone(), m.transport.clone())
-}
-
-impl Stack<Site> {
-    /// The layers of the demo server with `config` listening on `address`,
-    /// over `tls` when there is one.
-    pub fn new(config: Config, address: SocketAddr, tls: Option<&Tls>) -> Stack<Site> {
-        Stack::with_service(config, address, tls, demo)
-    }
-
-    /// The demo site: routes, bodies, metrics, the help text.
-    pub fn site(&self) -> &Site {
-        &self.connections.protocol.service
     }
 }
 

@@ -15,9 +15,16 @@ use unflat_server::service::Service;
 use unflat_server::session::{Session, Step};
 use unflat_server::{Config, Running, Stack, Strategy};
 
+/// The binary's demo site, built into the tests as the binary builds it:
+/// the suite drives its routes; each test uses a part of it.
+#[path = "../../src/demo/mod.rs"]
+#[allow(dead_code)]
+pub mod demo;
 pub mod haproxy;
 pub mod tls;
 pub mod trivial;
+
+pub use demo::Site;
 
 use trivial::Trivial;
 
@@ -32,8 +39,22 @@ pub fn config(strategy: Strategy) -> Config {
 }
 
 /// Starts a server; it stops when dropped.
-pub fn start(strategy: Strategy) -> Running {
-    Running::start(config(strategy)).expect("server starts")
+pub fn start(strategy: Strategy) -> Running<Site> {
+    start_demo(config(strategy)).expect("server starts")
+}
+
+/// Starts the demo with `config` and its default options on a thread of its
+/// own; it stops when dropped.
+pub fn start_demo(config: Config) -> std::io::Result<Running<Site>> {
+    start_demo_with(config, demo::Options::default())
+}
+
+/// Starts the demo with `config` and `options`, as the binary checks and
+/// makes it, on a thread of its own; it stops when dropped.
+pub fn start_demo_with(config: Config, options: demo::Options) -> std::io::Result<Running<Site>> {
+    let invalid = |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+    options.validate(&config).map_err(invalid)?;
+    Running::start_with(config, |m| Site::made(&options, m))
 }
 
 /// Connects with a read timeout, so that a broken server fails the test
@@ -275,12 +296,16 @@ pub fn non_readers_bounded_and_closed(
 
 /// The demo server's layers with the default configuration (direct
 /// strategy), for driving sessions in memory: for tests of its routes.
-pub fn app() -> Stack {
-    Stack::new(
-        config(Strategy::Direct),
-        "127.0.0.1:0".parse().unwrap(),
-        None,
-    )
+pub fn app() -> Stack<Site> {
+    demo_stack(config(Strategy::Direct))
+}
+
+/// The demo's layers with `config` and its default options, listening
+/// nowhere: for driving sessions in memory, and for its counters.
+pub fn demo_stack(config: Config) -> Stack<Site> {
+    let options = demo::Options::default();
+    let address = "127.0.0.1:0".parse().unwrap();
+    Stack::with_service(config, address, None, |m| Site::made(&options, m))
 }
 
 /// The longest `/n` body of [`trivial()`], in characters.

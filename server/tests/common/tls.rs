@@ -7,6 +7,7 @@ use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::common::Site;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 use unflat_server::{Config, Running, Strategy};
@@ -135,7 +136,7 @@ pub fn trusting(der: &CertificateDer<'static>) -> ClientConfig {
 
 /// A TLS client stream to `server` that trusts only `der`; the handshake
 /// happens on its first read or write.
-pub fn client(server: &Running, der: &CertificateDer<'static>) -> TlsClient {
+pub fn client(server: &Running<Site>, der: &CertificateDer<'static>) -> TlsClient {
     over(super::connect(server), der)
 }
 

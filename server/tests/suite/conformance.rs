@@ -7,9 +7,10 @@
 
 use std::io::{Read, Write};
 
+use crate::common::start_demo;
 use crate::common::tls::{client, Cert, Duplex};
 use crate::common::{connect, read_response, start};
-use unflat_server::{Running, Strategy};
+use unflat_server::Strategy;
 
 /// What a case expects.
 #[derive(Clone, Copy, Debug)]
@@ -260,7 +261,7 @@ fn rfc9112_conformance() {
 #[test]
 fn rfc9112_conformance_over_tls() {
     let cert = Cert::new("conformance");
-    let server = Running::start(cert.config(Strategy::Direct)).unwrap();
+    let server = start_demo(cert.config(Strategy::Direct)).unwrap();
     all_cases(&|| Box::new(client(&server, &cert.der)));
 }
 

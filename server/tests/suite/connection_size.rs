@@ -7,11 +7,11 @@
 //! included) with a little room for the compiler's layout, below
 //! jemalloc's 1536-byte class for the task.
 
-use unflat_server::{Config, Stack};
+use unflat_server::Config;
 
 #[test]
 fn a_cleartext_connection_future_stays_small() {
-    let stack = Stack::new(Config::default(), "127.0.0.1:0".parse().unwrap(), None);
+    let stack = crate::common::demo_stack(Config::default());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -63,6 +63,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::Duration;
 
+use crate::common::Site;
 use crate::common::{
     connect, read_response, serve_in_memory as serve, start, trivial, undated, Raw,
 };
@@ -1479,7 +1480,7 @@ fn show(bytes: &[u8]) -> String {
 }
 
 /// Sends `vector` and `NEXT` on a new connection and checks the verdict.
-fn run(server: &Running, vector: &Vector) -> Result<(), String> {
+fn run(server: &Running<Site>, vector: &Vector) -> Result<(), String> {
     let name = vector.name;
     let mut s = connect(server);
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

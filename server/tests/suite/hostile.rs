@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::tls::{Cert, Duplex};
 use crate::common::{closed_within, config, connect, read_response, Spawned, SHORT_TIMEOUTS};
+use crate::common::{start_demo, Site};
 use unflat_server::{Config, Running, Strategy};
 
 fn short_timeouts() -> Config {
@@ -29,14 +30,14 @@ fn answered(s: &TcpStream) -> bool {
     answered
 }
 
-fn served(server: &Running) -> bool {
+fn served(server: &Running<Site>) -> bool {
     let r = crate::common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
     r.status == 200 && r.body == b"aaa"
 }
 
 #[test]
 fn slowloris_is_answered_408_and_closed_at_the_head_deadline() {
-    let server = Running::start(short_timeouts()).unwrap();
+    let server = start_demo(short_timeouts()).unwrap();
     let mut slow = connect(&server);
     let head = b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\nX-Slow: ";
     let start = Instant::now();
@@ -72,7 +73,7 @@ fn slowloris_is_answered_408_and_closed_at_the_head_deadline() {
 
 #[test]
 fn idle_keep_alive_connections_are_closed() {
-    let server = Running::start(short_timeouts()).unwrap();
+    let server = start_demo(short_timeouts()).unwrap();
     let mut s = connect(&server);
     s.write_all(b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
@@ -86,7 +87,7 @@ fn idle_keep_alive_connections_are_closed() {
 
 #[test]
 fn silent_body_is_answered_408_and_closed_after_the_body_timeout() {
-    let server = Running::start(short_timeouts()).unwrap();
+    let server = start_demo(short_timeouts()).unwrap();
     let mut s = connect(&server);
     s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
         .unwrap();
@@ -99,7 +100,11 @@ fn silent_body_is_answered_408_and_closed_after_the_body_timeout() {
 /// Sends `head`, then `body` one byte every 250 ms until the server
 /// answers; returns the answer, the bytes of `body` sent, and the time from
 /// the end of the head to the answer.
-fn trickle(server: &Running, head: &[u8], body: &[u8]) -> (crate::common::Raw, usize, Duration) {
+fn trickle(
+    server: &Running<Site>,
+    head: &[u8],
+    body: &[u8],
+) -> (crate::common::Raw, usize, Duration) {
     let mut s = connect(server);
     s.write_all(head).unwrap();
     let begun = Instant::now();
@@ -126,7 +131,7 @@ fn trickled_bodies_and_trailers_are_answered_408_at_the_body_deadline() {
     // second earn nothing worth speaking of, so the deadline stays about
     // 2 s after the head, however often a byte comes (it used to restart
     // on every byte).
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         body_timeout: Duration::from_secs(2),
         body_min_rate: 500,
         ..config(Strategy::Direct)
@@ -185,7 +190,7 @@ fn trickled_bodies_and_trailers_are_answered_408_at_the_body_deadline() {
 /// megabyte at once earned half an hour at 500 bytes a second).
 #[test]
 fn no_body_lasts_past_the_max_body_time() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         body_timeout: Duration::from_secs(1),
         body_min_rate: 500,
         max_body_time: Duration::from_secs(3),
@@ -228,7 +233,7 @@ fn no_body_lasts_past_the_max_body_time() {
 /// --body-timeout without payload.
 #[test]
 fn deadline_credit_cannot_be_bought() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         body_timeout: Duration::from_secs(2),
         body_min_rate: 500,
         ..config(Strategy::Direct)
@@ -281,7 +286,7 @@ fn deadline_credit_cannot_be_bought() {
 
 #[test]
 fn max_requests_per_connection_closes_after_the_last() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         max_requests: Some(3),
         ..config(Strategy::Direct)
     })
@@ -432,7 +437,7 @@ fn sigterm_under_load(tls: Option<&Cert>) {
 
 #[test]
 fn connections_past_the_limit_wait_in_the_backlog_until_one_closes() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         max_connections: 2,
         ..config(Strategy::Direct)
     })
@@ -474,7 +479,7 @@ fn connections_past_the_limit_wait_in_the_backlog_until_one_closes() {
 /// idle timeout (30 s here) or, with clients this busy, for ever.
 #[test]
 fn idle_connections_give_way_at_the_connection_limit() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         max_connections: 4,
         idle_timeout: Duration::from_secs(30),
         ..config(Strategy::Direct)
@@ -526,7 +531,7 @@ fn each_pipelined_head_has_a_deadline_of_its_own() {
     // --head-timeout 2s. Head #2 arrives split at t=0 and t=1.2; head #3
     // begins at t=1.2 and ends at t=2.5: 1.3 s after its first byte, well
     // inside its own deadline, though 2.5 s after head #2 began.
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         head_timeout: Duration::from_secs(2),
         ..config(Strategy::Direct)
     })
@@ -577,7 +582,7 @@ fn ends_in_reset(s: &mut (impl Read + ?Sized)) -> bool {
 /// milliseconds. (Loopback's 64 KiB segments reopen a default buffer's
 /// window about half of it at a time, seconds apart at this rate: no
 /// acknowledgement for a second then is the truth, not a stalled reader.)
-fn small_window_connection(server: &Running) -> TcpStream {
+fn small_window_connection(server: &Running<Site>) -> TcpStream {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     s.set_recv_buffer_size(16 * 1024).unwrap();
     s.connect(&server.addr().into()).unwrap();
@@ -601,7 +606,7 @@ fn a_steady_slow_reader_is_never_reset_and_a_stopped_one_is() {
                 ..cert.config(Strategy::Direct)
             },
         };
-        let server = Running::start(config).unwrap();
+        let server = start_demo(config).unwrap();
         let tcp = small_window_connection(&server);
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut s: Box<dyn Duplex> = match tls {
@@ -621,7 +626,7 @@ fn a_steady_slow_reader_is_never_reset_and_a_stopped_one_is() {
 
 #[test]
 fn a_send_timeout_resets_the_connection() {
-    let server = Running::start(short_timeouts()).unwrap();
+    let server = start_demo(short_timeouts()).unwrap();
     let mut s = connect(&server);
     // Enough responses to fill both socket buffers, then never read.
     let batch = "GET /end-string/1048576 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(16);
@@ -645,7 +650,7 @@ fn a_send_timeout_resets_the_connection() {
 
 /// A connection to `server` with a receive buffer of `rcvbuf` bytes (0: the
 /// system's own, autotuned).
-fn connection_with_buffer(server: &Running, rcvbuf: usize) -> TcpStream {
+fn connection_with_buffer(server: &Running<Site>, rcvbuf: usize) -> TcpStream {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     if rcvbuf > 0 {
         s.set_recv_buffer_size(rcvbuf).unwrap();
@@ -725,8 +730,8 @@ fn readers_above_the_minimum_rate_are_kept_and_stopped_or_slower_ones_reset() {
         min_send_rate_grace: Duration::from_secs(2),
         ..config
     };
-    let server = Running::start(tuned(config(Strategy::Direct))).unwrap();
-    let tls = Running::start(tuned(cert.config(Strategy::Direct))).unwrap();
+    let server = start_demo(tuned(config(Strategy::Direct))).unwrap();
+    let tls = start_demo(tuned(cert.config(Strategy::Direct))).unwrap();
     let ms = Duration::from_millis;
     let secs = Duration::from_secs;
     let steady = |piece, every, time| Reader::Steady { piece, every, time };
@@ -769,7 +774,7 @@ fn readers_above_the_minimum_rate_are_kept_and_stopped_or_slower_ones_reset() {
             "buffer {rcvbuf}, {reader:?}, tls {over_tls}: reset {was_reset} after {after:?}"
         );
     }
-    let transport = |s: &Running| s.stack().connections().transport.clone();
+    let transport = |s: &Running<Site>| s.stack().connections().transport.clone();
     let (tcp, tls) = (transport(&server), transport(&tls));
     let counts = (tcp.too_slow(), tcp.send_timeouts());
     assert_eq!(counts, (1, 3), "the trickle below the rate, the stopped");

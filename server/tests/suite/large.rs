@@ -5,21 +5,27 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
+use crate::common::demo::Options;
 use crate::common::{config, connect};
+use crate::common::{start_demo_with, Site};
 use unflat_server::memory::Part;
 use unflat_server::{Config, Running, Strategy};
 
-/// Room for a gigabyte payload.
-fn gigabyte(workers: u16) -> Config {
-    Config {
+/// A demo with room for a gigabyte payload.
+fn gigabyte(workers: u16) -> Running<Site> {
+    let config = Config {
         workers: Some(workers),
-        max_large: Some(1 << 30),
         memory_limit: 2 << 30,
         ..config(Strategy::Direct)
-    }
+    };
+    let options = Options {
+        max_large: Some(1 << 30),
+        ..Options::default()
+    };
+    start_demo_with(config, options).unwrap()
 }
 
-fn served(server: &Running) -> bool {
+fn served(server: &Running<Site>) -> bool {
     let r = crate::common::exchange(server, b"GET /end-string/3 HTTP/1.1\r\nHost: t\r\n\r\n");
     r.status == 200 && r.body == b"aaa"
 }
@@ -28,7 +34,7 @@ fn served(server: &Running) -> bool {
 fn a_large_payload_is_built_off_the_event_loop() {
     // One worker: were the payload built on it, the small request would
     // wait for the whole build.
-    let server = Running::start(gigabyte(1)).unwrap();
+    let server = gigabyte(1);
     assert!(served(&server));
     let size = 1 << 30;
     let mut big = connect(&server);
@@ -69,7 +75,7 @@ fn a_large_payload_is_built_off_the_event_loop() {
 
 #[test]
 fn head_of_a_large_payload_is_answered_from_its_size_alone() {
-    let server = Running::start(gigabyte(2)).unwrap();
+    let server = gigabyte(2);
     let size = 1 << 30;
     let r = crate::common::exchange(
         &server,
@@ -94,13 +100,16 @@ fn head_of_a_large_payload_is_answered_from_its_size_alone() {
 #[test]
 fn the_flatten_strategy_counts_its_copy_of_a_payload_once() {
     let size = 20 << 20;
-    let server = Running::start(Config {
+    let config = Config {
         memory_limit: 64 << 20,
+        ..config(Strategy::Flatten)
+    };
+    let options = Options {
         max_large: Some(size),
         cache_bytes: Some(0),
-        ..config(Strategy::Flatten)
-    })
-    .unwrap();
+        ..Options::default()
+    };
+    let server = start_demo_with(config, options).unwrap();
     let mut s = connect(&server);
     let small = "GET /large/3000 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(3);
     s.write_all(format!("{small}GET /large/{size} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())

@@ -12,10 +12,11 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::common::start_demo;
 use crate::common::{read_response, Spawned as Server};
 use socket2::{Domain, Socket, Type};
 use unflat_server::memory::Part;
-use unflat_server::{Config, Running};
+use unflat_server::Config;
 
 const MIB: u64 = 1 << 20;
 
@@ -421,7 +422,7 @@ fn rope_bodies_cost_a_frame_per_connection() {
         ..Config::default()
     };
     let (bound, frame) = (config.max_queued_bytes as u64, config.frame as u64);
-    let server = Running::start(config).unwrap();
+    let server = start_demo(config).unwrap();
     let connections = || server.stack().memory().used(Part::Connections) as u64;
     let per_kind = 4;
     for kind in ["ascii", "latin1", "twobyte"] {
@@ -466,7 +467,7 @@ fn rope_bodies_cost_a_frame_per_connection() {
 #[test]
 fn long_heads_are_counted() {
     let part = 1 << 20;
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         workers: Some(2),
         connection_memory: Some(part),
@@ -515,7 +516,7 @@ fn long_heads_are_counted() {
 /// beyond the base (in process: the account is read directly).
 #[test]
 fn an_echo_waiting_for_its_body_counts_its_json() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         workers: Some(2),
         ..Config::default()
@@ -551,17 +552,20 @@ fn an_echo_waiting_for_its_body_counts_its_json() {
 /// directly.
 #[test]
 fn a_full_account_evicts_unused_cached_bodies_first() {
-    let server = Running::start(Config {
+    let config = Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         workers: Some(2),
         memory_limit: 64 * MIB as usize,
         connection_memory: Some(32 * MIB as usize),
-        cache_bytes: Some(32 * MIB as usize),
-        max_large: Some(32 * MIB as usize),
         max_body: 4 * MIB as usize,
         ..Config::default()
-    })
-    .unwrap();
+    };
+    let options = crate::common::demo::Options {
+        cache_bytes: Some(32 * MIB as usize),
+        max_large: Some(32 * MIB as usize),
+        ..Default::default()
+    };
+    let server = crate::common::start_demo_with(config, options).unwrap();
     let memory = server.stack().memory();
     let get = |path: &str| {
         let mut s = TcpStream::connect(server.addr()).unwrap();

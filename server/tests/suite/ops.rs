@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::common::{
     app, banner_address, connect, exchange, read_response, serve_in_memory, server_binary, Raw,
 };
+use crate::common::{start_demo, Site};
 use unflat_server::{Config, Running, Strategy};
 
 /// Parses the one response `out` holds (in-memory sessions).
@@ -387,7 +388,7 @@ fn samples(text: &str) -> HashMap<String, f64> {
     out
 }
 
-fn scrape(server: &Running) -> HashMap<String, f64> {
+fn scrape(server: &Running<Site>) -> HashMap<String, f64> {
     let r = exchange(
         server,
         b"GET /metrics HTTP/1.1\r\nHost: a\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
@@ -465,12 +466,12 @@ fn reuse_port_lets_two_servers_bind_one_port() {
         reuse_port,
         ..crate::common::config(Strategy::Direct)
     };
-    let first = Running::start(config("127.0.0.1:0", true)).unwrap();
+    let first = start_demo(config("127.0.0.1:0", true)).unwrap();
     let addr = first.addr().to_string();
     // Without the option on the second, the port is taken.
-    let refused = Running::start(config(&addr, false)).unwrap_err();
+    let refused = start_demo(config(&addr, false)).unwrap_err();
     assert!(refused.to_string().contains("cannot listen"), "{refused}");
-    let second = Running::start(config(&addr, true)).expect("a second server on the port");
+    let second = start_demo(config(&addr, true)).expect("a second server on the port");
     assert_eq!(second.addr(), first.addr());
     // Connections reach a server while either is up.
     first.stop().unwrap();

@@ -28,7 +28,10 @@ fn a_stream_paced_below_the_timers_tick_keeps_its_schedule() {
     }
     let took = begun.elapsed();
     eprintln!("3 000 chunks 1 ms apart: {took:?}");
-    assert!(took >= Duration::from_millis(2_999), "{took:?}");
+    // The schedule starts at the coarse clock's reading, which lags the
+    // client's by up to a tick (4 ms at HZ=250, 10 ms at HZ=100): the last
+    // chunk may leave that much before 2 999 ms after the request.
+    assert!(took >= Duration::from_millis(2_999 - 10), "{took:?}");
     assert!(took < Duration::from_secs(6), "{took:?}");
 }
 

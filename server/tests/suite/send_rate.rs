@@ -9,6 +9,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::common::config;
+use crate::common::{start_demo, Site};
 use unflat_server::{Config, Running, Strategy};
 
 /// The rate these tests hold readers to.
@@ -16,7 +17,7 @@ const RATE: u64 = 20_000;
 
 /// A connection to `server` with a receive buffer of `rcvbuf` bytes (0: the
 /// system's own, autotuned), that asks for a long body.
-fn reader(server: &Running, rcvbuf: usize) -> TcpStream {
+fn reader(server: &Running<Site>, rcvbuf: usize) -> TcpStream {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     if rcvbuf > 0 {
         s.set_recv_buffer_size(rcvbuf).unwrap();
@@ -59,7 +60,7 @@ fn steadily(s: &mut TcpStream, piece: usize, every: Duration, time: Duration) ->
 /// 16 KiB, 64 KiB and the system's own buffer, kept.
 #[test]
 fn a_fast_start_buys_one_window_and_readers_at_the_rate_are_kept() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         send_timeout: Duration::from_secs(3),
         min_send_rate: RATE,
         min_send_rate_grace: Duration::from_secs(1),

@@ -1,6 +1,7 @@
 //! End to end with reqwest: every route, bodies byte-exact, both strategies,
 //! over cleartext and over HTTPS.
 
+use crate::common::start_demo;
 use crate::common::tls::Cert;
 use crate::common::{end_string_body, large_body, sha256, start};
 use unflat_server::{Running, Strategy};
@@ -8,7 +9,7 @@ use unflat_server::{Running, Strategy};
 /// A server and a reqwest client for it, over cleartext or HTTPS (a
 /// certificate for localhost that the client alone trusts).
 struct Site {
-    server: Running,
+    server: Running<crate::common::Site>,
     client: reqwest::Client,
     /// `http://127.0.0.1:PORT` or `https://localhost:PORT`.
     base: String,
@@ -27,7 +28,7 @@ impl Site {
             };
         }
         let cert = Cert::new(&format!("e2e-{strategy:?}"));
-        let server = Running::start(cert.config(strategy)).unwrap();
+        let server = start_demo(cert.config(strategy)).unwrap();
         Site {
             base: format!("https://localhost:{}", server.addr().port()),
             server,

@@ -9,17 +9,18 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::start_demo;
 use crate::common::tls::{client, over, Cert, TlsClient};
 use crate::common::{Spawned, SHORT_TIMEOUTS};
 use rustls::NamedGroup;
 use unflat_server::net::tls::Provider;
-use unflat_server::{Config, Running, Strategy};
+use unflat_server::{Config, Strategy};
 
 #[test]
 fn every_body_form_arrives_whole_over_https() {
     let cert = Cert::new("bodies");
     for strategy in [Strategy::Direct, Strategy::Flatten] {
-        let server = Running::start(cert.config(strategy)).unwrap();
+        let server = start_demo(cert.config(strategy)).unwrap();
         let mut tls = client(&server, &cert.der);
         let mut buf = Vec::new();
         for len in [4, 1024, 102_400] {
@@ -76,7 +77,7 @@ fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_
         handshake_timeout: Duration::from_secs(1),
         ..cert.config(Strategy::Direct)
     };
-    let server = Running::start(config).unwrap();
+    let server = start_demo(config).unwrap();
     // Connected, and not a byte of handshake.
     let mut stalled = crate::common::connect(&server);
     // Cleartext HTTP where TLS is spoken: a 400 in plain HTTP saying so,
@@ -110,12 +111,12 @@ fn a_stalled_handshake_is_closed_a_cleartext_client_answered_400_and_others_are_
 
 #[test]
 fn a_self_signed_server_names_the_certificate_it_wrote() {
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         tls_self_signed: true,
         ..crate::common::config(Strategy::Direct)
     })
     .unwrap();
-    let help = &server.stack().site().help();
+    let help = &server.stack().service().help();
     assert!(
         help.contains(&format!("https://{}", server.addr())),
         "{help}"
@@ -244,7 +245,7 @@ fn tls_clients_that_never_read_cost_bounded_memory_and_are_closed() {
 #[test]
 fn graceful_shutdown_ends_an_idle_connection_with_close_notify() {
     let cert = Cert::new("shutdown");
-    let server = Running::start(cert.config(Strategy::Direct)).unwrap();
+    let server = start_demo(cert.config(Strategy::Direct)).unwrap();
     let mut tls = client(&server, &cert.der);
     tls.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
@@ -492,12 +493,12 @@ fn tls_provider_ring_serves_https_on_ring_and_the_banner_names_it() {
         assert_eq!(agreed, Some(group), "--tls-provider {provider}");
     }
     // The banner (and `GET /`) says which provider serves.
-    let server = Running::start(Config {
+    let server = start_demo(Config {
         tls_provider: Provider::Ring,
         ..cert.config(Strategy::Direct)
     })
     .unwrap();
-    let help = server.stack().site().help();
+    let help = server.stack().service().help();
     let first = help.lines().next().unwrap_or_default();
     assert_eq!(
         first,

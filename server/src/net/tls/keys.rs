@@ -159,6 +159,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "tls-ring")]
     fn a_curve_ring_does_not_take_is_named_with_ring() {
         let p521 = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap();
         let der = PrivateKeyDer::try_from(p521.serialize_der()).unwrap();

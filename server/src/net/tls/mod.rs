@@ -7,40 +7,53 @@
 //! ([`TlsSocket`]): one record of a write always, up to [`RECORDS_HELD`]
 //! while covered. Certificate files: `files.rs`, keys: `keys.rs`.
 
-use std::io;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::PathBuf;
 
+#[cfg(feature = "tls")]
+use std::{io, net::SocketAddr, path::Path, sync::Arc, time::Duration};
+
+#[cfg(feature = "tls")]
 use rustls::ServerConfig;
+#[cfg(feature = "tls")]
 use tokio::net::TcpStream;
-use tokio_rustls::server::TlsStream;
-use tokio_rustls::TlsAcceptor;
+#[cfg(feature = "tls")]
+use tokio_rustls::{server::TlsStream, TlsAcceptor};
+#[cfg(feature = "tls")]
 use tracing::{debug, info};
 
+#[cfg(feature = "tls")]
 mod files;
+#[cfg(feature = "tls")]
 mod keys;
 mod provider;
+#[cfg(feature = "self-signed")]
 mod self_signed;
 
+#[cfg(feature = "tls")]
 pub use files::{MAX_CERT_LIST, MAX_PEM_BYTES};
 pub use provider::Provider;
 
+#[cfg(feature = "tls")]
 use self::files::{read_chain, read_key};
+#[cfg(feature = "tls")]
 use self::keys::unusable_key;
+#[cfg(feature = "self-signed")]
 use self::self_signed::{self_signed, SelfSigned};
+#[cfg(feature = "tls")]
 use super::Socket;
 
+#[cfg(feature = "tls")]
 /// Encrypted bytes rustls may hold for a socket that has not taken them,
 /// while the budget covers them: a 100 KiB response then leaves in one
 /// socket write, where rustls's default of 64 KiB took two.
 pub const RECORDS_HELD: usize = 256 * 1024;
 
+#[cfg(feature = "tls")]
 /// One TLS record on the wire at its largest: 16 KiB of plaintext, the
 /// expansion TLS allows, the header.
 const RECORD: usize = 16 * 1024 + 2048 + 5;
 
+#[cfg(feature = "tls")]
 /// What rustls holds per connection whatever it does, beyond the chain: a
 /// handshake message (64 KiB cap, and a 4 KiB read), plaintext ahead of the
 /// reader (16 KiB and a record), one record being written, its own state.
@@ -64,6 +77,7 @@ pub enum CertSource {
 
 /// The server's TLS; a self-signed certificate's file is removed when the
 /// last clone is dropped.
+#[cfg(feature = "tls")]
 #[derive(Clone)]
 pub struct Tls {
     /// Accepts handshakes.
@@ -73,9 +87,17 @@ pub struct Tls {
     /// Bytes rustls holds per connection whatever it does (`FIXED`, and
     /// the chain the server sends in each handshake).
     pub fixed_memory: usize,
+    #[cfg(feature = "self-signed")]
     self_signed: Option<Arc<SelfSigned>>,
 }
 
+/// Without the `tls` feature the server serves cleartext only: there is no
+/// value of this type, so a connection's `Option<&Tls>` is always `None`.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone, Debug)]
+pub enum Tls {}
+
+#[cfg(feature = "tls")]
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tls")
@@ -86,22 +108,50 @@ impl std::fmt::Debug for Tls {
     }
 }
 
+#[cfg(feature = "tls")]
 impl Tls {
     /// Where the self-signed certificate's PEM is (`curl --cacert`), for
     /// `--tls-self-signed`.
     pub fn self_signed_pem(&self) -> Option<&Path> {
-        self.self_signed.as_deref().map(|s| s.pem.as_path())
+        #[cfg(feature = "self-signed")]
+        return self.self_signed.as_deref().map(|s| s.pem.as_path());
+        #[cfg(not(feature = "self-signed"))]
+        None
     }
+}
+
+/// A server built without the `tls` feature cannot serve HTTPS: the error
+/// that says so, for `--tls-cert` or `--tls-self-signed`.
+#[cfg(not(feature = "tls"))]
+pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
+    let flag = match source {
+        CertSource::Files { .. } => "--tls-cert",
+        CertSource::SelfSigned => "--tls-self-signed",
+    };
+    Err(format!(
+        "{flag}: HTTPS (rustls on {provider}) is not built into this server: it needs unflat-server's `tls` feature"
+    ))
 }
 
 /// The server's TLS for `source`, on `provider`, or an error naming the
 /// file and what is wrong with it.
+#[cfg(feature = "tls")]
 pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
-    let (chain, key, self_signed) = match source {
-        CertSource::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None),
+    #[cfg(feature = "self-signed")]
+    let mut written = None;
+    let (chain, key) = match source {
+        CertSource::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
+        #[cfg(feature = "self-signed")]
         CertSource::SelfSigned => {
-            let (chain, key, written) = self_signed()?;
-            (chain, key, Some(Arc::new(written)))
+            let (chain, key, made) = self_signed()?;
+            written = Some(Arc::new(made));
+            (chain, key)
+        }
+        #[cfg(not(feature = "self-signed"))]
+        CertSource::SelfSigned => {
+            return Err(
+                "--tls-self-signed: this server is built without the `self-signed` feature of unflat-server".into(),
+            )
         }
     };
     let crypto = Arc::new(provider.crypto());
@@ -133,16 +183,19 @@ pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
         acceptor: TlsAcceptor::from(Arc::new(config)),
         provider,
         fixed_memory: FIXED + chain_len,
-        self_signed,
+        #[cfg(feature = "self-signed")]
+        self_signed: written,
     })
 }
 
+#[cfg(feature = "tls")]
 /// The acceptor for `source` on `provider` (a server that keeps nothing
 /// else of its TLS).
 pub fn acceptor(source: &CertSource, provider: Provider) -> Result<TlsAcceptor, String> {
     load(source, provider).map(|tls| tls.acceptor)
 }
 
+#[cfg(feature = "tls")]
 /// The TLS handshake of an accepted connection, within `timeout`. A client
 /// that stalls it, or speaks something other than TLS, is closed and logged
 /// at debug level (`None`).
@@ -171,6 +224,7 @@ pub async fn handshake(
 }
 
 /// What the handshake came to.
+#[cfg(feature = "tls")]
 fn handshaken(
     accepted: std::io::Result<TlsStream<TcpStream>>,
     peer: SocketAddr,
@@ -190,6 +244,7 @@ fn handshaken(
 
 /// Whether a connection's first byte is a letter, as an HTTP request's
 /// method begins, rather than a TLS record's type (a handshake is 22).
+#[cfg(feature = "tls")]
 async fn speaks_plain_http(stream: &TcpStream) -> bool {
     let mut first = [0u8; 1];
     matches!(stream.peek(&mut first).await, Ok(1) if first[0].is_ascii_alphabetic())
@@ -197,6 +252,7 @@ async fn speaks_plain_http(stream: &TcpStream) -> bool {
 
 /// The answer to plain HTTP on the HTTPS port, as nginx gives one: a 400
 /// in plain HTTP that says what is wrong, then the connection closed.
+#[cfg(feature = "tls")]
 const PLAIN_HTTP_REFUSED: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
 Content-Type: text/plain; charset=utf-8\r\n\
 Content-Length: 72\r\n\
@@ -207,6 +263,7 @@ This port speaks HTTPS: send the request again with https:// (over TLS)\n";
 /// Answers plain HTTP on the HTTPS port with [`PLAIN_HTTP_REFUSED`], logged
 /// (a client set up wrong). What the client sent is read, up to 16 KiB, so
 /// that the close does not reset the connection before the answer is read.
+#[cfg(feature = "tls")]
 async fn refuse_plain_http(mut stream: TcpStream, peer: SocketAddr) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     info!(%peer, "plain HTTP on the HTTPS port: answered 400");
@@ -225,6 +282,7 @@ async fn refuse_plain_http(mut stream: TcpStream, peer: SocketAddr) {
     }
 }
 
+#[cfg(feature = "tls")]
 /// An encrypted connection after its handshake, with what its TLS costs in
 /// memory.
 pub struct TlsSocket {
@@ -234,6 +292,7 @@ pub struct TlsSocket {
     pub fixed_memory: usize,
 }
 
+#[cfg(feature = "tls")]
 /// Encrypted connections are served like cleartext ones; the vectored
 /// write is tokio-rustls's, which hands rustls every slice at once.
 impl Socket for TlsSocket {
@@ -264,6 +323,7 @@ impl Socket for TlsSocket {
     }
 }
 
+#[cfg(feature = "tls")]
 impl tokio::io::AsyncRead for TlsSocket {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
@@ -274,6 +334,7 @@ impl tokio::io::AsyncRead for TlsSocket {
     }
 }
 
+#[cfg(feature = "tls")]
 impl tokio::io::AsyncWrite for TlsSocket {
     fn poll_write(
         mut self: std::pin::Pin<&mut Self>,
@@ -310,7 +371,7 @@ impl tokio::io::AsyncWrite for TlsSocket {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tls"))]
 mod tests {
     use super::PLAIN_HTTP_REFUSED;
 

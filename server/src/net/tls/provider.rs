@@ -1,17 +1,20 @@
 //! `--tls-provider`: the rustls crypto provider HTTPS is built on, aws-lc-rs
-//! (the default, faster in the `tls-providers` bench) or *ring*, so that both
-//! can be measured under load.
+//! (the default, faster in the `tls-providers` bench) or *ring* (with the
+//! `tls-ring` feature), so that both can be measured under load.
 
+#[cfg(feature = "tls")]
 use rustls::crypto::CryptoProvider;
 
 /// A rustls crypto provider (`--tls-provider`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Provider {
     /// AWS-LC, the default.
     #[default]
-    #[value(name = "aws-lc-rs")]
+    #[cfg_attr(feature = "cli", value(name = "aws-lc-rs"))]
     AwsLcRs,
     /// Takes no P-521 key, nor an RSA key of more than 4096 bits.
+    #[cfg(feature = "tls-ring")]
     Ring,
 }
 
@@ -20,21 +23,25 @@ impl Provider {
     pub fn name(self) -> &'static str {
         match self {
             Provider::AwsLcRs => "aws-lc-rs",
+            #[cfg(feature = "tls-ring")]
             Provider::Ring => "ring",
         }
     }
 
     /// A fresh provider with its default cipher suites, key exchange groups
     /// and key loader.
+    #[cfg(feature = "tls")]
     pub fn crypto(self) -> CryptoProvider {
         match self {
             Provider::AwsLcRs => rustls::crypto::aws_lc_rs::default_provider(),
+            #[cfg(feature = "tls-ring")]
             Provider::Ring => rustls::crypto::ring::default_provider(),
         }
     }
 
     /// The private keys its key loader takes, in words, from
     /// [`Provider::rsa_bits`] and [`Provider::curves`] so the two agree.
+    #[cfg(feature = "tls")]
     pub(super) fn keys_taken(self) -> String {
         let bits = self.rsa_bits();
         let curves = match self.curves() {
@@ -51,18 +58,22 @@ impl Provider {
     }
 
     /// The RSA key sizes, in bits, its key loader takes.
+    #[cfg(feature = "tls")]
     pub(super) fn rsa_bits(self) -> std::ops::RangeInclusive<usize> {
         match self {
             Provider::AwsLcRs => 2048..=8192,
             // ring's `PRIVATE_KEY_PUBLIC_MODULUS_MAX_BITS`.
+            #[cfg(feature = "tls-ring")]
             Provider::Ring => 2048..=4096,
         }
     }
 
     /// The ECDSA curves its key loader takes.
+    #[cfg(feature = "tls")]
     pub(super) fn curves(self) -> &'static [&'static str] {
         match self {
             Provider::AwsLcRs => &["P-256", "P-384", "P-521"],
+            #[cfg(feature = "tls-ring")]
             Provider::Ring => &["P-256", "P-384"],
         }
     }
@@ -74,7 +85,8 @@ impl std::fmt::Display for Provider {
     }
 }
 
-#[cfg(test)]
+// Both providers, named as the command line takes them.
+#[cfg(all(test, feature = "tls-ring", feature = "cli"))]
 mod tests {
     use clap::ValueEnum as _;
 

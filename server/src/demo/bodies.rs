@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::{Notify, Semaphore};
 
 use super::body::{BodyKey, Built, Key};
-use crate::clock::Moment;
-use crate::memory::{Charge, Full, Memory, Part, Reclaim};
-use crate::observe::prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use crate::observe::prometheus_client::metrics::counter::ConstCounter;
-use crate::observe::Report;
+use unflat_server::clock::Moment;
+use unflat_server::memory::{Charge, Full, Memory, Part, Reclaim};
+use unflat_server::observe::prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use unflat_server::observe::prometheus_client::metrics::counter::ConstCounter;
+use unflat_server::observe::Report;
 
 /// Entries one call of [`Reclaim::reclaim`] looks at, at most: bounded so
 /// that a refusal costs little however many small bodies are cached.
@@ -365,8 +365,8 @@ impl Reclaim for Bodies {
 
 #[cfg(test)]
 mod tests {
+    use super::super::body::{large_payload, Form, Kind, Text};
     use super::*;
-    use crate::site::body::{large_payload, Form, Kind, Text};
 
     fn text(len: usize, kind: Kind) -> BodyKey {
         BodyKey::Text(Key {

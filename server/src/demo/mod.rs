@@ -1,25 +1,27 @@
-//! The demo site, a [`Service`] of the core: its routes (`routes.rs`, one
-//! table), replies (`reply.rs`), bodies built off the workers and cached
-//! (`bodies.rs`), observed by the core's [`Standard`] observer (`/metrics`'
-//! counters by route, the access log), to which its cache and builds are
-//! reported. It knows nothing of the command line: [`Site::new`] takes
-//! [`Settings`].
+//! The demo site, the binary's own application on the core's public API:
+//! its routes (`routes.rs`, one table), replies (`reply.rs`), bodies built
+//! off the workers and cached (`bodies.rs`), observed by the core's
+//! [`Standard`] observer (`/metrics`' counters by route, the access log),
+//! to which its cache and builds are reported; its own flags beside the
+//! core's (`options.rs`). [`Site::made`] makes it from its [`Options`] and
+//! what the server gives every service ([`Making`]).
 
 mod bodies;
 mod body;
 mod chunks;
 mod echo;
+pub mod options;
 mod query;
 mod reply;
 mod routes;
 
+use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
 use unflat::head::{Line, Status};
 
-pub use body::Built;
 pub use reply::Answer;
 pub use routes::Route;
 
@@ -28,13 +30,16 @@ pub use bodies::Memo;
 use body::BodyKey;
 use reply::ErrorField;
 
-use crate::h1::RequestHead;
-use crate::memory::Memory;
-use crate::net::Transport;
-use crate::observe::{Exposition, Label, Labelled, LogFormat, Metrics, Standard};
-use crate::response::{Prepared, Strategy};
-use crate::service::Service;
-use crate::session::Draining;
+use unflat_server::h1::RequestHead;
+use unflat_server::memory::Memory;
+use unflat_server::observe::{Exposition, Label, Labelled, Metrics, Report, Standard};
+use unflat_server::response::{Prepared, Strategy};
+use unflat_server::server::{Making, Server};
+use unflat_server::service::Service;
+use unflat_server::session::Draining;
+use unflat_server::{cli, events, Config};
+
+pub use options::Options;
 
 /// The limits of the routes' arguments.
 #[derive(Clone, Copy, Debug)]
@@ -62,11 +67,10 @@ impl Labelled<Route> for Routed {
     }
 }
 
-/// What the site is made with.
+/// What the site is made with, beside what the server gives it.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings<'a> {
-    /// The strategy responses are written by, for the help text and the
-    /// metrics' label.
+    /// The strategy responses are written by, for the help text.
     pub strategy: Strategy,
     /// The limits of the routes' arguments.
     pub limits: RouteLimits,
@@ -80,12 +84,6 @@ pub struct Settings<'a> {
     pub tls: Option<&'static str>,
     /// The self-signed certificate's PEM, for the help text.
     pub trust: Option<&'a Path>,
-    /// The access log's format, when there is one (`--access-log`,
-    /// `--access-log-format`).
-    pub access_log: Option<LogFormat>,
-    /// The longest request line (`--max-request-line`), which sizes the
-    /// access log's buffers.
-    pub request_line: usize,
 }
 
 /// The demo site.
@@ -103,24 +101,22 @@ pub struct Site {
 }
 
 impl Site {
-    /// The site `settings` describe, charging its bodies to `memory`; it
-    /// reports the core's `draining` and `transport` counters.
-    pub fn new(
-        settings: Settings<'_>,
-        memory: &Arc<Memory>,
-        draining: Draining,
-        transport: Arc<Transport>,
-    ) -> Site {
-        let bodies = Bodies::new(memory.clone(), settings.cache_bytes, settings.builders);
-        let report = bodies.clone();
-        let metrics = Metrics::new(settings.strategy, memory.clone(), transport, Some(report));
+    /// The site `options` describe, on the server `m` describes: its
+    /// bodies charged to the server's memory account, its responses
+    /// observed by the core's [`Standard`] observer (counted under its
+    /// routes, with its cache and builds reported beside the core's
+    /// counters), `/healthz` answering from the server's draining.
+    pub fn made(options: &Options, m: Making<'_>) -> Site {
+        let settings = options.settings(&m);
+        let bodies = Bodies::new(m.memory.clone(), settings.cache_bytes, settings.builders);
+        let report: Arc<dyn Report> = bodies.clone();
         Site {
+            observer: m.standard_reporting(Some(report)),
             bodies,
-            memory: memory.clone(),
+            memory: m.memory.clone(),
             help: help_text(&settings).into(),
-            draining,
+            draining: m.draining.clone(),
             limits: settings.limits,
-            observer: Standard::new(metrics, settings.access_log, settings.request_line),
         }
     }
 
@@ -138,6 +134,36 @@ impl Site {
     pub fn is_draining(&self) -> bool {
         self.draining.is_on()
     }
+}
+
+/// Binds `config.addr` to serve the site `options` describe. Fails on
+/// options or a configuration that cannot work, before binding anything,
+/// as [`Server::bind_with`] does.
+pub fn bind(config: Config, options: Options) -> io::Result<Server<Site>> {
+    let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
+    options.validate(&config).map_err(invalid)?;
+    let server = Server::bind_with(config, |m| Site::made(&options, m))?;
+    // The site's jobs build bodies on the blocking pool and await no tokio
+    // timer: its runtime goes without the time driver.
+    Ok(server.without_time_driver())
+}
+
+/// Serves the demo from the command line until Ctrl-C or SIGTERM: the
+/// binary's `main`. A configuration that cannot work exits with status 2
+/// before anything starts.
+pub fn main() -> io::Result<()> {
+    use clap::{Args as _, FromArgMatches as _};
+    let cmd = Config::command_with(Options::augment_args, &Options::RANGES);
+    let matches = cli::parsed(Config::matches(cmd, std::env::args_os()));
+    let config = cli::parsed(Config::from_arg_matches(&matches));
+    let options = cli::parsed(Options::from_arg_matches(&matches));
+    events::install(&config);
+    if let Some(note) = options.cache_clamped(&config) {
+        tracing::warn!("{note}");
+    }
+    let server = cli::bound(bind(config, options));
+    let banner = server.stack().service().help().to_string();
+    cli::run(server, banner)
 }
 
 /// Routes choose the answer and make it ready: a body from the
@@ -289,7 +315,7 @@ mod tests {
 
     /// The README quotes [`routes_text`] between these markers, in a
     /// `text` block.
-    const BEGIN: &str = "<!-- routes: server/src/site/mod.rs, routes_text() -->\n";
+    const BEGIN: &str = "<!-- routes: server/src/demo/mod.rs, routes_text() -->\n";
     const END: &str = "<!-- /routes -->\n";
 
     /// What the README says of the routes is what the server says: one

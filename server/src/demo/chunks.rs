@@ -5,7 +5,7 @@
 //! share the body's memory, which the cache charged; the reply keeps the
 //! body until the last chunk is written. With `&every=MS`, the chunks come
 //! one per `MS` milliseconds, on a timer: a stream that waits
-//! ([`Reply::poll_chunk`](crate::service::Reply::poll_chunk)).
+//! ([`Reply::poll_chunk`](unflat_server::service::Reply::poll_chunk)).
 
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
@@ -16,9 +16,9 @@ use unflat::queue::SharedRope;
 use unflat::{Piece, Rope};
 
 use super::body::{Built, Text};
-use crate::clock::Moment;
-use crate::net::timers::Timer;
-use crate::response::Chunk;
+use unflat_server::clock::Moment;
+use unflat_server::net::timers::Timer;
+use unflat_server::response::Chunk;
 
 /// Chunks asked for at most: each costs a size line and a turn of the
 /// writer, so a client cannot make one character cost ten bytes and a
@@ -170,9 +170,9 @@ impl Rope for Part {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{Memory, Part as Account};
     use bytes::Bytes;
     use unflat::{Encoding, Latin1, Utf16};
+    use unflat_server::memory::{Memory, Part as Account};
 
     fn built(text: Text, len: usize) -> Arc<Built> {
         let memory = Arc::new(Memory::new(1 << 20, 1 << 20));

@@ -16,11 +16,11 @@ use super::body::{BodyKey, Built, Text};
 use super::chunks::{Chunks, Plan};
 use super::echo::EchoJson;
 use super::{fields, Fields, Routed, Site};
-use crate::h1::RequestHead;
-use crate::memory::{Full, Memory, Part};
-use crate::observe::Exposition;
-use crate::response::{Body, Response};
-use crate::service::{Job, Reply};
+use unflat_server::h1::RequestHead;
+use unflat_server::memory::{Full, Memory, Part};
+use unflat_server::observe::Exposition;
+use unflat_server::response::{Body, Response};
+use unflat_server::service::{Job, Reply};
 
 /// What a request is answered with.
 #[derive(Debug)]
@@ -432,7 +432,7 @@ impl Reply for Routed {
     fn respond<'a>(
         &'a mut self,
         request_body: &'a [u8],
-        _: &mut crate::response::Fields<'a>,
+        _: &mut unflat_server::response::Fields<'a>,
     ) -> Result<Response<'a>, Full> {
         self.answer.respond(request_body)
     }
@@ -440,7 +440,7 @@ impl Reply for Routed {
     fn poll_chunk(
         &mut self,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<Option<crate::response::Chunk>, Full>> {
+    ) -> std::task::Poll<Result<Option<unflat_server::response::Chunk>, Full>> {
         match &mut self.answer {
             Answer::Stream(chunks) => chunks.poll_chunk(cx).map(Ok),
             _ => std::task::Poll::Ready(Ok(None)),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 
-use crate::h1::RequestHead;
+use unflat_server::h1::RequestHead;
 
 /// The JSON `/echo` answers with: method, target, version, fields in order
 /// and body, each base64-encoded.

@@ -7,8 +7,7 @@
 use unflat::head::Status;
 
 use super::reply::{Answer, Echoed};
-use crate::h1::query::{decode_pair, query_parts, split_once_byte};
-use crate::h1::{self, QueryError};
+use unflat_server::h1::{self, decode_pair, QueryError};
 
 /// 400 for `reason`.
 pub(super) fn bad_request(reason: String) -> Answer {
@@ -79,9 +78,10 @@ fn repeated(name: &str) -> Answer {
 /// echo, or an error.
 pub(super) fn echo_format(query: Option<&str>) -> Result<Option<Answer>, Answer> {
     let mut format = None;
-    for pair in query_parts(query) {
+    // Only /echo asks: a `str` search is fast enough here.
+    for pair in query.into_iter().flat_map(|q| q.split('&')) {
         // Only pairs whose name decodes to `format` are the server's.
-        let named = split_once_byte(pair, b'=').is_some_and(|(name, _)| {
+        let named = pair.split_once('=').is_some_and(|(name, _)| {
             form_urlencoded::parse(name.as_bytes()).any(|(n, _)| n == "format")
         });
         if !named {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use unflat::queue::SharedRope;
 use unflat::{Latin1, Measured, Rope, Utf16};
 
-use crate::memory::Charge;
+use unflat_server::memory::Charge;
 
 /// The character kinds of `/end-string`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -12,8 +12,8 @@ use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
 use super::reply::Answer;
 use super::{RouteLimits, Routed};
-use crate::h1::RequestHead;
-use crate::observe::Exposition;
+use unflat_server::h1::RequestHead;
+use unflat_server::observe::Exposition;
 
 /// The routes, as the metrics count requests by them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,7 +266,7 @@ fn large(limits: RouteLimits, size: &str, query: Option<&str>) -> Result<Answer,
     if query.is_some() {
         return Err(bad_request("/large/{size} takes no query".into()));
     }
-    let n = crate::units::parse_size(size)
+    let n = unflat_server::units::parse_size(size)
         .ok()
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| {
