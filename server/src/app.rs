@@ -91,18 +91,23 @@
 //! body), `&'static str` or `String` (200, `text/plain; charset=utf-8`),
 //! `(Status, text)`. It runs on the connection that read its request: it
 //! is polled once as the request is routed (a handler that awaits nothing
-//! is answered at once), then as its body arrives, then until it is done.
-//! It may await anything on the tokio runtime (timers, a database client).
-//! It costs two allocations per request: the request's head, copied once
-//! into one buffer, and the handler's future; whatever it allocates itself
-//! comes on top (docs/results/application.md).
+//! is answered at once), then after each read of its body, then until it
+//! is done. It may await anything on the tokio runtime (timers, a
+//! database client); while its body is being read, what it awaits besides
+//! the body is looked at again as more body arrives, and once the body is
+//! whole. A request without a body costs two allocations: its head,
+//! copied once into one buffer, and the handler's future with room for
+//! its answer; one with a body adds the body's way in and its buffer.
+//! Whatever the handler allocates itself comes on top
+//! (docs/results/application.md).
 //!
 //! # The request
 //! [`Request`] owns what a handler reads of the head: [`Request::method`],
 //! [`Request::path`] (as sent) and [`Request::decoded_path`], the route's
 //! parameters ([`Request::param`]: percent-decoded within their segment, a
-//! `%2F` stays inside as `/`; a path whose escapes are not UTF-8 is
-//! answered 400 by the core before any route is tried), the query
+//! `%2F` stays inside as `/`; a `{*rest}` as sent; a path whose escapes
+//! are not UTF-8 is answered 400 by the core before any route is tried),
+//! the query
 //! ([`Request::query_param`], [`Request::query_pairs`]: `+` a space, an
 //! undecodable pair an error naming it, for your 400), and the fields by
 //! name ([`Request::field`], any case; [`Request::field_values`] for a
@@ -115,14 +120,22 @@
 //! taken, the connection reads no more: a handler that is slow to consume
 //! slows its client, it does not buffer the upload. Every body is bounded:
 //! by `--max-body` (1 MiB by default), and below it by the route's
-//! [`MethodRouter::limit`]. A longer body is answered `413` by the core —
-//! from its `Content-Length` before a byte of it is read (a client that
-//! sent `Expect: 100-continue` gets the 413 instead of `100 Continue`), or
-//! as a chunked one passes the limit — and the connection closes; the
-//! handler never sees it. Chunked framing and trailers are the core's;
-//! what is held counts on the server's memory account (`--memory-limit`,
-//! `--connection-memory`: past it, 503). A body not read by its handler is
-//! read and dropped.
+//! [`MethodRouter::limit`]. A longer body is answered `413` by the core
+//! and the connection closes: from its `Content-Length` before a byte of
+//! it is read and before the handler is begun (a client that sent `Expect:
+//! 100-continue` gets the 413 instead of `100 Continue`), or, chunked, as
+//! it passes the limit — the handler, begun and reading, is then dropped
+//! unanswered. A handler that answers 4xx or 5xx before asking for the
+//! body spares a client that waits for `100 Continue` the sending of it.
+//! Chunked framing and trailers are the core's; what is held (the head's
+//! copy, the body's untaken bytes) counts on the server's memory account
+//! (`--memory-limit`, `--connection-memory`: past it, 503). While a
+//! handler holds its body untaken, the connection waits for it as for any
+//! of its work: no deadline of the core's, and an upload under way is not
+//! given up at `--max-connections`. Once the handler is done and nothing
+//! it handed its body to (a response's stream, a task of its own) holds
+//! it, the rest is read and dropped; while something does, the rest is
+//! kept for it, whole, within the limit.
 //!
 //! # The response
 //! [`Response::text`], [`Response::html`], [`Response::bytes`],
@@ -153,7 +166,8 @@
 //! 204 and 304 go without body or `Content-Length`: for a conditional
 //! `GET`, compare `If-None-Match` with your `ETag` and answer
 //! `Response::with_status(Status::NOT_MODIFIED).header("ETag", etag)`.
-//! Persistence, `Date` and `X-Content-Type-Options: nosniff` are added.
+//! Persistence and `Date` are added, and `X-Content-Type-Options:
+//! nosniff` to a response with a body.
 //!
 //! # Routing
 //! [`Router::route`] takes a path pattern — literal segments, `{name}`,

@@ -44,12 +44,28 @@ impl Slot {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds a piece of the body, unless the handler has let go of its end.
+    /// Whether the handler's end is still held (by the handler, or by what
+    /// it handed it to: a response's stream, a task of its own).
+    pub(crate) fn is_read(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
+    }
+
+    /// The body goes on to whoever holds its end after the handler is
+    /// done: kept whole as it comes (the route's limit bounds it), with no
+    /// pause — its reader may be the response, which waits for the body's
+    /// end to be sent.
+    pub(crate) fn outlive_handler(&self) {
+        self.lock().whole = true;
+    }
+
+    /// Adds a piece of the body, unless nobody holds its end any more:
+    /// then what was kept goes too.
     pub(crate) fn push(&self, chunk: &[u8]) {
-        if Arc::strong_count(&self.0) == 1 {
+        let mut s = self.lock();
+        if !self.is_read() {
+            s.held = BytesMut::new();
             return;
         }
-        let mut s = self.lock();
         s.held.extend_from_slice(chunk);
         if let Some(w) = s.waker.take() {
             w.wake();
@@ -65,16 +81,21 @@ impl Slot {
         }
     }
 
-    /// Bytes it holds (for the memory account).
+    /// Bytes it holds (for the memory account): none once nobody holds
+    /// its end.
     pub(crate) fn held(&self) -> usize {
-        self.lock().held.capacity()
+        let mut s = self.lock();
+        if !self.is_read() {
+            s.held = BytesMut::new();
+        }
+        s.held.capacity()
     }
 
     /// Whether the connection should read no more until the handler takes
     /// what is held.
     pub(crate) fn is_full(&self) -> bool {
         let s = self.lock();
-        !s.whole && s.held.len() >= ROOM
+        self.is_read() && !s.whole && s.held.len() >= ROOM
     }
 }
 
@@ -182,7 +203,11 @@ mod tests {
     #[test]
     fn nothing_kept_once_the_handler_let_go() {
         let (slot, body) = Slot::new();
+        slot.push(&vec![0; ROOM]);
+        assert!(slot.is_full());
         drop(body);
+        assert!(!slot.is_full(), "no pause for a body nobody reads");
+        assert_eq!(slot.held(), 0, "what was kept goes");
         slot.push(b"ignored");
         assert_eq!(slot.held(), 0);
     }

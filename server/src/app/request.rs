@@ -26,11 +26,15 @@ pub const MAX_PARAMS: usize = 8;
 /// text).
 #[derive(Debug)]
 pub struct Request {
-    /// `method target` then each field as `name:value\n`, then the decoded
-    /// parameters that had escapes.
+    /// `method target` then each field as `name:value\n`, then the path
+    /// when it is not part of the target, then the decoded parameters that
+    /// had escapes.
     buf: Vec<u8>,
     method_end: u32,
     target_end: u32,
+    /// Where the field lines end: what follows (a path not in the target,
+    /// decoded parameters) is no field, whatever bytes it holds.
+    fields_end: u32,
     path: (u32, u32),
     query: Option<(u32, u32)>,
     /// Each parameter's text in `buf`.
@@ -45,39 +49,53 @@ pub struct Request {
 
 impl Request {
     /// The request whose head is `head`, with the path parameters at
-    /// `params` (ranges of `head.path`, as sent) named `names`.
+    /// `params` (ranges of `head.path`, as sent) named `names`; the last is
+    /// a `{*rest}` when `rest`, kept as sent.
     pub(crate) fn new(
         head: &RequestHead<'_>,
         params: &[(usize, usize)],
         names: Option<&Arc<[Box<str>]>>,
+        rest: bool,
         body: RequestBody,
     ) -> Request {
         let fields_len: usize = head.fields().map(|(n, v)| n.len() + v.len() + 2).sum();
-        let params_len: usize = params.iter().map(|(s, e)| e - s).sum();
+        let path_query = head.path.len() + head.query.map_or(0, str::len);
         let mut buf =
-            Vec::with_capacity(head.method.len() + head.target.len() + fields_len + params_len);
+            Vec::with_capacity(head.method.len() + head.target.len() + fields_len + 2 * path_query);
         buf.extend_from_slice(head.method.as_bytes());
         buf.extend_from_slice(head.target.as_bytes());
         let method_end = head.method.len();
         let target_end = buf.len();
-        // Where the path and query sit in the target (both are slices of it).
-        let within = |s: &str| s.as_ptr() as usize - head.target.as_ptr() as usize + method_end;
-        let path_at = within(head.path);
-        let path = (path_at as u32, (path_at + head.path.len()) as u32);
-        let query = head.query.map(|q| {
-            let at = within(q);
-            (at as u32, (at + q.len()) as u32)
-        });
         for (name, value) in head.fields() {
             buf.extend_from_slice(name.as_bytes());
             buf.push(b':');
             buf.extend_from_slice(value);
             buf.push(b'\n');
         }
+        let fields_end = buf.len();
+        // Where the path and query sit in the copied target; a part that is
+        // not a slice of the target (the `/` of `http://host`, the `*` of
+        // `OPTIONS *`) is copied after the fields.
+        let target = head.target.as_bytes().as_ptr_range();
+        let (start, end) = (target.start as usize, target.end as usize);
+        let place = |part: &str, buf: &mut Vec<u8>| {
+            let at = part.as_ptr() as usize;
+            if at >= start && at + part.len() <= end {
+                let at = at - start + method_end;
+                return (at as u32, (at + part.len()) as u32);
+            }
+            let at = buf.len();
+            buf.extend_from_slice(part.as_bytes());
+            (at as u32, buf.len() as u32)
+        };
+        let path = place(head.path, &mut buf);
+        let query = head.query.map(|q| place(q, &mut buf));
+        let path_at = path.0 as usize;
         let mut kept = ArrayVec::new();
-        for &(start, end) in params.iter().take(MAX_PARAMS) {
+        for (i, &(start, end)) in params.iter().take(MAX_PARAMS).enumerate() {
             let raw = &head.path.as_bytes()[start..end];
-            if !raw.contains(&b'%') {
+            let as_sent = rest && i + 1 == params.len();
+            if as_sent || !raw.contains(&b'%') {
                 let at = path_at + start;
                 kept.push((at as u32, (at + raw.len()) as u32));
                 continue;
@@ -97,6 +115,7 @@ impl Request {
             buf,
             method_end: method_end as u32,
             target_end: target_end as u32,
+            fields_end: fields_end as u32,
             path,
             query,
             params: kept,
@@ -106,6 +125,11 @@ impl Request {
             content_length,
             body,
         }
+    }
+
+    /// Bytes it holds: its copy of the head.
+    pub(crate) fn held(&self) -> usize {
+        self.buf.capacity()
     }
 
     fn text(&self, (start, end): (u32, u32)) -> &str {
@@ -167,7 +191,9 @@ impl Request {
 
     /// The path parameter `name` of the route (`{name}` in
     /// `/hello/{name}`), percent-decoded within its segment: a `%2F` stays
-    /// in it as `/`.
+    /// in it as `/`. A `{*rest}` is the rest of the path as sent
+    /// (percent-encoded): decoded whole, `%2F` and `/` could not be told
+    /// apart, nor `%2E%2E` from `..`.
     pub fn param(&self, name: &str) -> Option<&str> {
         let names = self.names.as_ref()?;
         let i = names.iter().position(|n| &**n == name)?;
@@ -185,7 +211,7 @@ impl Request {
 
     /// Each field line kept, as `name:value` bytes.
     fn lines(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.buf[self.target_end as usize..]
+        self.buf[self.target_end as usize..self.fields_end as usize]
             .split_inclusive(|&b| b == b'\n')
             .take_while(|line| line.last() == Some(&b'\n'))
             .map(|line| {
@@ -306,7 +332,7 @@ impl Request {
     }
 
     /// The whole body as a form (`application/x-www-form-urlencoded`, else
-    /// 415), into `T`; a body that is not `T` is a 400 naming the field.
+    /// 415), into `T`; a body that is not `T` is a 400 with serde's reason.
     /// Feature `form`.
     #[cfg(feature = "form")]
     pub async fn form<T: serde::de::DeserializeOwned>(self) -> Result<T, Rejection> {
@@ -348,6 +374,7 @@ mod tests {
                 head,
                 &[(7, 17), (18, 23)],
                 Some(&names),
+                false,
                 RequestBody::empty(),
             )
         });
@@ -369,5 +396,60 @@ mod tests {
         assert_eq!(req.field_str("x-raw"), None);
         assert_eq!(req.fields().count(), 4);
         assert_eq!(req.version(), 1);
+    }
+
+    #[test]
+    fn a_decoded_parameter_is_never_a_field() {
+        let names: Arc<[Box<str>]> = Arc::from(vec!["name".into()]);
+        let input = b"GET /h/X-Admin:yes%0A HTTP/1.1\r\nHost: t\r\n\r\n";
+        let req = with_head(input, |head| {
+            Request::new(head, &[(3, 17)], Some(&names), false, RequestBody::empty())
+        });
+        assert_eq!(req.param("name"), Some("X-Admin:yes\n"));
+        assert_eq!(req.field("x-admin"), None);
+        assert_eq!(req.fields().collect::<Vec<_>>(), [("Host", &b"t"[..])]);
+    }
+
+    #[test]
+    fn a_path_that_is_not_in_the_target() {
+        for (input, path, query) in [
+            (&b"GET http://t HTTP/1.1\r\nHost: t\r\n\r\n"[..], "/", None),
+            (
+                b"GET http://t?q=1 HTTP/1.1\r\nHost: t\r\n\r\n",
+                "/",
+                Some("q=1"),
+            ),
+            (b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n", "*", None),
+            (
+                b"GET http://t/a/b?c HTTP/1.1\r\nHost: t\r\n\r\n",
+                "/a/b",
+                Some("c"),
+            ),
+        ] {
+            let req = with_head(input, |head| {
+                Request::new(head, &[], None, false, RequestBody::empty())
+            });
+            assert_eq!((req.path(), req.query()), (path, query));
+            assert_eq!(req.field("host"), Some(&b"t"[..]));
+        }
+    }
+
+    #[test]
+    fn a_rest_is_kept_as_sent() {
+        let names: Arc<[Box<str>]> = Arc::from(vec!["x".into(), "rest".into()]);
+        let req = with_head(
+            b"GET /p/a%2Fb/c%2F%2E%2E/d HTTP/1.1\r\nHost: t\r\n\r\n",
+            |head| {
+                Request::new(
+                    head,
+                    &[(3, 8), (9, 21)],
+                    Some(&names),
+                    true,
+                    RequestBody::empty(),
+                )
+            },
+        );
+        assert_eq!(req.param("x"), Some("a/b"));
+        assert_eq!(req.param("rest"), Some("c%2F%2E%2E/d"));
     }
 }

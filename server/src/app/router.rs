@@ -40,6 +40,9 @@ trait Task: Work<Exchange> + Send {
     /// Polls the handler; `Ready` once its answer is kept.
     fn poll_task(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()>;
 
+    /// The answer's status, once the handler is done.
+    fn status(&self) -> Option<Status>;
+
     /// The answer, once the handler is done.
     fn answer(self: Pin<&mut Self>) -> Option<&mut Response>;
 }
@@ -61,6 +64,10 @@ impl<F: Future<Output: Into<Response>> + Send + 'static> Task for Handled<F> {
         Poll::Ready(())
     }
 
+    fn status(&self) -> Option<Status> {
+        self.answer.as_ref().map(Response::status_code)
+    }
+
     fn answer(self: Pin<&mut Self>) -> Option<&mut Response> {
         self.project().answer.as_mut()
     }
@@ -74,7 +81,14 @@ impl<F: Future<Output: Into<Response>> + Send + 'static> Work<Exchange> for Hand
     }
 
     fn finish(self: Pin<Box<Self>>) -> Exchange {
-        Exchange(Stage::Done(Running(self)))
+        // Its body was read whole before the job began: no limit is asked.
+        Exchange(
+            Stage::Done {
+                running: Running(self),
+                slot: None,
+            },
+            None,
+        )
     }
 }
 
@@ -135,8 +149,12 @@ impl MethodRouter {
     /// is given for `HEAD`: the core sends its response's head alone.
     ///
     /// # Panics
-    /// On a method given twice.
+    /// On a method that is not a token, or given twice.
     pub fn on(mut self, method: &'static str, handler: impl Endpoint) -> MethodRouter {
+        assert!(
+            !method.is_empty() && method.bytes().all(unflat::head::is_tchar),
+            "{method:?} is not a method (a token)"
+        );
         assert!(
             self.handlers.iter().all(|(m, _)| *m != method),
             "{method} given twice"
@@ -226,10 +244,16 @@ impl Router {
     /// `%2F` stays inside as `/`) and a last `{*name}` (the rest of the
     /// path); [`Request::param`] reads them by name.
     ///
+    /// A literal segment is written decoded (`/café`, not `/caf%C3%A9`) and
+    /// matches the path's segment once decoded. The first route whose
+    /// pattern matches answers: a later one with the same path is never
+    /// asked, even for a method the first has not.
+    ///
     /// # Panics
-    /// On a pattern that does not begin with `/`, a `{*name}` not last, a
-    /// name given twice, more than eight parameters, or a pattern added
-    /// twice: mistakes in the program, found as the router is made.
+    /// On a pattern that does not begin with `/`, a `%` in a literal
+    /// segment, a parameter without a name, a `{*name}` not last, a name
+    /// given twice, more than eight parameters, or a pattern added twice:
+    /// mistakes in the program, found as the router is made.
     pub fn route(mut self, pattern: &str, methods: MethodRouter) -> Router {
         assert!(
             pattern.starts_with('/'),
@@ -244,6 +268,9 @@ impl Router {
         let mut segments = Vec::new();
         for (i, part) in parts.iter().enumerate() {
             let segment = match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                Some(name) if name.trim_start_matches('*').is_empty() => {
+                    panic!("{pattern:?}: {part} has no name")
+                }
                 Some(rest) if rest.starts_with('*') => {
                     assert!(i + 1 == parts.len(), "{pattern:?}: {part} is not last");
                     names.push(rest[1..].into());
@@ -252,6 +279,13 @@ impl Router {
                 Some(name) => {
                     names.push(name.into());
                     Segment::Param
+                }
+                // Compared with the path's segment decoded: written
+                // decoded too, or it could never match.
+                None if part.contains('%') => {
+                    panic!(
+                        "{pattern:?}: write {part:?} decoded (a route's text is matched decoded)"
+                    )
                 }
                 None => Segment::Literal((*part).into()),
             };
@@ -294,16 +328,12 @@ impl Router {
                     .header("Allow", allow);
                 return Exchange::answered(refused);
             };
-            return Exchange::start(
-                handler,
-                head,
-                &params,
-                route.names.as_ref(),
-                route.methods.limit,
-            );
+            let rest = matches!(route.segments.last(), Some(Segment::Rest));
+            let params = (&params[..], route.names.as_ref(), rest);
+            return Exchange::start(handler, head, params, route.methods.limit);
         }
         match &self.fallback {
-            Some(handler) => Exchange::start(&**handler, head, &[], None, None),
+            Some(handler) => Exchange::start(&**handler, head, (&[], None, false), None),
             None => Exchange::answered(Response::text("not found\n").status(Status::NOT_FOUND)),
         }
     }
@@ -395,11 +425,15 @@ impl Service for Routed {
     }
 }
 
+/// A route's parameters in a request's path: their ranges, their names,
+/// and whether the last is a `{*rest}`.
+type Params<'a> = (&'a [(usize, usize)], Option<&'a Arc<[Box<str>]>>, bool);
+
 /// One request's way through an async handler, as the core drives it: the
 /// handler's future, polled on the connection (first as the request is
 /// routed, then as its body arrives, then as a [`Job`]), and the
 /// [`Response`] it made, kept in the same box.
-pub struct Exchange(Stage);
+pub struct Exchange(Stage, Option<u64>);
 
 enum Stage {
     /// The handler runs; its body, if the request has one, comes through
@@ -407,22 +441,27 @@ enum Stage {
     Running {
         running: Running,
         slot: Option<Slot>,
-        limit: Option<u64>,
+        /// Bytes of the request's head, copied, which the handler holds.
+        head: usize,
     },
     /// Refused from its `Content-Length`, past the route's limit: the
     /// core answers 413 before reading the body, and no handler is begun.
-    TooLarge(u64),
+    TooLarge,
     /// The handler's job runs (the handler is the job's now).
     Working,
-    /// The handler is done: its answer is in its box.
-    Done(Running),
+    /// The handler is done: its answer is in its box. The body's way in
+    /// stays while something the handler handed its body to reads it.
+    Done {
+        running: Running,
+        slot: Option<Slot>,
+    },
     /// Answered by the router itself: 404 and 405, 500 for a panic.
     Answered(Box<Response>),
 }
 
 impl Exchange {
     fn answered(response: Response) -> Exchange {
-        Exchange(Stage::Answered(Box::new(response)))
+        Exchange(Stage::Answered(Box::new(response)), None)
     }
 
     /// Starts `handler` on the request: polled once now, so that a handler
@@ -430,13 +469,12 @@ impl Exchange {
     fn start(
         handler: &dyn Endpoint,
         head: &RequestHead<'_>,
-        params: &[(usize, usize)],
-        names: Option<&Arc<[Box<str>]>>,
+        (params, names, rest): Params<'_>,
         limit: Option<u64>,
     ) -> Exchange {
         if let (Framing::Length(n), Some(limit)) = (head.framing, limit) {
             if n > limit {
-                return Exchange(Stage::TooLarge(limit));
+                return Exchange(Stage::TooLarge, Some(limit));
             }
         }
         let has_body = match head.framing {
@@ -450,14 +488,18 @@ impl Exchange {
         } else {
             (None, RequestBody::empty())
         };
-        let request = Request::new(head, params, names, body);
+        let request = Request::new(head, params, names, rest, body);
+        let head = request.held();
         let mut exchange = match guarded(|| handler.call(request)) {
-            Ok(running) => Exchange(Stage::Running {
-                running,
-                slot,
+            Ok(running) => Exchange(
+                Stage::Running {
+                    running,
+                    slot,
+                    head,
+                },
                 limit,
-            }),
-            Err(payload) => return failed(&*payload),
+            ),
+            Err(payload) => return Exchange(failed(&*payload).0, limit),
         };
         exchange.poll_handler(&mut Context::from_waker(Waker::noop()));
         exchange
@@ -471,20 +513,25 @@ impl Exchange {
         match guarded(|| running.0.as_mut().poll_task(cx)) {
             Ok(Poll::Pending) => {}
             Ok(Poll::Ready(())) => {
-                let Stage::Running { running, .. } = std::mem::replace(&mut self.0, Stage::Working)
+                let Stage::Running { running, slot, .. } =
+                    std::mem::replace(&mut self.0, Stage::Working)
                 else {
                     unreachable!("matched above")
                 };
-                self.0 = Stage::Done(running);
+                let slot = slot.filter(Slot::is_read);
+                if let Some(slot) = &slot {
+                    slot.outlive_handler();
+                }
+                self.0 = Stage::Done { running, slot };
             }
-            Err(payload) => *self = failed(&*payload),
+            Err(payload) => self.0 = failed(&*payload).0,
         }
     }
 
     /// The body's way in, while the handler runs.
     fn slot(&self) -> Option<&Slot> {
         match &self.0 {
-            Stage::Running { slot, .. } => slot.as_ref(),
+            Stage::Running { slot, .. } | Stage::Done { slot, .. } => slot.as_ref(),
             _ => None,
         }
     }
@@ -492,7 +539,7 @@ impl Exchange {
     /// The answer, once there is one.
     fn response(&mut self) -> Option<&mut Response> {
         match &mut self.0 {
-            Stage::Done(running) => running.0.as_mut().answer(),
+            Stage::Done { running, .. } => running.0.as_mut().answer(),
             Stage::Answered(response) => Some(response),
             _ => None,
         }
@@ -511,9 +558,9 @@ impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             Stage::Running { .. } => f.write_str("Running"),
-            Stage::TooLarge(limit) => write!(f, "TooLarge({limit})"),
+            Stage::TooLarge => write!(f, "TooLarge({:?})", self.1),
             Stage::Working => f.write_str("Working"),
-            Stage::Done(_) => f.write_str("Done"),
+            Stage::Done { .. } => f.write_str("Done"),
             Stage::Answered(r) => r.fmt(f),
         }
     }
@@ -531,23 +578,30 @@ impl Reply for Exchange {
     }
 
     fn held(&self) -> usize {
-        self.slot().map_or(0, Slot::held)
+        let head = match &self.0 {
+            Stage::Running { head, .. } => *head,
+            _ => 0,
+        };
+        head + self.slot().map_or(0, Slot::held)
     }
 
+    /// The route's, whatever the handler's stage: one that answered at
+    /// once still has its body read, and no more of it than the route takes.
     fn body_limit(&self) -> Option<u64> {
-        match &self.0 {
-            Stage::Running { limit, .. } => *limit,
-            Stage::TooLarge(limit) => Some(*limit),
-            _ => None,
-        }
+        self.1
     }
 
+    /// From its head alone: past the route's limit, or answered with a 4xx
+    /// or 5xx before the body was asked for (a client waiting for `100
+    /// Continue` is answered at once, and sends no body).
     fn refuses(&self) -> bool {
-        match &self.0 {
-            Stage::TooLarge(_) => true,
-            Stage::Answered(r) => r.status_code().code() >= 400,
-            _ => false,
-        }
+        let status = match &self.0 {
+            Stage::TooLarge => return true,
+            Stage::Answered(r) => Some(r.status_code()),
+            Stage::Done { running, .. } => running.0.status(),
+            _ => None,
+        };
+        status.is_some_and(|s| s.code() >= 400)
     }
 
     fn poll_body_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -577,7 +631,7 @@ impl Reply for Exchange {
         _: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<crate::response::Response<'a>, Full> {
-        if let Stage::TooLarge(_) = self.0 {
+        if let Stage::TooLarge = self.0 {
             // Not reached: the core refuses such a body from its length.
             *self = Exchange::answered(
                 Response::text("request body too large\n").status(Status::PAYLOAD_TOO_LARGE),

@@ -177,6 +177,14 @@ pub async fn serve<S: Service, IO: Socket>(
                 c.session.resume(job.run().await);
                 continue;
             }
+            Step::Wait if c.session.waits_for_room() => {
+                // A handler that has not taken what it was given of its
+                // body: the application's time, as a job's — no deadline of
+                // the core's, and no giving way at the connection limit (an
+                // upload under way is not idle).
+                std::future::poll_fn(|cx| c.session.poll_wait(cx)).await;
+                continue;
+            }
             Step::Wait => {
                 // A stream waiting for its next chunk holds its connection
                 // and does no work: at the connection limit it gives way

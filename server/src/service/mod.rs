@@ -115,8 +115,10 @@ pub trait Reply: Send + std::fmt::Debug + Sized + 'static {
     /// body's backpressure. Asked after each read that handed it body, first
     /// with a waker that does nothing (it is then asked again with the
     /// connection's): it may make progress on what it holds each time.
-    /// While it waits, the connection waits as a stream waiting for its
-    /// next chunk does (`--idle-timeout`). `Ready` by default.
+    /// While it waits, the connection waits as for a [`Job`]: the
+    /// application's time, with no deadline of the core's, and not given
+    /// up at `--max-connections` as an idle connection is. `Ready` by
+    /// default.
     fn poll_body_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let _ = cx;
         Poll::Ready(())

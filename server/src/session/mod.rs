@@ -316,6 +316,13 @@ impl<S: Service> Session<S> {
         }
     }
 
+    /// Whether [`Step::Wait`] waits for the reply reading its body to have
+    /// room for more ([`Reply::poll_body_room`](crate::service::Reply::poll_body_room)),
+    /// not for a stream's next chunk.
+    pub fn waits_for_room(&self) -> bool {
+        self.paused && matches!(self.state, State::Body { .. })
+    }
+
     /// Requests answered so far.
     pub fn served(&self) -> u64 {
         self.served

@@ -33,7 +33,7 @@ fn routes_decode_their_parameters_answer_405_and_head() {
             .route("/café", get(|_| async { "café" }))
     });
     let r = exchange(&server, b"GET /p/a%2Fb/c/d%20e HTTP/1.1\r\nHost: t\r\n\r\n");
-    assert_eq!((r.status, &*r.body), (200, &b"x=a/b rest=c/d e"[..]));
+    assert_eq!((r.status, &*r.body), (200, &b"x=a/b rest=c/d%20e"[..]));
     let r = exchange(&server, b"GET /caf%C3%A9 HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!((r.status, &*r.body), (200, "café".as_bytes()));
     let r = exchange(&server, b"DELETE /p/a/b HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -224,4 +224,93 @@ async fn serve_honours_workers_on_a_runtime_of_another_size() {
         "served on the caller's thread"
     );
     assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+/// A body the handler hands on — to its response's stream here — is kept
+/// for it whole and ended: the stream sends it all, then ends.
+#[test]
+fn a_body_handed_on_outlives_its_handler() {
+    let server = serve(|| {
+        Router::new().route(
+            "/echo",
+            post(|mut req: Request| async move { Response::stream(req.body()) }).limit(1 << 20),
+        )
+    });
+    let body = vec![b'z'; 200_000];
+    // To HTTP/1.0 a stream is its bytes as they are, ended by the close.
+    let mut request = b"POST /echo HTTP/1.0\r\nContent-Length: 200000\r\n\r\n".to_vec();
+    request.extend_from_slice(&body);
+    let mut s = connect(&server);
+    s.write_all(&request).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    assert!(out.starts_with(b"HTTP/1.1 200 "));
+    assert_eq!(out[at + 4..].len(), body.len());
+    assert!(out[at + 4..] == body[..]);
+    server.stop().unwrap();
+}
+
+/// A handler that refuses before asking for its body spares a client
+/// waiting for `100 Continue` the sending of it.
+#[test]
+fn an_early_refusal_sends_no_100_continue() {
+    let server =
+        serve(|| Router::new().route("/up", post(|_| async { (Status::UNAUTHORIZED, "no\n") })));
+    let mut s = connect(&server);
+    s.write_all(
+        b"POST /up HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.starts_with("HTTP/1.1 401 "), "{out}");
+    assert!(!out.contains("100 Continue"), "{out}");
+    server.stop().unwrap();
+}
+
+/// An upload whose handler has not taken its last 64 KiB is not idle: a
+/// new client at `--max-connections` does not cut it.
+#[test]
+fn a_paused_upload_is_not_given_up_at_the_connection_limit() {
+    async fn slow_reader(mut req: Request) -> Response {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let (mut body, mut total) = (req.body(), 0);
+        while let Some(chunk) = body.chunk().await {
+            total += chunk.len();
+        }
+        Response::text(format!("{total}"))
+    }
+    let config = unflat_server::Config {
+        max_body: 8 << 20,
+        max_connections: 1,
+        ..config(Strategy::Direct)
+    };
+    let server = Running::start_with(config, |m| {
+        Router::new()
+            .route("/up", post(slow_reader))
+            .observed(m.standard())
+    })
+    .expect("app starts");
+    let mut s = connect(&server);
+    let head = format!(
+        "POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: {UPLOAD}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut writer = s.try_clone().unwrap();
+    let sending = std::thread::spawn(move || writer.write_all(&vec![b'x'; UPLOAD]).is_ok());
+    // A second client while the upload waits for its handler.
+    std::thread::sleep(Duration::from_millis(200));
+    let other = std::net::TcpStream::connect(server.addr()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    assert!(sending.join().unwrap(), "the upload was cut");
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        out.starts_with("HTTP/1.1 200 ") && out.ends_with(&UPLOAD.to_string()),
+        "{out}"
+    );
+    drop(other);
+    server.stop().unwrap();
 }
