@@ -234,27 +234,10 @@ pub use crate::server::{Making, Server};
 
 /// Serves `router` as `config` says — `--workers` threads, the core's
 /// log, its access log and counters — until SIGINT or SIGTERM, then lets
-/// responses finish within `--shutdown-grace`. Blocks. Fails, before
-/// serving anything, on a configuration that cannot work or an address
-/// that cannot be bound.
+/// responses finish within `--shutdown-grace`; SIGHUP reloads the TLS
+/// certificate. Blocks. Fails, before serving anything, on a configuration
+/// that cannot work or an address that cannot be bound.
 pub fn run(config: Config, router: Router) -> std::io::Result<()> {
     let server = Server::bind_with(config, |making| router.observed(making.standard()))?;
-    tracing::info!(addr = %server.local_addr(), "listening");
-    server.run(stopped())
-}
-
-/// SIGINT or SIGTERM (Ctrl-C where there are no signals).
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
+    server.run_on_signals(|| {})
 }

@@ -6,11 +6,8 @@
 
 use std::io::Write as _;
 
-use tokio::sync::mpsc::UnboundedSender;
-use tracing::{info, warn};
-
 use crate::log;
-use crate::server::{Control, Server};
+use crate::server::Server;
 use crate::service::Service;
 
 /// clap's error as the one line a user needs: its first paragraph joined,
@@ -51,95 +48,12 @@ pub fn bound<S: Service>(bound: std::io::Result<Server<S>>) -> Server<S> {
     })
 }
 
-/// Runs `server` until Ctrl-C or SIGTERM, `banner` on stdout once its
-/// signal handlers are in place.
+/// Runs `server` until SIGINT or SIGTERM (SIGHUP reloads its certificate),
+/// `banner` on stdout once its signal handlers are in place.
 pub fn run<S: Service>(server: Server<S>, banner: String) -> std::io::Result<()> {
-    let config = server.stack().config();
-    let workers = config.worker_threads();
-    let tls = config.tls().map(|_| config.tls_provider);
-    let addr = server.local_addr();
-    let ran = server.run_controlled(move |controls| async move {
-        // The handlers first: a signal sent as soon as the banner shows
-        // must find them (SIGHUP would otherwise end the process).
-        let signals = Signals::listen();
+    server.run_on_signals(move || {
         // Best effort: a closed stdout (`unflat-server | head -1`) must not
         // stop the server.
         let _ = writeln!(std::io::stdout(), "{banner}");
-        match tls {
-            Some(provider) => info!(%addr, workers, tls = provider.name(), "listening"),
-            None => info!(%addr, workers, "listening"),
-        }
-        signals.forward(controls).await;
-    });
-    // The server said it stopped, and waited for its lines.
-    ran
-}
-
-/// SIGINT and SIGTERM stop the server (a second one while it drains closes
-/// what is left); SIGHUP reloads the TLS certificate and key, as nginx does.
-struct Signals {
-    #[cfg(unix)]
-    streams: [(Option<tokio::signal::unix::Signal>, &'static str, Control); 3],
-}
-
-impl Signals {
-    /// Installs the handlers (on the runtime of the caller).
-    fn listen() -> Signals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let listen = |kind: SignalKind, name: &'static str, control| {
-                let stream = signal(kind)
-                    .map_err(|e| warn!("cannot listen for {name}: {e}"))
-                    .ok();
-                (stream, name, control)
-            };
-            Signals {
-                streams: [
-                    listen(SignalKind::interrupt(), "SIGINT", Control::Stop),
-                    listen(SignalKind::terminate(), "SIGTERM", Control::Stop),
-                    listen(SignalKind::hangup(), "SIGHUP", Control::Reload),
-                ],
-            }
-        }
-        #[cfg(not(unix))]
-        Signals {}
-    }
-
-    /// Sends what each signal asks to `controls` until the server no longer
-    /// listens.
-    async fn forward(mut self, controls: UnboundedSender<Control>) {
-        loop {
-            let (name, control) = self.next().await;
-            info!(signal = name, "signal received");
-            if controls.send(control).is_err() {
-                return;
-            }
-        }
-    }
-
-    /// The next signal: its name and what it asks.
-    #[cfg(unix)]
-    async fn next(&mut self) -> (&'static str, Control) {
-        std::future::poll_fn(|cx| {
-            for (stream, name, control) in &mut self.streams {
-                if let Some(stream) = stream {
-                    if stream.poll_recv(cx).is_ready() {
-                        return std::task::Poll::Ready((*name, *control));
-                    }
-                }
-            }
-            std::task::Poll::Pending
-        })
-        .await
-    }
-
-    /// The next signal: its name and what it asks.
-    #[cfg(not(unix))]
-    async fn next(&mut self) -> (&'static str, Control) {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        ("Ctrl-C", Control::Stop)
-    }
+    })
 }

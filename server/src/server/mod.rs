@@ -7,6 +7,7 @@
 
 mod accept;
 mod running;
+mod signals;
 mod stack;
 
 use std::future::Future;
@@ -117,6 +118,27 @@ impl<S: Service> Server<S> {
     /// application, [`Server::serve`] runs on the caller's runtime instead.
     pub fn run(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
         self.run_controlled(|controls| stop_on(stop, controls))
+    }
+
+    /// Serves as [`Server::run`] does until SIGINT or SIGTERM (a second one
+    /// while it drains closes what is left), reloading its certificate on
+    /// SIGHUP; `started` is called once the signal handlers are in place
+    /// (a signal sent as soon as a program says it listens must find
+    /// them), then the address is logged.
+    pub fn run_on_signals(self, started: impl FnOnce() + Send + 'static) -> io::Result<()> {
+        let config = self.stack.config();
+        let workers = config.worker_threads();
+        let tls = config.tls().map(|_| config.tls_provider);
+        let addr = self.local_addr();
+        self.run_controlled(move |controls| async move {
+            let signals = signals::Signals::listen();
+            started();
+            match tls {
+                Some(provider) => info!(%addr, workers, tls = provider.name(), "listening"),
+                None => info!(%addr, workers, "listening"),
+            }
+            signals.forward(controls).await;
+        })
     }
 
     /// Serves on the runtime this is awaited on (inside `#[tokio::main]`,
