@@ -105,6 +105,10 @@ impl<S: Service> Session<S> {
                 return self.out_of_memory(queue, service, pending, full);
             }
         }
+        // Nearly every request: no body, nothing to limit.
+        if let Framing::None = framed.framing {
+            return self.answer(queue, service, pending);
+        }
         // The trailer section, if any, shares the head's budget.
         let head = service.limits.head;
         // A reply's own limit applies within `--max-body`, refused alike.
