@@ -46,7 +46,6 @@ impl Reply for Answer {
         let Some(n) = self.0 else {
             return Ok(Response::new(
                 Status::NOT_FOUND,
-                [None, None],
                 Body::Bytes(b"not found\n"),
             ));
         };
@@ -65,11 +64,7 @@ impl Reply for Answer {
         for (name, value) in all.into_iter().take(n) {
             fields.add(name, value);
         }
-        Ok(Response::new(
-            Status::OK,
-            [None, None],
-            Body::Bytes(b"ok\n"),
-        ))
+        Ok(Response::new(Status::OK, Body::Bytes(b"ok\n")))
     }
 }
 

@@ -66,7 +66,7 @@ impl Reply for Answer {
             }
             Answer::NotFound => (Status::NOT_FOUND, b"not found\n"),
         };
-        Ok(Response::new(status, [None, None], Body::Bytes(body)))
+        Ok(Response::new(status, Body::Bytes(body)))
     }
 }
 

@@ -340,7 +340,6 @@ impl Reply for Session {
             .add("Vary", "Cookie");
         Ok(Response::new(
             unflat::head::Status::OK,
-            [None, None],
             Body::Bytes(b"aaaa"),
         ))
     }

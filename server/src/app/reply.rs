@@ -30,7 +30,7 @@
 //!         fields
 //!             .add("Content-Type", "text/plain; charset=utf-8")
 //!             .add("Cache-Control", ("max-age=", 60));
-//!         Ok(Response::new(Status::OK, [None, None], Body::Bytes(self.0.as_bytes())))
+//!         Ok(Response::new(Status::OK, Body::Bytes(self.0.as_bytes())))
 //!     }
 //! }
 //!
@@ -107,7 +107,7 @@ impl<H: Handler> Service for H {
 ///
 /// impl Reply for Text {
 ///     fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
-///         Ok(Response::new(Status::OK, [None, None], Body::Bytes(self.0.as_bytes())))
+///         Ok(Response::new(Status::OK, Body::Bytes(self.0.as_bytes())))
 ///     }
 /// }
 ///

@@ -279,7 +279,7 @@ impl Response {
             Payload::Text(t, n) => Sent::Transcoded(t, *n),
             Payload::Stream(_) => Sent::Stream,
         };
-        crate::response::Response::new(self.status, [None, None], body)
+        crate::response::Response::new(self.status, body)
     }
 
     /// The next chunk of a stream body (none for any other).

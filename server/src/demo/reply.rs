@@ -259,18 +259,18 @@ impl Answer {
     fn response<'a>(&'a self, request_body: &'a [u8]) -> Response<'a> {
         let fields = fields();
         let text_plain =
-            |status, body| Response::new(status, [Some(&fields.text_plain), None], body);
+            |status, body| Response::with_lines(status, [Some(&fields.text_plain), None], body);
         match self {
             Answer::HelpText(help) => text_plain(Status::OK, Body::Bytes(help.as_bytes())),
             // A GET is prepared into a body first: only a HEAD gets here,
             // answered from the key alone.
-            Answer::Body(key) => Response::new(
+            Answer::Body(key) => Response::with_lines(
                 Status::OK,
                 [Some(fields.content_type(*key)), None],
                 Body::Unsent(key.len()),
             ),
             Answer::Ready(body) => built(body, fields),
-            Answer::Streamed(key, _) => Response::new(
+            Answer::Streamed(key, _) => Response::with_lines(
                 Status::OK,
                 [Some(fields.content_type(*key)), None],
                 Body::Stream,
@@ -286,14 +286,14 @@ impl Answer {
                     (Status::OK, b"ok\n")
                 };
                 let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
-                Response::new(status, fields, Body::Bytes(text))
+                Response::with_lines(status, fields, Body::Bytes(text))
             }
             Answer::Rendered(format, text) => {
                 let content_type = match format {
                     Exposition::OpenMetrics => &fields.openmetrics,
                     Exposition::Prometheus => &fields.prometheus_text,
                 };
-                Response::new(
+                Response::with_lines(
                     Status::OK,
                     [Some(content_type), Some(&fields.no_store)],
                     Body::Bytes(text.as_bytes()),
@@ -303,7 +303,7 @@ impl Answer {
                 let Text::Payload(bytes) = &json.text else {
                     unreachable!("made as a payload")
                 };
-                Response::new(
+                Response::with_lines(
                     Status::OK,
                     [Some(&fields.json), Some(&fields.no_store)],
                     Body::SharedBytes(bytes),
@@ -322,9 +322,9 @@ impl Answer {
                 } else {
                     &fields.allow
                 };
-                Response::new(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
+                Response::with_lines(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
-            Answer::Echo(Echoed::Raw) => Response::new(
+            Answer::Echo(Echoed::Raw) => Response::with_lines(
                 Status::OK,
                 [Some(&fields.octet_stream), Some(&fields.no_store)],
                 Body::Bytes(request_body),
@@ -335,7 +335,7 @@ impl Answer {
                 field,
             } => {
                 let field = field.map(|f| fields.error_field(f));
-                Response::new(
+                Response::with_lines(
                     **status,
                     [Some(&fields.text_plain), field],
                     Body::Bytes(reason.as_bytes()),

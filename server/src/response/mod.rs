@@ -174,10 +174,26 @@ pub enum Start<'a> {
 }
 
 impl<'a> Response<'a> {
-    /// A response of `status`, with `fields`, and `body`.
-    pub fn new(status: Status, fields: [Option<&'a Line>; 2], body: Body<'a>) -> Response<'a> {
+    /// A response of `status` and `body`, with the field lines added to
+    /// [`Reply::respond`](crate::service::Reply::respond)'s [`Fields`].
+    pub fn new(status: Status, body: Body<'a>) -> Response<'a> {
         Response {
-            start: Start::Lines(status, fields),
+            start: Start::Lines(status, [None, None]),
+            body,
+        }
+    }
+
+    /// A response of `status` and `body` beginning with up to two field
+    /// lines rendered once, ahead of any of its [`Fields`] (a route's
+    /// `Content-Type`, its `Allow`): each written as it is, with no check
+    /// per response.
+    pub fn with_lines(
+        status: Status,
+        lines: [Option<&'a Line>; 2],
+        body: Body<'a>,
+    ) -> Response<'a> {
+        Response {
+            start: Start::Lines(status, lines),
             body,
         }
     }

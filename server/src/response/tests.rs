@@ -48,7 +48,7 @@ fn a_prepared_start_writes_the_bytes_of_its_lines() {
                 } else {
                     Body::SharedText(&body)
                 };
-                let lines = Response::new(status, [Some(&text), None], body);
+                let lines = Response::with_lines(status, [Some(&text), None], body);
                 let start = Response::prepared(&prepared, body);
                 assert_eq!(start.status(), status);
                 assert_eq!(
@@ -92,8 +92,11 @@ fn templates_write_the_bytes_of_each_head_however_shapes_alternate() {
                         head_request,
                         takes_chunked,
                     };
-                    let lines =
-                        Response::new(Status::OK, [Some(line), None], Body::SharedText(body));
+                    let lines = Response::with_lines(
+                        Status::OK,
+                        [Some(line), None],
+                        Body::SharedText(body),
+                    );
                     let start = Response::prepared(start, Body::SharedText(body));
                     assert_eq!(
                         written(Strategy::Direct, &start, exchange),
@@ -132,7 +135,7 @@ fn both_strategies_write_the_same_bytes_obs_text_included() {
     ];
     for body in bodies {
         for head_request in [false, true] {
-            let r = Response::new(Status::OK, [None, Some(&obs)], body);
+            let r = Response::with_lines(Status::OK, [None, Some(&obs)], body);
             let exchange = Exchange {
                 keep_alive: true,
                 head_request,

@@ -131,7 +131,7 @@ impl Writer {
             format!("{reason}\n").into()
         };
         let retry = retry_after.then(|| &*RETRY_AFTER);
-        let r = Response::new(
+        let r = Response::with_lines(
             status,
             [Some(&*TEXT_PLAIN), retry],
             Body::Bytes(text.as_bytes()),

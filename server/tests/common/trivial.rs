@@ -360,12 +360,16 @@ impl Reply for Answer {
         }
         let text = text_plain();
         Ok(match self {
-            Answer::Made(status, made) => Response::new(*status, text, made.body()),
-            Answer::Echo => Response::new(Status::OK, text, Body::Bytes(request_body)),
-            Answer::Refuse => Response::new(Status::FORBIDDEN, text, Body::Bytes(b"refused\n")),
-            Answer::NotFound => Response::new(Status::NOT_FOUND, text, Body::Bytes(b"not found\n")),
+            Answer::Made(status, made) => Response::with_lines(*status, text, made.body()),
+            Answer::Echo => Response::with_lines(Status::OK, text, Body::Bytes(request_body)),
+            Answer::Refuse => {
+                Response::with_lines(Status::FORBIDDEN, text, Body::Bytes(b"refused\n"))
+            }
+            Answer::NotFound => {
+                Response::with_lines(Status::NOT_FOUND, text, Body::Bytes(b"not found\n"))
+            }
             Answer::Bad(why) => {
-                Response::new(Status::BAD_REQUEST, text, Body::Bytes(why.as_bytes()))
+                Response::with_lines(Status::BAD_REQUEST, text, Body::Bytes(why.as_bytes()))
             }
             Answer::Make(_) => unreachable!("made above"),
         })

@@ -174,7 +174,9 @@ impl Reply for Answer {
     ) -> Result<Response<'a>, Full> {
         let text = text();
         Ok(match self {
-            Answer::Text(t) => Response::new(Status::OK, [text, None], Body::Bytes(t.as_bytes())),
+            Answer::Text(t) => {
+                Response::with_lines(Status::OK, [text, None], Body::Bytes(t.as_bytes()))
+            }
             Answer::Welcome(sid, user) => {
                 fields
                     .add("Location", ("/welcome/", user.as_str()))
@@ -186,20 +188,20 @@ impl Reply for Answer {
                     .add("Cache-Control", "no-store")
                     .add("ETag", ("\"", *sid, "\""))
                     .add("Content-Disposition", "inline; filename=\"caf\u{e9}.txt\"");
-                Response::new(Status::SEE_OTHER, [text, None], Body::Bytes(b"see other\n"))
+                Response::with_lines(Status::SEE_OTHER, [text, None], Body::Bytes(b"see other\n"))
             }
             Answer::Echoed(v) => {
                 fields.add("X-Echo", v.as_str());
-                Response::new(Status::OK, [text, None], Body::Bytes(b"echoed\n"))
+                Response::with_lines(Status::OK, [text, None], Body::Bytes(b"echoed\n"))
             }
             Answer::Forbidden => {
-                Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
+                Response::with_lines(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
             }
             Answer::PanicRespond => panic!("respond failed on purpose"),
             Answer::PanicStream(..) | Answer::PanicAwaited(..) => {
-                Response::new(Status::OK, [text, None], Body::Stream)
+                Response::with_lines(Status::OK, [text, None], Body::Stream)
             }
-            _ => Response::new(Status::NOT_FOUND, [text, None], Body::Bytes(b"none\n")),
+            _ => Response::with_lines(Status::NOT_FOUND, [text, None], Body::Bytes(b"none\n")),
         })
     }
 

@@ -164,7 +164,7 @@ impl Reply for Answer {
         _: &'a [u8],
         fields: &mut Fields<'a>,
     ) -> Result<Response<'a>, Full> {
-        let ok = |body| Response::new(Status::OK, [None, None], Body::Bytes(body));
+        let ok = |body| Response::new(Status::OK, Body::Bytes(body));
         Ok(match self {
             Answer::Ok => ok(b"ok\n"),
             Answer::Flip(flip) => {
@@ -173,7 +173,7 @@ impl Reply for Answer {
             }
             Answer::Status(code) => {
                 let status = Status::from_code(*code).unwrap();
-                Response::new(status, [None, None], Body::Empty)
+                Response::new(status, Body::Empty)
             }
             Answer::Owned(name) => {
                 fields.add(name, "x");
@@ -187,10 +187,8 @@ impl Reply for Answer {
                 fields.add("X-Text", TEXTS[*i].0.as_bytes());
                 ok(b"bytes\n")
             }
-            Answer::Body(text, len) => {
-                Response::new(Status::OK, [None, None], Body::Transcoded(&text.0, *len))
-            }
-            Answer::Stream(..) => Response::new(Status::OK, [None, None], Body::Stream),
+            Answer::Body(text, len) => Response::new(Status::OK, Body::Transcoded(&text.0, *len)),
+            Answer::Stream(..) => Response::new(Status::OK, Body::Stream),
         })
     }
 

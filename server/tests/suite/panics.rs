@@ -40,11 +40,7 @@ impl Handler for Panicky {
 
 impl Reply for Fine {
     fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
-        Ok(Response::new(
-            Status::OK,
-            [None, None],
-            Body::Bytes(b"ok\n"),
-        ))
+        Ok(Response::new(Status::OK, Body::Bytes(b"ok\n")))
     }
 }
 

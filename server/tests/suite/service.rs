@@ -91,13 +91,15 @@ impl Reply for Answer {
     ) -> Result<Response<'a>, Full> {
         let text = text();
         Ok(match self {
-            Answer::Hello => Response::new(Status::OK, [text, None], Body::Bytes(b"hello\n")),
+            Answer::Hello => {
+                Response::with_lines(Status::OK, [text, None], Body::Bytes(b"hello\n"))
+            }
             Answer::Length(made) => {
                 *made = format!("{}\n", request_body.len());
-                Response::new(Status::OK, [text, None], Body::Bytes(made.as_bytes()))
+                Response::with_lines(Status::OK, [text, None], Body::Bytes(made.as_bytes()))
             }
             Answer::Forbidden => {
-                Response::new(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
+                Response::with_lines(Status::FORBIDDEN, [text, None], Body::Bytes(b"no\n"))
             }
         })
     }

@@ -288,7 +288,7 @@ impl Handler for Counting {
 
 impl Reply for Chunks {
     fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
-        Ok(Response::new(Status::OK, [None, None], Body::Stream))
+        Ok(Response::new(Status::OK, Body::Stream))
     }
 
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
@@ -500,7 +500,7 @@ impl Handler for Sized {
 
 impl Reply for Two {
     fn respond<'a>(&'a mut self, _: &'a [u8], _: &mut Fields<'a>) -> Result<Response<'a>, Full> {
-        Ok(Response::new(Status::OK, [None, None], Body::Stream))
+        Ok(Response::new(Status::OK, Body::Stream))
     }
 
     fn poll_chunk(&mut self, _: &mut Context<'_>) -> Poll<Result<Option<Chunk>, Full>> {
