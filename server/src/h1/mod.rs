@@ -17,7 +17,7 @@ use unflat::head::Status;
 
 pub use body::{BodyDecoder, Decoded};
 pub use query::{decode_pair, query_pairs, Pair, QueryError};
-pub use request::{begins_head_request, parse_head, Parsed, RequestHead};
+pub use request::{begins_head_request, first_line, parse_head, Parsed, RequestHead};
 pub use scan::{scan, Scanned};
 pub use uri::begins_escape;
 

@@ -195,11 +195,20 @@ pub fn parse_head<'b>(
 
 /// The refusal `reject` of the head at the start of `input`, whose method
 /// the parser did not reach or keep.
-fn refused<'b>(reject: Reject, input: &[u8]) -> Parsed<'b> {
+fn refused(reject: Reject, input: &[u8]) -> Parsed<'_> {
     Parsed::Rejected {
         reject,
         head_request: begins_head_request(input),
     }
+}
+
+/// The first line of `input` (after the empty lines a request may begin
+/// with), without its line end, at most `most` bytes.
+pub fn first_line(input: &[u8], most: usize) -> &[u8] {
+    let line = after_empty_lines(input);
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    let line = &line[..end.min(most)];
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// True when `input` begins a `HEAD` request (after the empty lines a
@@ -239,7 +248,7 @@ fn line_and_head_limits(line_len: usize, head_len: usize, limits: HeadLimits) ->
 /// What an httparse error means: a refusal, or, for a version httparse
 /// does not read, either more bytes to wait for or an HTTP/1.x to process
 /// as 1.1.
-fn on_error<'b>(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<'b> {
+fn on_error(e: httparse::Error, input: &[u8], limits: HeadLimits) -> Parsed<'_> {
     use httparse::Error as E;
     if let Some(r) = over_limits(input, limits) {
         return refused(r, input);

@@ -57,13 +57,11 @@ impl<S: Service> Dispatch<S> {
     }
 
     /// Tells the observer of a request refused before its head was read,
-    /// whose first line `input` begins with.
+    /// whose first line was `line`.
     #[cold]
-    pub(super) fn refused(&mut self, p: &Protocol<S>, input: &[u8]) {
-        p.observer.refused(
-            first_line(input, p.limits.head.request_line),
-            &mut self.watch,
-        );
+    #[inline(never)]
+    pub(super) fn refused(&mut self, p: &Protocol<S>, line: &[u8]) {
+        p.observer.refused(line, &mut self.watch);
     }
 
     /// Tells the observer of a response queued.
@@ -151,17 +149,4 @@ pub(super) fn poll_chunk<R: Reply>(
     cx: &mut Context<'_>,
 ) -> Poll<Result<Option<Chunk>, Full>> {
     reply.poll_chunk(cx)
-}
-
-/// The first line of `input` (after the empty lines a request may begin
-/// with), without its line end, at most `most` bytes.
-fn first_line(input: &[u8], most: usize) -> &[u8] {
-    let start = input
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(input.len());
-    let line = &input[start..];
-    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
-    let line = &line[..end.min(most)];
-    line.strip_suffix(b"\r").unwrap_or(line)
 }

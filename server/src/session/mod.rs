@@ -37,8 +37,8 @@ use stream::Streaming;
 
 use crate::clock::Moment;
 use crate::h1::{
-    begins_head_request, parse_head, BodyDecoder, BodyLimits, HeadLimits, Parsed, Reject,
-    FIELDS_CAP,
+    begins_head_request, first_line, parse_head, BodyDecoder, BodyLimits, HeadLimits, Parsed,
+    Reject, FIELDS_CAP,
 };
 use crate::memory::{Budget, Full, Lease, Memory};
 use crate::response::{Chunk, Exchange, Fields, Stream, StreamHead, Unqueued, Unsendable};

@@ -146,7 +146,8 @@ impl<S: Service> Session<S> {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.label),
             _ => {
                 self.noted();
-                self.app.refused(service, input);
+                self.app
+                    .refused(service, first_line(input, service.limits.head.request_line));
                 (begins_head_request(input), None)
             }
         };
@@ -171,7 +172,8 @@ impl<S: Service> Session<S> {
                 // No head was read: the service is told of no label, the
                 // observer of what there was of it.
                 self.noted();
-                self.app.refused(service, input);
+                self.app
+                    .refused(service, first_line(input, service.limits.head.request_line));
                 (
                     "request head not received in time",
                     begins_head_request(input),
