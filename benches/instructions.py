@@ -149,11 +149,11 @@ def read_response(sock, buf):
         buf += data
 
 
-def allocations(command, n, request, ca, depth):
-    """Heap allocations (malloc, calloc, realloc, new) of a run of `n`
-    requests, as valgrind's memcheck counts them (`total heap usage`)."""
+def under_valgrind(tool, command, n, request, ca, depth, timeout):
+    """Runs the server of `command` under valgrind's `tool` (a list of
+    its arguments) for `n` requests; what valgrind wrote on stderr."""
     port = free_port()
-    argv = ["valgrind", "--tool=memcheck", "--leak-check=no"]
+    argv = ["valgrind", *tool]
     argv += [a.replace("PORT", str(port)) for a in shlex.split(command)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -161,7 +161,14 @@ def allocations(command, n, request, ca, depth):
             drive(sock, n, request, depth)
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=timeout)
+    return err
+
+
+def allocations(command, n, request, ca, depth):
+    """Heap allocations (malloc, calloc, realloc, new) of a run of `n`
+    requests, as valgrind's memcheck counts them (`total heap usage`)."""
+    err = under_valgrind(["--tool=memcheck", "--leak-check=no"], command, n, request, ca, depth, 300)
     m = re.search(r"total heap usage: ([\d,]+) allocs", err)
     if not m:
         sys.exit(f"no memcheck heap summary in:\n{err}")
@@ -169,16 +176,8 @@ def allocations(command, n, request, ca, depth):
 
 
 def count(command, n, request, out, ca, depth):
-    port = free_port()
-    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-    argv += [a.replace("PORT", str(port)) for a in shlex.split(command)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        with connect(port, proc, ca) as sock:
-            drive(sock, n, request, depth)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
+    tool = ["--tool=callgrind", f"--callgrind-out-file={out}"]
+    err = under_valgrind(tool, command, n, request, ca, depth, 120)
     m = re.search(r"Collected : (\d+)", err)
     if not m:
         sys.exit(f"no callgrind total in:\n{err}")

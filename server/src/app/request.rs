@@ -318,17 +318,31 @@ impl Request {
         })
     }
 
+    /// The whole body, once it has arrived, read by `parse` as `media`
+    /// (415 for another `Content-Type`; `parse`'s error a 400 about `what`).
+    async fn parsed<T, E: std::fmt::Display>(
+        self,
+        media: &str,
+        what: &str,
+        parse: impl FnOnce(&[u8]) -> Result<T, E>,
+    ) -> Result<T, Rejection> {
+        self.expect_type(media)?;
+        let body = self.bytes().await;
+        parse(&body).map_err(|e| Rejection {
+            status: unflat::head::Status::BAD_REQUEST,
+            reason: format!("{what}: {e}"),
+        })
+    }
+
     /// The whole body as JSON, into `T` (`Content-Type: application/json`,
     /// else 415; a body that is not `T` is a 400 naming the line and
     /// column). Feature `json`.
     #[cfg(feature = "json")]
     pub async fn json<T: serde::de::DeserializeOwned>(self) -> Result<T, Rejection> {
-        self.expect_type("application/json")?;
-        let body = self.bytes().await;
-        serde_json::from_slice(&body).map_err(|e| Rejection {
-            status: unflat::head::Status::BAD_REQUEST,
-            reason: format!("the JSON body: {e}"),
+        self.parsed("application/json", "the JSON body", |b| {
+            serde_json::from_slice(b)
         })
+        .await
     }
 
     /// The whole body as a form (`application/x-www-form-urlencoded`, else
@@ -336,12 +350,9 @@ impl Request {
     /// Feature `form`.
     #[cfg(feature = "form")]
     pub async fn form<T: serde::de::DeserializeOwned>(self) -> Result<T, Rejection> {
-        self.expect_type("application/x-www-form-urlencoded")?;
-        let body = self.bytes().await;
-        serde_urlencoded::from_bytes(&body).map_err(|e| Rejection {
-            status: unflat::head::Status::BAD_REQUEST,
-            reason: format!("the form: {e}"),
-        })
+        let media = "application/x-www-form-urlencoded";
+        self.parsed(media, "the form", |b| serde_urlencoded::from_bytes(b))
+            .await
     }
 }
 
