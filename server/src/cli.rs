@@ -6,6 +6,7 @@
 
 use std::io::Write as _;
 
+use crate::config::EventFormat;
 use crate::log;
 use crate::server::Server;
 use crate::service::Service;
@@ -49,9 +50,16 @@ pub fn bound<S: Service>(bound: std::io::Result<Server<S>>) -> Server<S> {
 }
 
 /// Runs `server` until SIGINT or SIGTERM (SIGHUP reloads its certificate),
-/// `banner` on stdout once its signal handlers are in place.
+/// `banner` on stdout once its signal handlers are in place — or, under
+/// `--log-format json`, as a log record on stderr, so that every line the
+/// server writes is JSON and nothing unstructured reaches stdout.
 pub fn run<S: Service>(server: Server<S>, banner: String) -> std::io::Result<()> {
+    let json = server.stack().config().log_format == EventFormat::Json;
     server.run_on_signals(move || {
+        if json {
+            tracing::info!(banner = %banner.trim_end(), "banner");
+            return;
+        }
         // Best effort: a closed stdout (`unflat-server | head -1`) must not
         // stop the server.
         let _ = writeln!(std::io::stdout(), "{banner}");

@@ -307,11 +307,13 @@ pub struct Config {
 
     /// The access log's format: `unflat` (key=value pairs, with the
     /// duration), `combined` (the Combined Log Format of Apache and nginx,
-    /// which log tooling reads) or `json` (one object per line: time,
-    /// peer, method, target, version, host, status, bytes, duration in
-    /// seconds, referer, user_agent).
-    #[arg(value_enum, default_value_t = LogFormat::Unflat, help_heading = "Logging")]
-    pub access_log_format: LogFormat,
+    /// which log tooling reads) or `json` (one object per line in the
+    /// events' schema: timestamp, level, message, peer, method, uri,
+    /// version, host, status, bytes, duration in seconds, referer,
+    /// user_agent, target). Unset, it follows --log-format: `json` with
+    /// `json`, else `unflat`.
+    #[arg(value_enum, help_heading = "Logging")]
+    pub access_log_format: Option<LogFormat>,
 }
 }
 
@@ -372,7 +374,12 @@ impl Config {
     /// The access log's format, when there is one (`--access-log`,
     /// `--access-log-format`).
     pub fn access_log(&self) -> Option<LogFormat> {
-        self.access_log.then_some(self.access_log_format)
+        let follows = match self.log_format {
+            EventFormat::Json => LogFormat::Json,
+            EventFormat::Text => LogFormat::Unflat,
+        };
+        self.access_log
+            .then(|| self.access_log_format.unwrap_or(follows))
     }
 
     /// The limits a session keeps to.

@@ -26,9 +26,11 @@ pub enum LogFormat {
     Unflat,
     /// The Combined Log Format (Apache's and nginx's `combined`).
     Combined,
-    /// One JSON object per line, for a log pipeline: `time` (RFC 3339),
-    /// `peer`, `method`, `target`, `version`, `host`, `status`, `bytes`,
-    /// `duration` (seconds, to the last byte), `referer`, `user_agent`.
+    /// One JSON object per line, for a log pipeline, in the events'
+    /// schema: `timestamp` (RFC 3339), `level`, `message` (`access`),
+    /// `peer`, `method`, `uri`, `version`, `host`, `status`, `bytes`,
+    /// `duration` (seconds, to the last byte), `referer`, `user_agent`,
+    /// `target` (`unflat_server::access`).
     Json,
 }
 
