@@ -59,8 +59,18 @@ for _ in $(seq 100); do
 done
 url=$(grep -o 'http://127.0.0.1:[0-9]*' "$prefix/banner" | head -1)
 status=$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")
+# The HEALTHCHECK's command, at this server's address: it passes while the
+# server answers, and fails once it has stopped.
+probe=$(grep '^HEALTHCHECK' deploy/Containerfile | grep -o '"--probe", "[^"]*"' | sed 's/.*"\(http[^"]*\)"/\1/')
+probe=${probe/http:\/\/127.0.0.1:8080/$url}
+up=0
+"$prefix/unflat-server" --probe "$probe" || up=$?
 kill -TERM "$pid"
 wait "$pid"
+down=0
+"$prefix/unflat-server" --probe "$probe" 2>/dev/null || down=$?
 rm -rf "$prefix"
 [ "$status" = 200 ] || { echo "deploy: /healthz answered $status" >&2; exit 1; }
-echo "deploy: the Containerfile's build ran and its binary answered /healthz"
+[ "$up" = 0 ] || { echo "deploy: the HEALTHCHECK failed ($probe) on a running server" >&2; exit 1; }
+[ "$down" = 1 ] || { echo "deploy: the HEALTHCHECK passed ($probe) with the server stopped" >&2; exit 1; }
+echo "deploy: the Containerfile's build ran, its binary answered /healthz, and its HEALTHCHECK passed, then failed once the server stopped"

@@ -188,7 +188,7 @@
 //! # Running
 //! [`run`] serves a router on a runtime of `--workers` threads until
 //! SIGINT or SIGTERM, then lets responses finish within
-//! `--shutdown-grace`. Its flags are the core's ([`Config::from_app_args`];
+//! `--grace`. Its flags are the core's ([`Config::from_app_args`];
 //! `--help` lists them, each with its `UNFLAT_*` variable); an application
 //! with flags of its own adds them to the core's command and reads both
 //! from the same matches:
@@ -234,7 +234,7 @@ pub use crate::server::{Making, Server};
 
 /// Serves `router` as `config` says — `--workers` threads, the core's
 /// log, its access log and counters — until SIGINT or SIGTERM, then lets
-/// responses finish within `--shutdown-grace`; SIGHUP reloads the TLS
+/// responses finish within `--grace`; SIGHUP reloads the TLS
 /// certificate. Blocks. Fails, before serving anything, on a configuration
 /// that cannot work or an address that cannot be bound.
 pub fn run(config: Config, router: Router) -> std::io::Result<()> {

@@ -65,3 +65,56 @@ pub fn run<S: Service>(server: Server<S>, banner: String) -> std::io::Result<()>
         let _ = writeln!(std::io::stdout(), "{banner}");
     })
 }
+
+/// Asks `url` (`http://host[:port]/path`) once, within `within`, and gives
+/// its answer's status: a health check that needs no tool but the binary
+/// (a container's `HEALTHCHECK`, a probe of Kubernetes' `exec` kind). An
+/// `Err` says what failed: the URL, the connection, or an answer that is
+/// not HTTP.
+pub fn probe(url: &str, within: std::time::Duration) -> Result<u16, String> {
+    use std::io::Read as _;
+    use std::net::ToSocketAddrs as _;
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url:?}: only http:// URLs are probed"))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let addr = with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("{authority}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{authority}: no address"))?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&addr, within).map_err(|e| format!("{addr}: {e}"))?;
+    s.set_read_timeout(Some(within))
+        .and_then(|()| s.set_write_timeout(Some(within)))
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nUser-Agent: unflat-probe\r\n\r\n"
+    );
+    s.write_all(request.as_bytes())
+        .map_err(|e| format!("{addr}: {e}"))?;
+    // The status line is all it reads: 12 bytes, `HTTP/1.1 200`.
+    let mut line = [0u8; 12];
+    s.read_exact(&mut line)
+        .map_err(|e| format!("{addr}: no answer: {e}"))?;
+    let status = std::str::from_utf8(&line)
+        .ok()
+        .filter(|l| l.starts_with("HTTP/1.") && l.as_bytes()[8] == b' ')
+        .and_then(|l| l[9..12].parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "{addr}: not an HTTP answer: {:?}",
+                String::from_utf8_lossy(&line)
+            )
+        })?;
+    Ok(status)
+}

@@ -157,6 +157,14 @@ pub fn main() -> io::Result<()> {
     let matches = cli::parsed(Config::matches(cmd, std::env::args_os()));
     let config = cli::parsed(Config::from_arg_matches(&matches));
     let options = cli::parsed(Options::from_arg_matches(&matches));
+    if let Some(url) = &options.probe {
+        match cli::probe(url, std::time::Duration::from_secs(2)) {
+            Ok(status) if (200..300).contains(&status) => std::process::exit(0),
+            Ok(status) => eprintln!("probe: {url}: {status}"),
+            Err(e) => eprintln!("probe: {e}"),
+        }
+        std::process::exit(1);
+    }
     events::install(&config);
     if let Some(note) = options.cache_clamped(&config) {
         tracing::warn!("{note}");

@@ -45,6 +45,12 @@ pub struct Options {
     /// body is served and not kept.
     #[arg(long, help_heading = "Bodies", value_parser = CACHE_BYTES.parser::<usize>())]
     pub cache_bytes: Option<usize>,
+
+    /// Ask URL (`http://host:port/path`) and exit: 0 when it answers 2xx,
+    /// 1 otherwise, with the reason on stderr. A container's health check
+    /// with no tool but this binary; serves nothing.
+    #[arg(long, value_name = "URL", help_heading = "Operations")]
+    pub probe: Option<String>,
 }
 
 impl Default for Options {

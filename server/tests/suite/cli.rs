@@ -468,3 +468,26 @@ fn help_is_grouped_under_headings_and_h_is_shorter() {
         "-h:\n{short}"
     );
 }
+
+/// `--probe URL`, the container's health check: 0 while the server answers
+/// 2xx, 1 with the reason for anything else — another status, or no
+/// server at all once it has stopped.
+#[test]
+fn the_probe_fails_once_the_server_has_stopped() {
+    let mut server = crate::common::Spawned::start(&[]);
+    let url = |path: &str| format!("http://{}{path}", server.addr);
+    let (code, _, err) = run(&["--probe", &url("/healthz")], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = run(&["--probe", &url("/nowhere")], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("404"), "{err}");
+    let healthz = url("/healthz");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let (code, _, err) = run(&["--probe", &healthz], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("refused"), "{err}");
+    let (code, _, err) = run(&["--probe", "https://localhost/"], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("only http://"), "{err}");
+}
