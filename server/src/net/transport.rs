@@ -14,6 +14,8 @@ pub struct Transport {
     open: AtomicU64,
     send_timeouts: AtomicU64,
     too_slow: AtomicU64,
+    /// Certificate reloads (SIGHUP): loaded, refused.
+    reloads: [AtomicU64; 2],
 }
 
 impl Default for Transport {
@@ -23,6 +25,7 @@ impl Default for Transport {
             open: AtomicU64::new(0),
             send_timeouts: AtomicU64::new(0),
             too_slow: AtomicU64::new(0),
+            reloads: [AtomicU64::new(0), AtomicU64::new(0)],
         }
     }
 }
@@ -67,6 +70,18 @@ impl Transport {
     pub fn bytes_written(&self) -> u64 {
         let shards = self.written.all().map(|n| n.load(Ordering::Relaxed));
         shards.fold(0, u64::wrapping_add)
+    }
+
+    /// Counts a certificate reload (SIGHUP): `loaded`, or refused (the
+    /// certificate in use kept).
+    pub fn reloaded(&self, loaded: bool) {
+        self.reloads[usize::from(!loaded)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Certificate reloads so far: loaded, refused.
+    pub fn reloads(&self) -> (u64, u64) {
+        let [ok, failed] = &self.reloads;
+        (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
     }
 
     /// Connections reset so far because the peer took no bytes for
@@ -160,5 +175,14 @@ mod tests {
         assert_eq!(t.open_connections(), 0);
         t.send_timed_out();
         assert_eq!(t.send_timeouts(), 1);
+    }
+
+    #[test]
+    fn reloads_are_counted_by_result() {
+        let t = Transport::default();
+        t.reloaded(false);
+        t.reloaded(true);
+        t.reloaded(false);
+        assert_eq!(t.reloads(), (1, 2), "loaded, refused");
     }
 }

@@ -118,6 +118,24 @@ pub trait Report: Send + Sync + std::fmt::Debug + 'static {
     }
 }
 
+/// The server crate's features this build has, as `build_info` names them.
+#[cfg(feature = "metrics")]
+fn features() -> String {
+    let all = [
+        ("simdutf", cfg!(feature = "simdutf")),
+        ("tls", cfg!(feature = "tls")),
+        ("tls-ring", cfg!(feature = "tls-ring")),
+        ("self-signed", cfg!(feature = "self-signed")),
+        ("jemalloc", cfg!(feature = "jemalloc")),
+        ("metrics", cfg!(feature = "metrics")),
+        ("cli", cfg!(feature = "cli")),
+        ("json", cfg!(feature = "json")),
+        ("form", cfg!(feature = "form")),
+    ];
+    let on: Vec<&str> = all.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect();
+    on.join(",")
+}
+
 /// What every request adds to, and what a scrape reads beside it. Without
 /// the `metrics` feature nothing scrapes: what only a scrape reads is kept
 /// all the same, so that a `Metrics` is made alike with or without it.
@@ -411,7 +429,29 @@ impl Counters {
             "min_send_rate_resets",
             "Connections reset because the peer acknowledged less than --min-send-rate.",
             transport.too_slow(),
-        )
+        )?;
+        let (loaded, refused) = transport.reloads();
+        let mut family = encoder.encode_descriptor(
+            "tls_reloads",
+            "Certificate reloads asked by SIGHUP, by result: loaded, or refused (the certificate in use kept; the log says why).",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?;
+        for (result, n) in [("loaded", loaded), ("refused", refused)] {
+            ConstCounter::new(n).encode(family.encode_family(&[("result", result)])?)?;
+        }
+        // The exporters' convention: a constant 1, what was built as labels.
+        let info = gauge(1);
+        let mut family = encoder.encode_descriptor(
+            "build_info",
+            "The server's version and the features it was built with (always 1).",
+            None,
+            info.metric_type(),
+        )?;
+        info.encode(family.encode_family(&[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("features", features().as_str()),
+        ])?)
     }
 
     /// The memory account: its parts (bodies split into cached and only

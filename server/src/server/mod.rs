@@ -6,6 +6,7 @@
 //! `running.rs` runs one on a thread of its own.
 
 mod accept;
+mod notify;
 mod running;
 mod signals;
 mod stack;
@@ -133,6 +134,7 @@ impl<S: Service> Server<S> {
         self.run_controlled(move |controls| async move {
             let signals = signals::Signals::listen();
             started();
+            notify::state("READY=1");
             match tls {
                 Some(provider) => info!(%addr, workers, tls = provider.name(), "listening"),
                 None => info!(%addr, workers, "listening"),
@@ -219,6 +221,7 @@ impl<S: Service> Server<S> {
         let (source, provider) = (self.stack.config().tls(), self.stack.config().tls_provider);
         let tls = Arc::new(RwLock::new(self.tls));
         let cut = Arc::new(Notify::new());
+        let transport = self.stack.connections().transport.clone();
         {
             let (tx, mut rx) = mpsc::unbounded_channel();
             tokio::spawn(controls(tx));
@@ -233,11 +236,12 @@ impl<S: Service> Server<S> {
                 cut.clone(),
             ));
             while let Some(Control::Reload) = rx.recv().await {
-                reload(&tls, source.as_ref(), provider);
+                reload(&tls, source.as_ref(), provider, &transport);
             }
             // /healthz answers 503 from now on, and responses close their
             // connections; new ones are still served for the delay.
             stack.protocol().draining.begin();
+            notify::state("STOPPING=1");
             let delay = stack.config().shutdown_delay;
             if !delay.is_zero() {
                 info!(delay = ?delay, "shutting down: still accepting for --shutdown-delay");
@@ -250,7 +254,7 @@ impl<S: Service> Server<S> {
                     tokio::select! {
                         () = &mut delayed => break,
                         control = rx.recv() => match control {
-                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider),
+                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
                             // A second Stop: the drain begins now.
                             Some(Control::Stop) | None => break,
                         },
@@ -262,7 +266,7 @@ impl<S: Service> Server<S> {
                 tokio::select! {
                     drained = &mut accept => return drained.map_err(io::Error::other),
                     control = rx.recv() => match control {
-                        Some(Control::Reload) => reload(&tls, source.as_ref(), provider),
+                        Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
                         Some(Control::Stop) => cut.notify_one(),
                         None => {
                             let drained = accept.await;
@@ -295,7 +299,12 @@ pub enum Control {
 
 /// Loads the certificate and key of `source` again into `tls`; on failure
 /// the one in use stays, and the log says why.
-fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::CertSource>, provider: tls::Provider) {
+fn reload(
+    tls: &RwLock<Option<Tls>>,
+    source: Option<&tls::CertSource>,
+    provider: tls::Provider,
+    transport: &net::Transport,
+) {
     match source {
         None => info!("reload: not serving HTTPS, nothing to reload"),
         Some(tls::CertSource::SelfSigned) => {
@@ -304,10 +313,14 @@ fn reload(tls: &RwLock<Option<Tls>>, source: Option<&tls::CertSource>, provider:
         Some(source @ tls::CertSource::Files { cert, key }) => match tls::load(source, provider) {
             Ok(loaded) => {
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+                transport.reloaded(true);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");
             }
             // An error: the operator's new certificate is not in use.
-            Err(e) => error!("reload failed, the certificate in use is kept: {e}"),
+            Err(e) => {
+                transport.reloaded(false);
+                error!("reload failed, the certificate in use is kept: {e}");
+            }
         },
     }
 }

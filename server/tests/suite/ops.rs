@@ -647,3 +647,50 @@ fn every_signal_is_logged_sighup_keeps_serving_and_a_second_sigterm_cuts_the_dra
         begun.elapsed()
     );
 }
+
+/// Under systemd's `Type=notify` (`$NOTIFY_SOCKET`): `READY=1` once the
+/// server listens, `STOPPING=1` as SIGTERM begins its shutdown; and
+/// `/metrics` says what was built (`unflat_build_info`) and counts
+/// certificate reloads by result.
+#[test]
+fn systemd_hears_ready_and_stopping_and_metrics_name_the_build() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notify");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut child = Command::new(server_binary())
+        .args(["--addr", "127.0.0.1:0", "--workers", "1"])
+        .env("NOTIFY_SOCKET", &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = banner_address(&mut child).expect("a banner");
+    let mut buf = [0u8; 64];
+    let n = socket.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"READY=1");
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut metrics = String::new();
+    s.read_to_string(&mut metrics).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        metrics.contains(&format!(
+            "unflat_build_info{{version=\"{version}\",features=\""
+        )),
+        "{metrics}"
+    );
+    assert!(metrics.contains("tls,"), "the features listed: {metrics}");
+    assert!(
+        metrics.contains("unflat_tls_reloads_total{result=\"refused\"} 0"),
+        "{metrics}"
+    );
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let n = socket.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"STOPPING=1");
+    assert!(child.wait().unwrap().success());
+}
