@@ -25,8 +25,9 @@ impl<S: Service> Session<S> {
             } => {
                 // No body may follow even a refusal of a HEAD request. (The
                 // observer is not told what its line held, as it is of a 408
-                // or 431: a call here costs every pipelined request ~30
-                // instructions, docs/results/instructions-and-profiles.md.)
+                // or a head with no room to be read: a call here costs every
+                // pipelined request ~30 instructions,
+                // docs/results/instructions-and-profiles.md.)
                 self.noted();
                 let next = self.reject(queue, service, reject, head_request, None);
                 self.go(next);
