@@ -97,6 +97,13 @@ pub struct Config {
     #[arg(help_heading = "Network", value_parser = clap::builder::BoolishValueParser::new())]
     pub reuse_port: bool,
 
+    /// Serve `/metrics`, `/livez` and `/readyz` (503 while shutting down)
+    /// on this address, apart from the public port, which then answers
+    /// none of them: HOST:PORT, :PORT or PORT, as --addr. Plain HTTP: bind
+    /// it where only the operator's network reaches.
+    #[arg(value_name = "ADDR", help_heading = "Network", value_parser = parse_addr)]
+    pub admin_addr: Option<SocketAddr>,
+
     /// Serve HTTPS with this PEM certificate chain (with --tls-key).
     #[arg(value_name = "PATH", requires = "tls_key", help_heading = "TLS")]
     pub tls_cert: Option<PathBuf>,

@@ -48,6 +48,9 @@ pub struct RouteLimits {
     pub max_len: usize,
     /// The largest `/large` payload, in bytes (`--max-large`).
     pub max_large: usize,
+    /// `--admin-addr` serves the operator's routes: the public port
+    /// answers `/healthz` and `/metrics` with 404.
+    pub admin_apart: bool,
 }
 
 /// The site's reply: the answer, and the route its response is counted

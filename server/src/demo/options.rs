@@ -148,6 +148,7 @@ impl Options {
             limits: RouteLimits {
                 max_len: self.max_len,
                 max_large: self.max_large(config),
+                admin_apart: config.admin_addr.is_some(),
             },
             cache_bytes: self.cache_bytes(config),
             builders: self.build_threads(),

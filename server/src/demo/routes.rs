@@ -173,6 +173,10 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
     };
     match route {
         Route::Help => no_query(Answer::Help),
+        Route::Healthz | Route::Metrics if limits.admin_apart => Answer::error(
+            &Status::NOT_FOUND,
+            format!("{path} is served at the admin address (--admin-addr)"),
+        ),
         Route::Healthz => no_query(Answer::Health { draining: false }),
         Route::Metrics => no_query(Answer::Metrics(Exposition::from_accept(
             head.field("accept"),
@@ -315,6 +319,7 @@ mod tests {
         let limits = RouteLimits {
             max_len: 0,
             max_large: 64 << 20,
+            admin_apart: false,
         };
         for (size, bytes) in [
             ("5", 5),

@@ -4,7 +4,7 @@
 //! per worker thread ([`PerWorker`]): a cache line every core writes per
 //! request stops a server scaling (docs/results/history.md).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 /// What every connection counts as it opens, writes and ends.
 #[derive(Debug)]
@@ -16,6 +16,9 @@ pub struct Transport {
     too_slow: AtomicU64,
     /// Certificate reloads (SIGHUP): loaded, refused.
     reloads: [AtomicU64; 2],
+    /// The `notAfter` of the certificate in use, in Unix seconds;
+    /// `i64::MIN` for none.
+    not_after: AtomicI64,
 }
 
 impl Default for Transport {
@@ -26,6 +29,7 @@ impl Default for Transport {
             send_timeouts: AtomicU64::new(0),
             too_slow: AtomicU64::new(0),
             reloads: [AtomicU64::new(0), AtomicU64::new(0)],
+            not_after: AtomicI64::new(i64::MIN),
         }
     }
 }
@@ -76,6 +80,19 @@ impl Transport {
     /// certificate in use kept).
     pub fn reloaded(&self, loaded: bool) {
         self.reloads[usize::from(!loaded)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes when the certificate in use expires (`notAfter`, in Unix
+    /// seconds; `None`: no certificate, or one whose date could not be
+    /// read).
+    pub fn certificate_expires(&self, not_after: Option<i64>) {
+        let at = not_after.unwrap_or(i64::MIN);
+        self.not_after.store(at, Ordering::Relaxed);
+    }
+
+    /// When the certificate in use expires, as noted.
+    pub fn certificate_expiry(&self) -> Option<i64> {
+        Some(self.not_after.load(Ordering::Relaxed)).filter(|&at| at != i64::MIN)
     }
 
     /// Certificate reloads so far: loaded, refused.

@@ -64,9 +64,9 @@ struct Log {
     /// last bytes; their ends in `waiting`.
     text: String,
     waiting: VecDeque<Waiting>,
-    /// The request about to be refused was noted from what it sent
-    /// ([`AccessLog::note_refused`]).
-    refused_noted: bool,
+    /// A refusal of a head never read, queued and waiting for what its
+    /// line held ([`AccessLog::note_refused`]) to be rendered.
+    unheard: Option<Answered<()>>,
 }
 
 /// What is noted of the request being answered, in one buffer.
@@ -119,7 +119,7 @@ impl AccessLog {
                     },
                     text: String::with_capacity(LINES_WAITING * line),
                     waiting: VecDeque::with_capacity(LINES_WAITING),
-                    refused_noted: false,
+                    unheard: None,
                 })
             }),
         }
@@ -185,39 +185,52 @@ impl AccessLog {
 
     /// Notes a request refused before its head was read, whose first line
     /// is `line` as sent: its method, target and version as far as spaces
-    /// part them (each escaped and cut), no fields.
+    /// part them (each escaped and cut), no fields; and renders the line of
+    /// its refusal, queued before.
     pub(super) fn note_refused(&mut self, line: &[u8]) {
-        if self.on.is_none() {
+        let Some(unheard) = self.on.as_mut().and_then(|l| l.unheard.take()) else {
             return;
-        }
+        };
         let mut parts = line.splitn(3, |&b| b == b' ');
         let mut next = || parts.next().filter(|p| !p.is_empty()).unwrap_or(b"-");
         let (method, target, version) = (next(), next(), next());
         self.note_bytes(method, target, version, |_| None);
-        if let Some(log) = &mut self.on {
-            log.refused_noted = true;
-        }
+        self.render(&unheard);
     }
 
-    /// Renders the line of the response `a` tells of (to a head never read
-    /// when it has no label: what [`AccessLog::note_refused`] noted, or
-    /// `-`), to be written by [`AccessLog::sent`].
+    /// Renders the line of the response `a` tells of, to be written by
+    /// [`AccessLog::sent`]; one to a head never read (no label) waits for
+    /// what its line held ([`AccessLog::note_refused`]).
     #[inline]
     pub(super) fn queued<L>(&mut self, a: &Answered<L>) {
         // Inlined: with the log off, one test is all a response pays.
-        if self.on.is_some() {
+        let Some(log) = &mut self.on else {
+            return;
+        };
+        if a.label.is_some() {
             self.render(a);
+        } else {
+            log.unheard = Some(Answered {
+                label: None,
+                status: a.status,
+                body_bytes: a.body_bytes,
+                began: a.began,
+                queued: a.queued,
+                ends: a.ends,
+            });
+        }
+    }
+
+    /// A refusal never told what its line held is logged with `-` for it.
+    #[cold]
+    fn unheard(&mut self) {
+        if let Some(unheard) = self.on.as_mut().and_then(|l| l.unheard.take()) {
+            self.note_parts("-", "-", "-", |_| None);
+            self.render(&unheard);
         }
     }
 
     fn render<L>(&mut self, a: &Answered<L>) {
-        let refused_noted = self
-            .on
-            .as_mut()
-            .is_some_and(|l| std::mem::take(&mut l.refused_noted));
-        if a.label.is_none() && !refused_noted {
-            self.note_parts("-", "-", "-", |_| None);
-        }
         let Some(log) = &mut self.on else {
             return;
         };
@@ -289,6 +302,9 @@ impl AccessLog {
     /// the connection's output being written.
     #[inline]
     pub(super) fn sent(&mut self, total: u64) {
+        if self.on.as_ref().is_some_and(|l| l.unheard.is_some()) {
+            self.unheard();
+        }
         if let Some(log) = &mut self.on {
             while log.waiting.front().is_some_and(|w| w.end <= total) {
                 log.write_first();

@@ -440,6 +440,15 @@ impl Counters {
         for (result, n) in [("loaded", loaded), ("refused", refused)] {
             ConstCounter::new(n).encode(family.encode_family(&[("result", result)])?)?;
         }
+        if let Some(at) = transport.certificate_expiry() {
+            let expiry = ConstGauge::new(at);
+            expiry.encode(encoder.encode_descriptor(
+                "tls_certificate_expiry_timestamp",
+                "When the certificate in use (the chain's first) expires: its notAfter.",
+                Some(&prometheus_client::registry::Unit::Seconds),
+                expiry.metric_type(),
+            )?)?;
+        }
         // The exporters' convention: a constant 1, what was built as labels.
         let info = gauge(1);
         let mut family = encoder.encode_descriptor(

@@ -148,6 +148,12 @@ impl<L: Label, R: Labelled<L>> Observe<R> for Standard<L> {
         conn.log.note_refused(line);
     }
 
+    #[cfg(feature = "metrics")]
+    fn exposition(&self, accept: Option<&[u8]>) -> Option<(&'static str, String)> {
+        let format = Exposition::from_accept(accept);
+        Some((format.content_type(), self.metrics.render(format)))
+    }
+
     #[inline(always)]
     fn answered(&self, answered: Answered<L>, conn: &mut Watched) {
         let label = answered.label.unwrap_or(L::REFUSED);

@@ -96,6 +96,8 @@ pub(super) async fn accept_loop<S: Service>(
     cut: Arc<Notify>,
 ) {
     let mut connections = JoinSet::new();
+    // Named in the drain's lines: the admin address drains too.
+    let at = listener.local_addr().map(tracing::field::display).ok();
     // Out of file descriptors, accept fails every 50 ms: logged once a
     // second, with a count.
     let mut failing = log::Repeated::default();
@@ -188,6 +190,7 @@ pub(super) async fn accept_loop<S: Service>(
     // Reaped, the set holds the open connections.
     while connections.try_join_next().is_some() {}
     info!(
+        addr = at,
         open = connections.len(),
         "shutting down: finishing responses in progress (a second Ctrl-C or SIGTERM closes them now)"
     );

@@ -6,6 +6,7 @@
 //! `running.rs` runs one on a thread of its own.
 
 mod accept;
+mod admin;
 mod notify;
 mod running;
 mod signals;
@@ -21,10 +22,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tracing::{error, info};
 
+pub use admin::{Admin, AdminReply};
 pub use running::Running;
 pub use stack::{Making, Stack};
 
 use accept::{accept_loop, listen};
+use admin::AdminPort;
 
 use crate::config::Config;
 use crate::net::tls::{self, Tls};
@@ -37,6 +40,8 @@ pub struct Server<S: Service> {
     addr: SocketAddr,
     stack: Arc<Stack<S>>,
     tls: Option<Tls>,
+    /// `--admin-addr`'s listener, bound beside the public one.
+    admin: Option<AdminPort<S>>,
     /// Whether [`Server::run`]'s runtime has tokio's time driver.
     time_driver: bool,
 }
@@ -56,7 +61,8 @@ impl<S: Service> Server<S> {
     /// certificate or key that cannot be used, before binding anything;
     /// and, once `make` has made the service, when `--access-log` is asked of a service whose
     /// observer writes none ([`Observe::writes_access_log`]): the listener
-    /// is then closed without having accepted.
+    /// is then closed without having accepted. With `--admin-addr`, binds
+    /// that too ([`Admin`]'s routes).
     pub fn bind_with(config: Config, make: impl FnOnce(Making<'_>) -> S) -> io::Result<Server<S>> {
         let invalid = |e| io::Error::new(io::ErrorKind::InvalidInput, e);
         config.validate().map_err(invalid)?;
@@ -82,11 +88,21 @@ impl<S: Service> Server<S> {
                     .into(),
             ));
         }
+        stack
+            .connections()
+            .transport
+            .certificate_expires(tls.as_ref().and_then(|t| t.not_after));
+        let stack = Arc::new(stack);
+        let admin = match stack.config().admin_addr {
+            Some(at) => Some(AdminPort::bind(at, &stack)?),
+            None => None,
+        };
         Ok(Server {
             listener,
             addr,
-            stack: Arc::new(stack),
+            stack,
             tls,
+            admin,
             time_driver: true,
         })
     }
@@ -106,6 +122,11 @@ impl<S: Service> Server<S> {
     /// The address it listens on (the port chosen when binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The admin address it listens on (`--admin-addr`), if any.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|a| a.stack.config().addr)
     }
 
     /// Its layers.
@@ -131,13 +152,14 @@ impl<S: Service> Server<S> {
         let workers = config.worker_threads();
         let tls = config.tls().map(|_| config.tls_provider);
         let addr = self.local_addr();
+        let admin = self.admin_addr().map(tracing::field::display);
         self.run_controlled(move |controls| async move {
             let signals = signals::Signals::listen();
             started();
             notify::state("READY=1");
             match tls {
-                Some(provider) => info!(%addr, workers, tls = provider.name(), "listening"),
-                None => info!(%addr, workers, "listening"),
+                Some(provider) => info!(%addr, workers, tls = provider.name(), admin, "listening"),
+                None => info!(%addr, workers, admin, "listening"),
             }
             signals.forward(controls).await;
         })
@@ -226,6 +248,7 @@ impl<S: Service> Server<S> {
             let (tx, mut rx) = mpsc::unbounded_channel();
             tokio::spawn(controls(tx));
             let listener = TcpListener::from_std(self.listener)?;
+            let admin = self.admin.map(serve_admin).transpose()?;
             let stack = self.stack.clone();
             let mut accept = tokio::spawn(accept_loop(
                 listener,
@@ -262,21 +285,44 @@ impl<S: Service> Server<S> {
                 }
             }
             trigger.trigger();
-            loop {
+            let drained = loop {
                 tokio::select! {
-                    drained = &mut accept => return drained.map_err(io::Error::other),
+                    drained = &mut accept => break drained,
                     control = rx.recv() => match control {
                         Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
                         Some(Control::Stop) => cut.notify_one(),
-                        None => {
-                            let drained = accept.await;
-                            return drained.map_err(io::Error::other);
-                        }
+                        None => break accept.await,
                     },
                 }
+            };
+            // The admin address answers until the public port has drained.
+            if let Some((trigger, accept)) = admin {
+                trigger.trigger();
+                let _ = accept.await;
             }
+            drained.map_err(io::Error::other)
         }
     }
+}
+
+/// Accepts on the admin address until its trigger; returns the trigger and
+/// the accept loop, which ends once its connections have (within
+/// `--grace`).
+fn serve_admin<S: Service>(
+    admin: AdminPort<S>,
+) -> io::Result<(shutdown::Trigger, tokio::task::JoinHandle<()>)> {
+    let (trigger, shutdown) = shutdown::channel();
+    let listener = TcpListener::from_std(admin.listener)?;
+    let permits = Arc::new(Semaphore::new(admin.stack.config().max_connections));
+    let accept = tokio::spawn(accept_loop(
+        listener,
+        admin.stack,
+        Arc::new(RwLock::new(None)),
+        shutdown,
+        permits,
+        Arc::new(Notify::new()),
+    ));
+    Ok((trigger, accept))
 }
 
 /// Sends `Stop` once `stop` completes.
@@ -312,6 +358,7 @@ fn reload(
         }
         Some(source @ tls::CertSource::Files { cert, key }) => match tls::load(source, provider) {
             Ok(loaded) => {
+                transport.certificate_expires(loaded.not_after);
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
                 transport.reloaded(true);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");

@@ -78,6 +78,18 @@ impl<S: Service> Stack<S> {
         make: impl FnOnce(Making<'_>) -> S,
     ) -> Stack<S> {
         let memory = Arc::new(Memory::new(config.memory_limit, config.connection_memory()));
+        Stack::on_account(config, address, tls, memory, make)
+    }
+
+    /// [`Stack::with_service`] charging another server's memory account
+    /// (the admin address's, its server's): one account for the process.
+    pub(super) fn on_account(
+        config: Config,
+        address: SocketAddr,
+        tls: Option<&Tls>,
+        memory: Arc<Memory>,
+        make: impl FnOnce(Making<'_>) -> S,
+    ) -> Stack<S> {
         let draining = Draining::default();
         let transport = Arc::new(Transport::default());
         let service = make(Making {

@@ -204,10 +204,19 @@ pub trait Observe<R>: Send + Sync + std::fmt::Debug + 'static {
     /// A request refused before its head could be read (a 400 for a bad
     /// request line, a 408, a 414, a 431): its first line as the client
     /// sent it, at most the request-line limit and unchecked (escape it
-    /// before it is written anywhere). Its response is told next
-    /// ([`Observe::answered`], with no label).
+    /// before it is written anywhere). Told after its response
+    /// ([`Observe::answered`], with no label), before the turn ends and
+    /// before any of the response is [`Observe::sent`].
     fn refused(&self, line: &[u8], conn: &mut Self::Conn) {
         let _ = (line, conn);
+    }
+
+    /// Its counters as `/metrics` text in the format an `Accept` value asks
+    /// for, with that format's `Content-Type`: what the admin address
+    /// serves (`--admin-addr`). `None`, by default: it keeps none.
+    fn exposition(&self, accept: Option<&[u8]>) -> Option<(&'static str, String)> {
+        let _ = accept;
+        None
     }
 
     /// One response queued, the core's own refusals included: the one
@@ -272,6 +281,10 @@ impl<R, O: Observe<R>> Observe<R> for std::sync::Arc<O> {
 
     fn refused(&self, line: &[u8], conn: &mut O::Conn) {
         O::refused(self, line, conn)
+    }
+
+    fn exposition(&self, accept: Option<&[u8]>) -> Option<(&'static str, String)> {
+        O::exposition(self, accept)
     }
 
     #[inline(always)]

@@ -258,6 +258,9 @@ pub struct Session<S: Service> {
     /// read until it has ([`Session::poll_wait`]). Here, not in the
     /// state, where it would enlarge every idle connection's future.
     paused: bool,
+    /// A refusal of a head never read is queued, and the observer not yet
+    /// told what its line held ([`Session::hear`]).
+    unheard: bool,
 }
 
 impl<S: Service> Session<S> {
@@ -292,6 +295,7 @@ impl<S: Service> Session<S> {
             answering: None,
             begun: None,
             paused: false,
+            unheard: false,
         }
     }
 
@@ -372,6 +376,19 @@ impl<S: Service> Session<S> {
             Ok(step) => step,
             Err(payload) => self.panicked(queue, service, &*payload),
         }
+    }
+
+    /// Tells the observer what the line of the head refused unread held
+    /// (`input` begins with it: nothing is taken from the input after a
+    /// refusal). As the turn ends, not where the parser refuses: a call
+    /// there, even one never taken, cost every pipelined request ~30
+    /// instructions (docs/results/instructions-and-profiles.md).
+    #[cold]
+    #[inline(never)]
+    fn hear(&mut self, input: &[u8], service: &Protocol<S>) {
+        self.unheard = false;
+        self.app
+            .refused(service, first_line(input, service.limits.head.request_line));
     }
 
     /// Ready once what the reply waits for ([`Step::Wait`]) is: room for
@@ -460,6 +477,8 @@ impl<S: Service> Session<S> {
         self.job = None;
         // The queue holds whole responses: a 500 goes after them.
         let next = self.failed(queue, service, self.head_request, None);
+        // Its line may be gone from the input: the log says `-`.
+        self.unheard = false;
         // The turn's end was not reached: what the observer gathered this
         // turn, the 500 included, is counted now.
         self.app.turn_ended(service);
@@ -487,7 +506,14 @@ impl<S: Service> Session<S> {
         let mut chunks_asked = 0;
         loop {
             match self.state {
-                State::Closed => return Step::Close,
+                State::Closed => {
+                    // Where a refusal leaves the turn: off the way of the
+                    // requests answered and kept alive.
+                    if self.unheard {
+                        self.hear(input, service);
+                    }
+                    return Step::Close;
+                }
                 State::Reset => return Step::Reset,
                 _ => {}
             }

@@ -146,14 +146,15 @@ impl<S: Service> Session<S> {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.label),
             _ => {
                 self.noted();
-                self.app
-                    .refused(service, first_line(input, service.limits.head.request_line));
                 (begins_head_request(input), None)
             }
         };
         service.memory.refused();
         let refusal = Outcome::Refusal(Refusal::out_of_memory(full));
         self.state = self.refuse(queue, service, refusal, head_request, label);
+        if self.unheard {
+            self.hear(input, service);
+        }
         self.app.turn_ended(service);
     }
 
@@ -172,8 +173,6 @@ impl<S: Service> Session<S> {
                 // No head was read: the service is told of no label, the
                 // observer of what there was of it.
                 self.noted();
-                self.app
-                    .refused(service, first_line(input, service.limits.head.request_line));
                 (
                     "request head not received in time",
                     begins_head_request(input),
@@ -186,6 +185,9 @@ impl<S: Service> Session<S> {
             reason,
         };
         self.state = self.reject(queue, service, reject, head_request, about);
+        if self.unheard {
+            self.hear(input, service);
+        }
         self.app.turn_ended(service);
     }
 }

@@ -23,11 +23,8 @@ impl<S: Service> Session<S> {
                 reject,
                 head_request,
             } => {
-                // No body may follow even a refusal of a HEAD request. (The
-                // observer is not told what its line held, as it is of a 408
-                // or a head with no room to be read: a call here costs every
-                // pipelined request ~30 instructions,
-                // docs/results/instructions-and-profiles.md.)
+                // No body may follow even a refusal of a HEAD request. The
+                // observer hears what its line held as the turn ends.
                 self.noted();
                 let next = self.reject(queue, service, reject, head_request, None);
                 self.go(next);
@@ -333,6 +330,8 @@ impl<S: Service> Session<S> {
         };
         self.answered(queue, &mut p);
         let Outcome::Reply(reply) = p.answer else {
+            // A refusal without a label: its head was never read.
+            self.unheard = p.label.is_none();
             self.record(service, queue, p.label, written);
             return State::Closed;
         };

@@ -23,14 +23,26 @@ impl Cert {
     /// A new certificate, its files in a directory of the temporary
     /// directory named after `name` and the process.
     pub fn new(name: &str) -> Cert {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        Cert::written(name, &made.cert, &made.signing_key)
+    }
+
+    /// [`Cert::new`], expiring at the start of 1 January of `year`.
+    pub fn expiring(name: &str, year: i32) -> Cert {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(year, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        Cert::written(name, &params.self_signed(&key).unwrap(), &key)
+    }
+
+    fn written(name: &str, cert: &rcgen::Certificate, key: &rcgen::KeyPair) -> Cert {
         let dir = std::env::temp_dir().join(format!("unflat-tls-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), made.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), made.signing_key.serialize_pem()).unwrap();
+        std::fs::write(dir.join("cert.pem"), cert.pem()).unwrap();
+        std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
         Cert {
             dir,
-            der: made.cert.der().clone(),
+            der: cert.der().clone(),
         }
     }
 

@@ -267,9 +267,14 @@ fn json_logs_are_one_object_per_line() {
     ];
     let statuses: Vec<_> = requests.iter().map(|r| ask(&mut s, &mut buf, r)).collect();
     assert_eq!(statuses, [Some(200), Some(200), Some(404)]);
-    // A head that cannot be read: logged with no method or target.
+    // A head the parser refuses (a raw quote in the target): logged with
+    // what its line held, escaped.
     assert_eq!(
-        ask(&mut connect(&addr), &mut buf, b"\x01 / HTTP/1.1\r\n\r\n"),
+        ask(
+            &mut connect(&addr),
+            &mut buf,
+            b"GET /a\"b\xff HTTP/1.1\r\nHost: a\r\n\r\n"
+        ),
         Some(400)
     );
     // A head not whole in time (--head-timeout 1s): logged with what its
@@ -332,9 +337,10 @@ fn json_logs_are_one_object_per_line() {
     assert_eq!(field(1, "referer"), "http://r/");
     assert_eq!(field(2, "status"), 404);
     assert_eq!(
-        (field(3, "status"), field(3, "method")),
-        (400.into(), "-".into())
+        (field(3, "status"), field(3, "method"), field(3, "uri")),
+        (400.into(), "GET".into(), "/a\"b\\xFF".into())
     );
+    assert_eq!(field(3, "version"), "HTTP/1.1");
     assert_eq!(
         (field(4, "status"), field(4, "method"), field(4, "uri")),
         (408.into(), "GET".into(), "/a%22b".into())

@@ -694,3 +694,74 @@ fn systemd_hears_ready_and_stopping_and_metrics_name_the_build() {
     assert_eq!(&buf[..n], b"STOPPING=1");
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn the_admin_address_serves_metrics_liveness_and_readiness_apart() {
+    let args = ["--admin-addr", "127.0.0.1:0", "--shutdown-delay", "3s"];
+    let (child, public, rx) = spawn_logging(&args, &[]);
+    let listening = lines_until(&rx, |l| l.contains("listening"));
+    let admin = listening
+        .last()
+        .and_then(|l| l.split(' ').find_map(|w| w.strip_prefix("admin=")))
+        .expect("the admin address logged")
+        .to_string();
+    assert_ne!(admin, public);
+    let get_at = |addr: &str, target: &str, extra: &str| {
+        request_to(
+            addr,
+            &format!("GET {target} HTTP/1.1\r\nHost: a\r\n{extra}Connection: close\r\n\r\n"),
+        )
+    };
+    let live = get_at(&admin, "/livez", "");
+    assert_eq!((live.status, text(&live).as_str()), (200, "alive\n"));
+    assert_eq!(get_at(&admin, "/readyz", "").status, 200);
+    let metrics = get_at(&admin, "/metrics", "");
+    assert_eq!(metrics.status, 200);
+    assert!(
+        text(&metrics).contains("unflat_build_info{"),
+        "{}",
+        text(&metrics)
+    );
+    assert_eq!(
+        metrics.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let open = get_at(
+        &admin,
+        "/metrics",
+        "Accept: application/openmetrics-text\r\n",
+    );
+    assert!(text(&open).ends_with("# EOF\n"), "{}", text(&open));
+    assert_eq!(get_at(&admin, "/", "").status, 404);
+    let post = request_to(
+        &admin,
+        "POST /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        (post.status, post.header("allow")),
+        (405, Some("GET, HEAD"))
+    );
+    // The public port answers none of them.
+    for target in ["/healthz", "/metrics", "/livez", "/readyz"] {
+        assert_eq!(get_at(&public, target, "").status, 404, "{target}");
+    }
+    assert_eq!(get_at(&public, "/end-string/3", "").status, 200);
+    // Shutting down: not ready, still alive, for --shutdown-delay.
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let begun = std::time::Instant::now();
+    while get_at(&admin, "/readyz", "").status == 200 {
+        assert!(begun.elapsed() < Duration::from_secs(2), "still ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let draining = get_at(&admin, "/readyz", "");
+    assert_eq!(draining.status, 503, "{}", text(&draining));
+    assert_eq!(get_at(&admin, "/livez", "").status, 200);
+    let mut child = child;
+    assert!(child.wait().unwrap().success());
+    assert!(
+        TcpStream::connect(&admin).is_err(),
+        "the admin address closed"
+    );
+}

@@ -273,13 +273,31 @@ fn status_over_https(
         .map_err(|e| e.to_string())
 }
 
+/// `/metrics` over HTTPS, trusting `der`.
+fn metrics_over_https(addr: &str, der: &rustls::pki_types::CertificateDer<'static>) -> String {
+    let mut tls = crate::common::tls::over(TcpStream::connect(addr).unwrap(), der);
+    tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let r = crate::common::read_response(&mut tls, &mut Vec::new(), false).unwrap();
+    String::from_utf8(r.body).unwrap()
+}
+
+/// The expiry metric's line for a certificate expiring at `unix`.
+fn expiry(unix: i64) -> String {
+    format!("unflat_tls_certificate_expiry_timestamp_seconds {unix}\n")
+}
+
 #[test]
 fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_ones() {
-    let (old, new) = (Cert::new("reload-old"), Cert::new("reload-new"));
+    // 2030-01-01 and 2031-01-01, in Unix seconds.
+    let (old_expiry, new_expiry) = (1_893_456_000, 1_924_992_000);
+    let old = Cert::expiring("reload-old", 2030);
+    let new = Cert::expiring("reload-new", 2031);
     let args = old.args();
     let (mut child, addr) =
         crate::common::spawn_server(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(status_over_https(&addr, &old.der), Ok(200));
+    assert!(metrics_over_https(&addr, &old.der).contains(&expiry(old_expiry)));
     // A connection open across the reload keeps its session.
     let mut open = crate::common::tls::over(TcpStream::connect(&addr).unwrap(), &old.der);
     open.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -307,6 +325,9 @@ fn sighup_loads_the_certificate_again_for_new_connections_and_keeps_the_open_one
         status_over_https(&addr, &old.der).is_err(),
         "the old certificate still offered"
     );
+    let metrics = metrics_over_https(&addr, &new.der);
+    assert!(metrics.contains(&expiry(new_expiry)), "{metrics}");
+    assert!(metrics.contains("unflat_tls_reloads_total{result=\"loaded\"} 1"));
     open.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     assert_eq!(

@@ -22,6 +22,8 @@ use tokio_rustls::{server::TlsStream, TlsAcceptor};
 use tracing::{debug, info};
 
 #[cfg(feature = "tls")]
+mod expiry;
+#[cfg(feature = "tls")]
 mod files;
 #[cfg(feature = "tls")]
 mod keys;
@@ -87,6 +89,9 @@ pub struct Tls {
     /// Bytes rustls holds per connection whatever it does (`FIXED`, and
     /// the chain the server sends in each handshake).
     pub fixed_memory: usize,
+    /// When its certificate (the chain's first) expires, in seconds since
+    /// the Unix epoch, as far as its DER could be read.
+    pub not_after: Option<i64>,
     #[cfg(feature = "self-signed")]
     self_signed: Option<Arc<SelfSigned>>,
 }
@@ -165,6 +170,7 @@ pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
         }
     }
     let chain_len: usize = chain.iter().map(|c| c.len()).sum();
+    let not_after = chain.first().and_then(expiry::not_after);
     let mut config = ServerConfig::builder_with_provider(crypto)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: {e}"))?
@@ -183,6 +189,7 @@ pub fn load(source: &CertSource, provider: Provider) -> Result<Tls, String> {
         acceptor: TlsAcceptor::from(Arc::new(config)),
         provider,
         fixed_memory: FIXED + chain_len,
+        not_after,
         #[cfg(feature = "self-signed")]
         self_signed: written,
     })
