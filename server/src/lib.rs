@@ -44,3 +44,9 @@ pub mod units;
 pub use config::Config;
 pub use response::Strategy;
 pub use server::{Running, Server, Stack};
+
+/// The README's Rust examples, compiled (and run, but for `no_run`) by
+/// `cargo test` as this crate's doctests.
+#[cfg(all(doctest, feature = "cli"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
