@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks deploy/ as far as a machine without a container engine allows:
 # the systemd unit with `systemd-analyze verify` (where it runs), and the
-# Containerfile's build-stage RUN lines run as a script, into a temporary
-# prefix, then the binary they installed started and asked for /healthz.
+# Containerfile's build stages run as a script, into a temporary prefix,
+# then the binary they installed started, asked for /livez at its admin
+# address, and probed as the image's HEALTHCHECK probes it.
 #
 # With UNFLAT_DEPLOY_PROFILE=P (CI: smoke), the builds use the cargo
 # profile P for the release profile (`--profile P`, target/P/): the same
@@ -42,27 +43,60 @@ else
   echo "deploy: no systemd-analyze here, the unit is not verified"
 fi
 
-# The build stage's RUN lines, in order, with /usr/local/bin moved under a
-# temporary prefix.
+# The Containerfile's build stages, run as written: each stage in a
+# directory of its own (its WORKDIR), a stage FROM another a copy of it;
+# `COPY . .` copies the build context (the files git knows, untracked ones
+# too, less what it ignores), `COPY --from=STAGE` a file of that stage, and
+# RUN runs in the stage's directory with /usr/local/bin a temporary
+# prefix and cargo's installs under it. The stages share the checkout's
+# target/ (a dependency built once serves every build here). The image's
+# last stage, which only copies the binary, is not run.
 prefix=$(mktemp -d)
-grep '^RUN ' deploy/Containerfile | sed 's/^RUN //' | while IFS= read -r line; do
-  line=${line//\/usr\/local\/bin/$prefix}
-  line=$(with_profile "$line")
-  echo "deploy: $line"
-  bash -c "$line"
-done
-"$prefix/unflat-server" --addr 127.0.0.1:0 --workers 1 >"$prefix/banner" 2>/dev/null &
+stages=$(mktemp -d)
+export CARGO_INSTALL_ROOT="$prefix/cargo" PATH="$prefix/cargo/bin:$PATH"
+stage=
+while IFS= read -r line; do
+  case $line in
+    "FROM "*" AS "*)
+      read -r _ base _ name <<<"$line"
+      mkdir -p "$stages/$name"
+      [ -d "$stages/$base" ] && cp -a "$stages/$base/." "$stages/$name/"
+      stage="$stages/$name"
+      [ -e "$stage/target" ] || ln -s "$PWD/target" "$stage/target"
+      ;;
+    "FROM "*) break ;;
+    "COPY . ."*)
+      git ls-files -z --cached --others --exclude-standard | tar -cf - --null -T - | tar -xf - -C "$stage"
+      ;;
+    "COPY --from="*)
+      read -r _ from source dest <<<"$line"
+      from=${from#--from=}
+      cp "$stages/$from/${source#/src/}" "$stage/$dest"
+      ;;
+    "RUN "*)
+      run=${line#RUN }
+      run=${run//\/usr\/local\/bin/$prefix}
+      run=$(with_profile "$run")
+      echo "deploy: $run"
+      (cd "$stage" && bash -c "$run")
+      ;;
+  esac
+done <deploy/Containerfile
+rm -rf "$stages"
+"$prefix/unflat-server" --addr 127.0.0.1:0 --admin-addr 127.0.0.1:0 --workers 1 \
+  >/dev/null 2>"$prefix/log" &
 pid=$!
 for _ in $(seq 100); do
-  grep -q 'http://' "$prefix/banner" && break
+  grep -q 'admin=' "$prefix/log" && break
   sleep 0.1
 done
-url=$(grep -o 'http://127.0.0.1:[0-9]*' "$prefix/banner" | head -1)
-status=$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")
-# The HEALTHCHECK's command, at this server's address: it passes while the
-# server answers, and fails once it has stopped.
+admin=$(grep -o 'admin=127.0.0.1:[0-9]*' "$prefix/log" | head -1)
+admin="http://${admin#admin=}"
+status=$(curl -s -o /dev/null -w '%{http_code}' "$admin/livez")
+# The HEALTHCHECK's command, at this server's admin address: it passes
+# while the server answers, and fails once it has stopped.
 probe=$(grep '^HEALTHCHECK' deploy/Containerfile | grep -o '"--probe", "[^"]*"' | sed 's/.*"\(http[^"]*\)"/\1/')
-probe=${probe/http:\/\/127.0.0.1:8080/$url}
+probe=${probe/http:\/\/127.0.0.1:9100/$admin}
 up=0
 "$prefix/unflat-server" --probe "$probe" || up=$?
 kill -TERM "$pid"
@@ -70,7 +104,7 @@ wait "$pid"
 down=0
 "$prefix/unflat-server" --probe "$probe" 2>/dev/null || down=$?
 rm -rf "$prefix"
-[ "$status" = 200 ] || { echo "deploy: /healthz answered $status" >&2; exit 1; }
+[ "$status" = 200 ] || { echo "deploy: /livez answered $status" >&2; exit 1; }
 [ "$up" = 0 ] || { echo "deploy: the HEALTHCHECK failed ($probe) on a running server" >&2; exit 1; }
 [ "$down" = 1 ] || { echo "deploy: the HEALTHCHECK passed ($probe) with the server stopped" >&2; exit 1; }
-echo "deploy: the Containerfile's build ran, its binary answered /healthz, and its HEALTHCHECK passed, then failed once the server stopped"
+echo "deploy: the Containerfile's stages ran (the dependencies cooked apart from the sources), its binary answered /livez at its admin address, and its HEALTHCHECK passed, then failed once the server stopped"
