@@ -91,7 +91,7 @@ impl<S: Service> Server<S> {
         stack
             .connections()
             .transport
-            .certificate_expires(tls.as_ref().and_then(|t| t.not_after));
+            .certificate_expires(tls.as_ref().and_then(Tls::not_after));
         let stack = Arc::new(stack);
         let admin = match stack.config().admin_addr {
             Some(at) => Some(AdminPort::bind(at, &stack)?),
@@ -358,7 +358,7 @@ fn reload(
         }
         Some(source @ tls::CertSource::Files { cert, key }) => match tls::load(source, provider) {
             Ok(loaded) => {
-                transport.certificate_expires(loaded.not_after);
+                transport.certificate_expires(loaded.not_after());
                 *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
                 transport.reloaded(true);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");

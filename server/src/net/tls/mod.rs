@@ -89,9 +89,8 @@ pub struct Tls {
     /// Bytes rustls holds per connection whatever it does (`FIXED`, and
     /// the chain the server sends in each handshake).
     pub fixed_memory: usize,
-    /// When its certificate (the chain's first) expires, in seconds since
-    /// the Unix epoch, as far as its DER could be read.
-    pub not_after: Option<i64>,
+    /// [`Tls::not_after`].
+    not_after: Option<i64>,
     #[cfg(feature = "self-signed")]
     self_signed: Option<Arc<SelfSigned>>,
 }
@@ -110,6 +109,17 @@ impl std::fmt::Debug for Tls {
             .field("fixed_memory", &self.fixed_memory)
             .field("self_signed", &self.self_signed_pem())
             .finish_non_exhaustive()
+    }
+}
+
+impl Tls {
+    /// When its certificate (the chain's first) expires, in seconds since
+    /// the Unix epoch, as far as its DER could be read.
+    pub fn not_after(&self) -> Option<i64> {
+        #[cfg(feature = "tls")]
+        return self.not_after;
+        #[cfg(not(feature = "tls"))]
+        match *self {}
     }
 }
 
