@@ -111,7 +111,7 @@ impl<S: Service> Server<S> {
     /// which it has by default so that a service's job may await
     /// `tokio::time` (a sleep, a client's timeout). The connections' own
     /// timers need none, and the driver costs every worker's park
-    /// (docs/measurements.md, "Timers"): a service whose jobs await no
+    /// (docs/results/history.md, "Timers"): a service whose jobs await no
     /// tokio timer (the demo binary's) may go without it. [`Server::serve`] runs on
     /// the caller's runtime, with the caller's drivers.
     pub fn without_time_driver(mut self) -> Server<S> {
