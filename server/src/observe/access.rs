@@ -562,8 +562,18 @@ mod tests {
             &after[26..],
             format!("] \"GET {target} HTTP/1.1\" 200 - \"-\" \"curl/8.5.0\"\n")
         );
-        // A head never read: no method, target or fields.
+        // A head never read: its line as sent once the session tells it,
+        // escaped; no fields.
         combined.queued(&answered(None, 3, 200));
+        combined.note_refused(b"GET /a\"b HTTP/1.1");
+        let line = first(&mut combined);
+        assert!(
+            line.ends_with("] \"GET /a\\x22b HTTP/1.1\" 200 3 \"-\" \"-\"\n"),
+            "{line}"
+        );
+        // Never told: `-` for each part, before its response is written.
+        combined.queued(&answered(None, 3, 300));
+        combined.sent(0);
         let line = first(&mut combined);
         assert!(line.ends_with("] \"- - -\" 200 3 \"-\" \"-\"\n"), "{line}");
         let mut json = log(LogFormat::Json);
