@@ -11,7 +11,7 @@
 //! socket cannot take the bytes at once. Generic over its IO,
 //! so tests drive it with in-memory sockets.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
@@ -28,7 +28,7 @@ use super::give_way::Registration;
 use super::idle;
 use super::pace::Pace;
 use super::reset::ResetIfDropped;
-use super::shutdown::{Shutdown, Stopped};
+use super::shutdown::Shutdown;
 use super::timers::Timer;
 use super::tls::Tls;
 #[cfg(feature = "tls")]
@@ -62,34 +62,48 @@ pub fn lease<S: Service>(connections: &Connections<S>, socket: usize) -> Lease {
 /// nginx's `reset_timedout_connection`): the kernel discards the unsent
 /// bytes instead of holding them for a peer that does not read. So is a
 /// response cut short that only the close would end.
-pub async fn handle<S: Service>(
-    stream: TcpStream,
+// Not an `async fn`: its parameters would each be copied into a local of
+// the future besides, in every idle connection's task.
+#[allow(clippy::manual_async_fn)]
+pub fn handle<'a, S: Service>(
+    mut stream: TcpStream,
     peer: SocketAddr,
-    tls: Option<&Tls>,
-    connections: &Connections<S>,
-    shutdown: &Shutdown,
-) {
-    let _open = connections.transport.open();
-    let lease = lease(connections, tls.map_or(0, fixed_memory));
-    let ended = match tls {
-        None => {
-            let mut stream = stream;
-            let ended = serve(&mut stream, Some(peer), connections, shutdown, lease).await;
-            (ended, stream)
-        }
-        // Boxed, or every cleartext connection's task would be as large as
-        // a TLS one's.
-        #[cfg(feature = "tls")]
-        Some(tls) => {
-            match Box::pin(serve_tls(stream, peer, tls, connections, shutdown, lease)).await {
-                Some(ended) => ended,
-                None => return,
+    tls: Option<&'a Tls>,
+    connections: &'a Connections<S>,
+    shutdown: &'a Shutdown,
+) -> impl std::future::Future<Output = ()> + Send + 'a {
+    async move {
+        let _open = connections.transport.open();
+        let lease = lease(connections, tls.map_or(0, fixed_memory));
+        match tls {
+            None => {
+                let ended = serve(&mut stream, Some(peer), connections, shutdown, lease).await;
+                ended_with(ended, &stream, peer, connections);
             }
+            // Boxed, or every cleartext connection's task would be as large
+            // as a TLS one's.
+            #[cfg(feature = "tls")]
+            Some(tls) => {
+                let served = Box::pin(serve_tls(stream, peer, tls, connections, shutdown, lease));
+                if let Some((ended, tcp)) = served.await {
+                    ended_with(ended, &tcp, peer, connections);
+                }
+            }
+            #[cfg(not(feature = "tls"))]
+            Some(tls) => match *tls {},
         }
-        #[cfg(not(feature = "tls"))]
-        Some(tls) => match *tls {},
-    };
-    match ended {
+    }
+}
+
+/// Resets the connection on `tcp` when how it `ended` asks for it, and
+/// counts why.
+fn ended_with<S: Service>(
+    ended: Result<(), Ended>,
+    tcp: &TcpStream,
+    peer: SocketAddr,
+    connections: &Connections<S>,
+) {
+    match (ended, tcp) {
         (Ok(()), _) => {}
         (Err(Ended::SendTimeout), tcp) => {
             debug!(%peer, "send timeout: resetting the connection");
@@ -152,10 +166,10 @@ pub async fn serve<S: Service, IO: Socket>(
     lease: Lease,
 ) -> Result<(), Ended> {
     let mut c = Connection::open(io, peer, connections, lease);
+    // It is told the server stops through its slot, as it is asked to give
+    // way: no future of the shutdown's own in every connection's task.
     let registration = connections.idle.register();
     let timer = Timer::new();
-    let stopped = shutdown.stopped();
-    tokio::pin!(stopped);
     let mut deadlines = Deadlines::default();
     loop {
         let step = c
@@ -228,14 +242,7 @@ pub async fn serve<S: Service, IO: Socket>(
         if idle {
             registration.idle(deadline);
         }
-        let read = c.read(
-            waiting,
-            deadline,
-            &timer,
-            &registration,
-            stopped.as_mut(),
-            fresh,
-        );
+        let read = c.read(waiting, deadline, &timer, &registration, fresh);
         let read = read.await;
         if idle {
             registration.busy();
@@ -343,7 +350,6 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         deadline: Moment,
         timer: &Timer,
         registration: &Registration<'_>,
-        mut stopped: Pin<&mut Stopped<'_>>,
         fresh: bool,
     ) -> Result<Got, Ended> {
         let service = &self.connections.protocol;
@@ -355,10 +361,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             && self.input.is_empty()
             && !self.queue.has_remaining()
         {
-            match self
-                .wait_idle(deadline, timer, registration, stopped.as_mut(), stops)
-                .await
-            {
+            match self.wait_idle(deadline, timer, registration, stops).await {
                 Idle::Read(read) => return read,
                 Idle::End => return Ok(Got::End),
                 Idle::Short => {}
@@ -375,7 +378,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             biased;
             read = self.io.read_buf(&mut self.input) => Some(read),
             () = timer.passed(deadline) => None,
-            () = stopped, if stops => return Ok(Got::End),
+            () = registration.stopped(), if stops => return Ok(Got::End),
             () = registration.asked(), if waiting == Waiting::Idle => return Ok(Got::End),
         };
         match read {
@@ -406,7 +409,6 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
         deadline: Moment,
         timer: &Timer,
         registration: &Registration<'_>,
-        mut stopped: Pin<&mut Stopped<'_>>,
         stops: bool,
     ) -> Idle {
         // The idle deadline is its wait's start plus `--idle-timeout`: the
@@ -440,7 +442,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
                 (away, self.keeps) = (true, false);
             }
             if (away && timer.poll_passed(deadline, cx).is_ready())
-                || (stops && stopped.as_mut().poll(cx).is_ready())
+                || (stops && registration.poll_stopped(cx).is_ready())
                 || registration.poll_asked(cx).is_ready()
             {
                 return Poll::Ready(Idle::End);

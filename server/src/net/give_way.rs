@@ -3,6 +3,9 @@
 //! client in the backlog. A connection registers once (one lock); going idle
 //! and busy is one store to its own slot, no lock and no clock read: it
 //! stores its idle deadline, and the earliest is the one idle longest.
+//! The same slot tells it the server stops ([`IdleConnections::stop_all`]):
+//! one waker per connection for both, no allocation of its own for the
+//! shutdown's.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,6 +19,8 @@ use crate::clock::Moment;
 #[derive(Debug, Default)]
 pub struct IdleConnections {
     slots: Mutex<Slots>,
+    /// Set once the server stops: every connection is told.
+    stopping: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +70,17 @@ impl IdleConnections {
             set: self,
             index,
             slot,
+        }
+    }
+
+    /// Tells every connection, open now or opened later, that the server
+    /// stops ([`Registration::poll_stopped`]).
+    pub fn stop_all(&self) {
+        // The flag first: a connection that registers its waker after the
+        // wake-ups below sees it when it looks again.
+        self.stopping.store(true, Ordering::SeqCst);
+        for slot in self.lock().open.iter().flatten() {
+            slot.waker.wake();
         }
     }
 
@@ -124,6 +140,23 @@ impl Registration<'_> {
     pub async fn asked(&self) {
         std::future::poll_fn(|cx| self.poll_asked(cx)).await
     }
+
+    /// Ready once the server stops ([`IdleConnections::stop_all`]).
+    pub fn poll_stopped(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.set.stopping.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        self.slot.waker.register(cx.waker());
+        match self.set.stopping.load(Ordering::SeqCst) {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
+        }
+    }
+
+    /// Completes once the server stops.
+    pub async fn stopped(&self) {
+        std::future::poll_fn(|cx| self.poll_stopped(cx)).await
+    }
 }
 
 impl Drop for Registration<'_> {
@@ -160,5 +193,33 @@ mod tests {
         let d = set.register();
         assert_eq!(set.lock().open.len(), 3, "slots are reused");
         drop((a, d));
+    }
+
+    /// Woken and ready once the server stops, busy or idle; one that opens
+    /// after is ready at once.
+    #[test]
+    fn every_connection_hears_the_server_stop() {
+        use std::sync::atomic::AtomicUsize;
+        use std::task::Wake;
+        struct Count(AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let set = IdleConnections::default();
+        let (a, b) = (set.register(), set.register());
+        b.idle(Moment::now());
+        let woken = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(a.poll_stopped(&mut cx).is_pending());
+        assert!(b.poll_stopped(&mut cx).is_pending());
+        set.stop_all();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 2, "each told");
+        assert!(a.poll_stopped(&mut cx).is_ready());
+        assert!(b.poll_stopped(&mut cx).is_ready());
+        assert!(b.poll_asked(&mut cx).is_pending(), "not asked to give way");
+        assert!(set.register().poll_stopped(&mut cx).is_ready());
     }
 }

@@ -1,7 +1,8 @@
-//! The shutdown signal every connection listens to. It is polled on every
-//! request, so [`Shutdown::stopped`] registers with the shared [`Notify`]
-//! once (its lock) and afterwards only loads a flag, while the same task
-//! polls it.
+//! The shutdown signal: a flag every connection reads between requests,
+//! and the future the accept loop awaits, which registers with the shared
+//! [`Notify`] once (its lock) and afterwards only loads the flag. The
+//! accept loop then tells the connections waiting for a request, through
+//! their slots (`give_way.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -57,8 +58,9 @@ impl Shutdown {
         self.0.triggered.load(Ordering::Acquire)
     }
 
-    /// A future that completes once shutdown has begun. Pin it once per
-    /// connection: polls after the first cost an atomic load.
+    /// A future that completes once shutdown has begun: the accept loop's
+    /// (connections hear of it through their slot, `give_way.rs`, with no
+    /// allocation of their own). Polls after the first cost an atomic load.
     pub fn stopped(&self) -> Stopped<'_> {
         Stopped {
             flag: &self.0.triggered,

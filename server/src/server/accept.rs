@@ -72,15 +72,17 @@ fn spawn<S: Service>(
     connections: &mut JoinSet<()>,
     (stream, peer): (TcpStream, SocketAddr),
     stack: &Arc<Stack<S>>,
-    tls: &RwLock<Option<Tls>>,
+    tls: &RwLock<Option<Arc<Tls>>>,
     shutdown: &Shutdown,
     permit: Option<OwnedSemaphorePermit>,
 ) {
     let _ = stream.set_nodelay(true);
+    // An `Arc`: the task holds it while the connection lives, and every
+    // byte of an idle connection's task counts (net/idle.rs).
     let tls = tls.read().unwrap_or_else(|e| e.into_inner()).clone();
     let (stack, shutdown) = (stack.clone(), shutdown.clone());
     connections.spawn(async move {
-        net::handle(stream, peer, tls.as_ref(), stack.connections(), &shutdown).await;
+        net::handle(stream, peer, tls.as_deref(), stack.connections(), &shutdown).await;
         drop(permit);
     });
 }
@@ -90,7 +92,7 @@ fn spawn<S: Service>(
 pub(super) async fn accept_loop<S: Service>(
     listener: TcpListener,
     stack: Arc<Stack<S>>,
-    tls: Arc<RwLock<Option<Tls>>>,
+    tls: Arc<RwLock<Option<Arc<Tls>>>>,
     shutdown: Shutdown,
     permits: Arc<Semaphore>,
     cut: Arc<Notify>,
@@ -153,6 +155,9 @@ pub(super) async fn accept_loop<S: Service>(
                 break;
             }
         }
+        // Those idle between requests close now; the others once their
+        // responses are written.
+        stack.connections().idle.stop_all();
         // The connections the kernel completed before the listener closes
         // are taken and answered (with `Connection: close`), not reset
         // with it: their clients' connect succeeded. At most the backlog,

@@ -241,7 +241,7 @@ impl<S: Service> Server<S> {
         let (trigger, shutdown) = shutdown::channel();
         let permits = Arc::new(Semaphore::new(self.stack.config().max_connections));
         let (source, provider) = (self.stack.config().tls(), self.stack.config().tls_provider);
-        let tls = Arc::new(RwLock::new(self.tls));
+        let tls = Arc::new(RwLock::new(self.tls.map(Arc::new)));
         let cut = Arc::new(Notify::new());
         let transport = self.stack.connections().transport.clone();
         {
@@ -346,7 +346,7 @@ pub enum Control {
 /// Loads the certificate and key of `source` again into `tls`; on failure
 /// the one in use stays, and the log says why.
 fn reload(
-    tls: &RwLock<Option<Tls>>,
+    tls: &RwLock<Option<Arc<Tls>>>,
     source: Option<&tls::CertSource>,
     provider: tls::Provider,
     transport: &net::Transport,
@@ -359,7 +359,7 @@ fn reload(
         Some(source @ tls::CertSource::Files { cert, key }) => match tls::load(source, provider) {
             Ok(loaded) => {
                 transport.certificate_expires(loaded.not_after());
-                *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+                *tls.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
                 transport.reloaded(true);
                 info!(cert = %cert.display(), key = %key.display(), "reload: certificate and key loaded; new connections use them");
             }
