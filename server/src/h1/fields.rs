@@ -47,16 +47,16 @@ pub(super) fn check_fields(
         // none for a name no rule reads, and its value is not looked at.
         let name = f.name.as_bytes();
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => seen.host(trim(f.value))?,
-            6 if name.eq_ignore_ascii_case(b"expect") && version == 1 => {
+            4 if is(name, b"host") => seen.host(trim(f.value))?,
+            6 if is(name, b"expect") && version == 1 => {
                 // Expect is only defined for HTTP/1.1 (RFC 9110 §10.1.1).
                 seen.expect(trim(f.value))?;
             }
-            10 if name.eq_ignore_ascii_case(b"connection") => seen.connection(f.value),
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
+            10 if is(name, b"connection") => seen.connection(f.value),
+            14 if is(name, b"content-length") => {
                 seen.content_length(f.value)?;
             }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            17 if is(name, b"transfer-encoding") => {
                 seen.transfer_encoding(f.value, version)?;
             }
             _ => {}
@@ -97,7 +97,7 @@ impl Seen {
             .map(trim)
             .filter(|c| !c.is_empty())
         {
-            let chunked = coding.eq_ignore_ascii_case(b"chunked");
+            let chunked = is(coding, b"chunked");
             self.chunked_count += usize::from(chunked);
             self.other_coding |= !chunked;
             self.chunked_last = chunked;
@@ -117,14 +117,14 @@ impl Seen {
     #[inline]
     fn connection(&mut self, value: &[u8]) {
         for token in value.split(|&b| b == b',').map(trim) {
-            self.close |= token.eq_ignore_ascii_case(b"close");
-            self.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            self.close |= is(token, b"close");
+            self.keep_alive_token |= is(token, b"keep-alive");
         }
     }
 
     #[inline]
     fn expect(&mut self, value: &[u8]) -> Result<(), Reject> {
-        if value.eq_ignore_ascii_case(b"100-continue") {
+        if is(value, b"100-continue") {
             self.expect_continue = true;
             Ok(())
         } else {
@@ -195,6 +195,42 @@ fn parse_length(v: &[u8]) -> Result<u64, Reject> {
         .ok_or(reject(Status::BAD_REQUEST, "Content-Length out of range"))
 }
 
+/// Whether `bytes` is `lower` in any case, a word at a time: each byte
+/// with its 0x20 bit set (a letter lowercased) against the pattern, whose
+/// bytes are lowercase letters, digits and `-`. Exact for the bytes the
+/// scanner lets into a name or a value (`scan.rs`): the only other bytes
+/// that become a digit or `-` so are controls (0x10–0x19, CR), and HTAB
+/// becomes `)`, in no pattern.
+#[inline(always)]
+fn is<const N: usize>(bytes: &[u8], lower: &[u8; N]) -> bool {
+    const { assert!(N >= 4, "a pattern of four bytes at least") };
+    let Ok(bytes) = <&[u8; N]>::try_from(bytes) else {
+        return false;
+    };
+    let (mut i, mut differ) = (0, 0u64);
+    // Words of 8 (or 4) bytes, the last one overlapping the one before.
+    let word = if N >= 8 { 8 } else { 4 };
+    loop {
+        let at = i.min(N - word);
+        differ |= lowered(bytes, at, word) ^ lowered(lower, at, word);
+        i += word;
+        if i >= N {
+            return differ == 0;
+        }
+    }
+}
+
+/// The `width` (4 or 8) bytes of `b` at `at` as a number, each with its
+/// 0x20 bit set.
+#[inline(always)]
+fn lowered(b: &[u8], at: usize, width: usize) -> u64 {
+    if width == 8 {
+        u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes")) | 0x2020_2020_2020_2020
+    } else {
+        u64::from(u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes")) | 0x2020_2020)
+    }
+}
+
 /// `v` without the spaces and tabs around it (OWS).
 fn trim(v: &[u8]) -> &[u8] {
     let start = v
@@ -206,4 +242,44 @@ fn trim(v: &[u8]) -> &[u8] {
         .rposition(|&b| b != b' ' && b != b'\t')
         .map_or(start, |e| e + 1);
     &v[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `is` answers as `eq_ignore_ascii_case` for every byte a field value
+    /// may hold (HTAB, SP, visible ASCII, obs-text), in every position of
+    /// every pattern; a control byte is what it would confuse.
+    #[test]
+    fn a_word_at_a_time_compares_as_byte_by_byte() {
+        fn check<const N: usize>(pattern: &[u8; N]) {
+            let allowed = (0u8..=255).filter(|&b| b == b'\t' || b == b' ' || b > 0x20 && b != 0x7f);
+            for at in 0..N {
+                for b in allowed.clone() {
+                    let mut v = *pattern;
+                    v[at] = b;
+                    assert_eq!(is(&v, pattern), v.eq_ignore_ascii_case(pattern), "{v:?}");
+                    v[at] = b.to_ascii_uppercase();
+                    assert_eq!(is(&v, pattern), v.eq_ignore_ascii_case(pattern), "{v:?}");
+                }
+            }
+            assert!(!is(&pattern[..N - 1], pattern), "a shorter value");
+            let mut cr = *pattern;
+            cr[N / 2] = b'\r';
+            let confused = is(&cr, pattern);
+            assert!(!confused || pattern[N / 2] == b'-', "{cr:?}");
+        }
+        check(b"host");
+        check(b"close");
+        check(b"expect");
+        check(b"chunked");
+        check(b"connection");
+        check(b"keep-alive");
+        check(b"100-continue");
+        check(b"content-length");
+        check(b"transfer-encoding");
+        assert!(is(b"Keep-Alive", b"keep-alive"));
+        assert!(is(b"CONTENT-LENGTH", b"content-length"));
+    }
 }

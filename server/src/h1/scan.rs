@@ -93,7 +93,9 @@ pub fn scan<'b>(
     // The eight bytes as one word: two comparisons, not sixteen.
     const HTTP_1_0: u64 = u64::from_le_bytes(*b"HTTP/1.0");
     const HTTP_1_1: u64 = u64::from_le_bytes(*b"HTTP/1.1");
-    let word = input.get(at.i..at.i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok());
+    let word = input
+        .get(at.i..at.i + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok());
     let version = match word.map(u64::from_le_bytes) {
         Some(HTTP_1_0) => 0,
         Some(HTTP_1_1) => 1,

@@ -153,7 +153,12 @@ pub(super) fn valid_host(v: &[u8]) -> bool {
         // A port is at most five digits after the last `:`: looked for
         // from the end, five bytes at most, not through the whole value
         // (a `:` further in is then the host's, which refuses it).
-        let digits = v.iter().rev().take(5).take_while(|b| b.is_ascii_digit()).count();
+        let digits = v
+            .iter()
+            .rev()
+            .take(5)
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         match v[..v.len() - digits].split_last() {
             Some((b':', host)) => (host, &v[v.len() - digits..]),
             _ => (v, &v[..0]),
@@ -198,13 +203,32 @@ mod tests {
     #[test]
     fn hosts_and_ports() {
         for ok in [
-            "", "localhost", "localhost:3000", "127.0.0.1:80", "a:", ":80", "12345",
-            "123456", "x:12345", "[::1]", "[::1]:8080", "%41.example",
+            "",
+            "localhost",
+            "localhost:3000",
+            "127.0.0.1:80",
+            "a:",
+            ":80",
+            "12345",
+            "123456",
+            "x:12345",
+            "[::1]",
+            "[::1]:8080",
+            "%41.example",
         ] {
             assert!(valid_host(ok.as_bytes()), "{ok:?}");
         }
         for bad in [
-            "a:b:1", "host:123456", "a b", "a:1x", "a/b", "[::1", "[]", "[::1]x", "a@b", "é",
+            "a:b:1",
+            "host:123456",
+            "a b",
+            "a:1x",
+            "a/b",
+            "[::1",
+            "[]",
+            "[::1]x",
+            "a@b",
+            "é",
         ] {
             assert!(!valid_host(bad.as_bytes()), "{bad:?}");
         }
