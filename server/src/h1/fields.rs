@@ -136,7 +136,7 @@ impl Seen {
     }
 
     /// The rules between fields, once all are seen.
-    #[inline]
+    #[inline(always)]
     fn finish(self, version: u8) -> Result<Checked, Reject> {
         if self.transfer_encoding && self.length.is_some() {
             return Err(reject(
