@@ -272,17 +272,29 @@ impl Writer {
     /// a stream the lease cannot start is refused whole, never begun. A
     /// value refused as it is rendered fails it (boxed: the common answer,
     /// `None`, stays one word to test).
+    #[inline(always)]
     pub fn stream_head(
         &self,
         r: &Response<'_>,
         fields: &Fields<'_>,
         exchange: Exchange,
     ) -> Option<Result<StreamHead, Box<FieldError>>> {
-        // Nearly every response is no stream: told apart before anything
-        // is read of it.
+        // Nearly every response is no stream: told apart where it is
+        // asked, before any call.
         if !matches!(r.body, Body::Stream) {
             return None;
         }
+        self.stream_head_of(r, fields, exchange)
+    }
+
+    /// [`Writer::stream_head`] of a stream.
+    #[inline(never)]
+    fn stream_head_of(
+        &self,
+        r: &Response<'_>,
+        fields: &Fields<'_>,
+        exchange: Exchange,
+    ) -> Option<Result<StreamHead, Box<FieldError>>> {
         let status = r.status();
         let shape = Shape::of(r, status, exchange);
         if !shape.streams {
