@@ -333,16 +333,20 @@ impl<S: Service> Session<S> {
             Err(Unqueued::Full(full)) => return self.out_of_memory(queue, service, p, full),
         };
         self.answered(queue, &mut p);
-        let Outcome::Reply(reply) = p.answer else {
+        if let Outcome::Refusal(_) = p.answer {
             // A refusal without a label: its head was never read.
             self.unheard = p.label.is_none();
             self.record(service, queue, p.label, written);
             return State::Closed;
-        };
+        }
         self.record(service, queue, p.label, written);
+        // The reply is moved out only to be kept: nearly every one is
+        // dropped where it is.
         if written.references_body {
-            let end = queue.ledger().written() + queue.remaining() as u64;
-            self.referenced.push_back((end, reply));
+            if let Outcome::Reply(reply) = p.answer {
+                let end = queue.ledger().written() + queue.remaining() as u64;
+                self.referenced.push_back((end, reply));
+            }
         }
         if written.keep_alive {
             State::Head
