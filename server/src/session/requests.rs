@@ -47,8 +47,8 @@ impl<S: Service> Session<S> {
         // panic (`Session::panicked`).
         self.head_request = head.is_head();
         self.answering = None;
-        let reply = self.app.call(service, &head);
-        let label = self.app.begun(service, &head, &reply);
+        let reply = self.app.call(service, head);
+        let label = self.app.begun(service, head, &reply);
         self.answering = Some(label);
         self.noted();
         let exchange = self.exchange(
