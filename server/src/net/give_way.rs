@@ -74,7 +74,7 @@ impl IdleConnections {
     }
 
     /// Tells every connection, open now or opened later, that the server
-    /// stops ([`Registration::poll_stopped`]).
+    /// stops (each hears it through its registration's `poll_stopped`).
     pub fn stop_all(&self) {
         // The flag first: a connection that registers its waker after the
         // wake-ups below sees it when it looks again.
