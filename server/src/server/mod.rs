@@ -295,34 +295,48 @@ impl<S: Service> Server<S> {
                     },
                 }
             };
-            // The admin address answers until the public port has drained.
-            if let Some((trigger, accept)) = admin {
+            // The admin address answers until the public port has drained;
+            // its own drain is cut short by a Stop as the public one's is.
+            if let Some((trigger, cut, mut accept)) = admin {
                 trigger.trigger();
-                let _ = accept.await;
+                loop {
+                    tokio::select! {
+                        _ = &mut accept => break,
+                        control = rx.recv() => match control {
+                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
+                            Some(Control::Stop) => cut.notify_one(),
+                            None => {
+                                let _ = accept.await;
+                                break;
+                            }
+                        },
+                    }
+                }
             }
             drained.map_err(io::Error::other)
         }
     }
 }
 
-/// Accepts on the admin address until its trigger; returns the trigger and
-/// the accept loop, which ends once its connections have (within
-/// `--grace`).
+/// Accepts on the admin address until its trigger; returns the trigger,
+/// what cuts its drain short, and the accept loop, which ends once its
+/// connections have (within `--grace`).
 fn serve_admin<S: Service>(
     admin: AdminPort<S>,
-) -> io::Result<(shutdown::Trigger, tokio::task::JoinHandle<()>)> {
+) -> io::Result<(shutdown::Trigger, Arc<Notify>, tokio::task::JoinHandle<()>)> {
     let (trigger, shutdown) = shutdown::channel();
     let listener = TcpListener::from_std(admin.listener)?;
     let permits = Arc::new(Semaphore::new(admin.stack.config().max_connections));
+    let cut = Arc::new(Notify::new());
     let accept = tokio::spawn(accept_loop(
         listener,
         admin.stack,
         Arc::new(RwLock::new(None)),
         shutdown,
         permits,
-        Arc::new(Notify::new()),
+        cut.clone(),
     ));
-    Ok((trigger, accept))
+    Ok((trigger, cut, accept))
 }
 
 /// Sends `Stop` once `stop` completes.

@@ -765,3 +765,43 @@ fn the_admin_address_serves_metrics_liveness_and_readiness_apart() {
         "the admin address closed"
     );
 }
+
+/// The admin address drains after the public port, and a second SIGTERM
+/// cuts its drain as it cuts the public one's.
+#[test]
+fn a_second_sigterm_cuts_the_admin_address_drain_too() {
+    let args = [
+        "--admin-addr",
+        "127.0.0.1:0",
+        "--grace",
+        "60s",
+        "--head-timeout",
+        "60s",
+    ];
+    let (mut child, _, rx) = spawn_logging(&args, &[]);
+    let listening = lines_until(&rx, |l| l.contains("listening"));
+    let admin = listening
+        .last()
+        .and_then(|l| l.split(' ').find_map(|w| w.strip_prefix("admin=")))
+        .expect("the admin address logged")
+        .to_string();
+    // A scrape whose head never ends: its drain would wait for it.
+    let mut stuck = TcpStream::connect(&admin).unwrap();
+    stuck.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGTERM);
+    let seen = lines_until(&rx, |l| l.contains("shutting down") && l.contains(&admin));
+    assert!(seen.last().unwrap().contains("open=1"), "{seen:#?}");
+    let begun = std::time::Instant::now();
+    signal(&child, libc::SIGTERM);
+    let seen = lines_until(&rx, |l| l.contains("second signal"));
+    let status = child.wait().unwrap();
+    assert!(seen.last().unwrap().contains("cut=1"), "{seen:#?} {status}");
+    assert!(status.success(), "{status}");
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        begun.elapsed()
+    );
+    drop(stuck);
+}
