@@ -210,6 +210,15 @@
 //! [`Server::bind_with`] with `|making| router.observed(making.standard())`,
 //! then [`Server::serve`], serve it there (on a runtime of `--workers`
 //! threads of its own when the caller's has not that many).
+//!
+//! # Operating it
+//! `--admin-addr 127.0.0.1:9100` serves, on a port of its own and never
+//! through the router, `/metrics` (every response counted by status, under
+//! `route="all"`; the memory account, the connections, the process),
+//! `/livez`, and `/readyz` (503 from SIGTERM on, while the server drains,
+//! so that a balancer stops sending); `--shutdown-delay` keeps serving for
+//! as long as a balancer takes to hear it. docs/operations.md lists the
+//! series and every flag.
 
 mod body;
 pub mod reply;
