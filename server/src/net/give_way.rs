@@ -126,14 +126,7 @@ impl Registration<'_> {
 
     /// Ready once the listener has asked the connection to give way.
     pub fn poll_asked(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.slot.asked.load(Ordering::Relaxed) {
-            return Poll::Ready(());
-        }
-        self.slot.waker.register(cx.waker());
-        match self.slot.asked.load(Ordering::Acquire) {
-            true => Poll::Ready(()),
-            false => Poll::Pending,
-        }
+        self.poll_set(&self.slot.asked, cx)
     }
 
     /// Completes once the listener has asked the connection to give way.
@@ -143,11 +136,18 @@ impl Registration<'_> {
 
     /// Ready once the server stops ([`IdleConnections::stop_all`]).
     pub fn poll_stopped(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.set.stopping.load(Ordering::Acquire) {
+        self.poll_set(&self.set.stopping, cx)
+    }
+
+    /// Ready once `flag` is set; else the slot's waker is this task's, and
+    /// the flag is looked at again: one set while the waker was being
+    /// registered is not missed (whoever sets it wakes after setting).
+    fn poll_set(&self, flag: &AtomicBool, cx: &mut Context<'_>) -> Poll<()> {
+        if flag.load(Ordering::Acquire) {
             return Poll::Ready(());
         }
         self.slot.waker.register(cx.waker());
-        match self.set.stopping.load(Ordering::SeqCst) {
+        match flag.load(Ordering::SeqCst) {
             true => Poll::Ready(()),
             false => Poll::Pending,
         }
