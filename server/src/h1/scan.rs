@@ -4,7 +4,10 @@
 //! test and a fuzz target hold the two equal) — for less work per request:
 //! a block at a time through targets and field values, a target checked
 //! for UTF-8 only when it holds a byte above ASCII, and no dispatch per
-//! field. `benches/head_scan.rs` measures the two.
+//! field. The target's URI bytes and its query are found in the same walk
+//! ([`Scanned::query_at`], [`Scanned::plain_target`]), so that checking it
+//! (`uri.rs`) walks it again only when it holds an escape or a byte a URI
+//! may not. `benches/head_scan.rs` measures the two.
 // Bytes checked to be ASCII are read as text without a second check, and
 // the fields are written into the caller's uninitialised slots.
 #![allow(unsafe_code)]
@@ -20,6 +23,12 @@ pub struct Scanned<'b> {
     pub method: &'b str,
     /// The request target, as sent.
     pub target: &'b str,
+    /// Where in the target its first `?` is.
+    pub query_at: Option<usize>,
+    /// Whether every byte of the target is one a URI holds as it is
+    /// (RFC 3986's unreserved, sub-delims, `:@/?`): no `%`, no byte above
+    /// ASCII, none a URI may not hold.
+    pub plain_target: bool,
     /// The minor version: 0 or 1.
     pub version: u8,
     /// The fields, their values without the whitespace around them.
@@ -74,14 +83,14 @@ pub fn scan<'b>(
     at.i += 1;
     // request-target SP: visible bytes, and any above ASCII.
     let target_start = at.i;
-    let above_ascii = at.skip_target();
+    let walked = at.skip_target();
     match at.peek() {
         Some(b' ') if at.i > target_start => {}
         Some(_) => return Err(Error::Token),
         None => return Ok(None),
     }
     let target = &input[target_start..at.i];
-    let target = if above_ascii {
+    let target = if walked.above_ascii {
         std::str::from_utf8(target).map_err(|_| Error::Token)?
     } else {
         // SAFETY: every byte is ASCII.
@@ -170,10 +179,23 @@ pub fn scan<'b>(
     Ok(Some(Scanned {
         method,
         target,
+        query_at: walked.query_at.map(|q| q - target_start),
+        plain_target: !walked.odd,
         version,
         fields,
         len: at.i,
     }))
+}
+
+/// What the walk through a target found.
+#[derive(Default)]
+struct TargetWalk {
+    /// A byte above ASCII.
+    above_ascii: bool,
+    /// A byte a URI does not hold as it is (`%` included).
+    odd: bool,
+    /// The first `?`, as a position in the input.
+    query_at: Option<usize>,
 }
 
 /// A position in the input.
@@ -226,30 +248,40 @@ impl<'b> Walk<'b> {
     }
 
     /// Moves past the bytes a target may hold (`!` to `~`, and any above
-    /// ASCII), a block at a time; whether any was above ASCII.
+    /// ASCII), a block at a time; what it found on the way.
     #[inline]
-    fn skip_target(&mut self) -> bool {
-        let mut high = false;
+    fn skip_target(&mut self) -> TargetWalk {
+        let mut found = TargetWalk::default();
         while let Some(block) = self.block() {
-            let (stop, above) = block::target(block);
-            if stop != 0 {
-                let n = stop.trailing_zeros();
-                // The bytes before the stop are the target's.
-                high |= above & ((1 << n) - 1) != 0;
-                self.i += n as usize;
-                return high;
+            let t = block::target(block);
+            // Only the bytes before the stop are the target's.
+            let before = match t.stop {
+                0 => u32::MAX,
+                stop => (1 << stop.trailing_zeros()) - 1,
+            };
+            found.above_ascii |= t.above & before != 0;
+            found.odd |= (t.odd | t.above) & before != 0;
+            if found.query_at.is_none() && t.query & before != 0 {
+                found.query_at = Some(self.i + (t.query & before).trailing_zeros() as usize);
             }
-            high |= above != 0;
+            if t.stop != 0 {
+                self.i += t.stop.trailing_zeros() as usize;
+                return found;
+            }
             self.i += block::LEN;
         }
         while let Some(b) = self.peek() {
             if b < 0x21 || b == 0x7f {
                 break;
             }
-            high |= b >= 0x80;
+            found.above_ascii |= b >= 0x80;
+            found.odd |= !URI_BYTE[usize::from(b)];
+            if b == b'?' && found.query_at.is_none() {
+                found.query_at = Some(self.i);
+            }
             self.i += 1;
         }
-        high
+        found
     }
 
     /// Moves past the bytes a field value may hold (HTAB, SP, `!` to `~`,
@@ -314,6 +346,8 @@ use swar as block;
 mod sse2 {
     use std::arch::x86_64::*;
 
+    use super::Target;
+
     pub const LEN: usize = 16;
 
     /// A bit per byte (bit k for byte k): those a field value may not hold
@@ -324,11 +358,38 @@ mod sse2 {
         stops(block, 0x20).0
     }
 
-    /// A bit per byte that ends a target (SP, a control, DEL), and a bit
-    /// per byte above ASCII.
+    /// A target's bits ([`Target`]), a bit per byte.
     #[inline]
-    pub fn target(block: &[u8; LEN]) -> (u32, u32) {
-        stops(block, 0x21)
+    pub fn target(block: &[u8; LEN]) -> Target {
+        let (stop, above) = stops(block, 0x21);
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of
+        // `block`, unaligned.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            let is = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
+            // The visible bytes a URI does not hold as it is, in five
+            // tests: `[\]` and `{|}` are one range with bit 5 set; `"#`
+            // and `<>` are one value each with bit 0 or bit 1 set; `^`,
+            // `` ` `` and `%` alone. Signed: bytes above ASCII are none.
+            let set = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let brackets = _mm_and_si128(
+                _mm_cmpgt_epi8(set, _mm_set1_epi8(0x7a)),
+                _mm_cmplt_epi8(set, _mm_set1_epi8(0x7e)),
+            );
+            let quote_hash = is(_mm_or_si128(v, _mm_set1_epi8(1)), b'#');
+            let angles = is(_mm_or_si128(v, _mm_set1_epi8(2)), b'>');
+            let alone = _mm_or_si128(is(v, b'^'), _mm_or_si128(is(v, b'`'), is(v, b'%')));
+            let odd = _mm_or_si128(
+                _mm_or_si128(brackets, alone),
+                _mm_or_si128(quote_hash, angles),
+            );
+            Target {
+                stop,
+                above,
+                odd: _mm_movemask_epi8(odd) as u32,
+                query: _mm_movemask_epi8(is(v, b'?')) as u32,
+            }
+        }
     }
 
     /// A bit per byte below `below` (ASCII only) or DEL, and a bit per
@@ -357,6 +418,8 @@ mod sse2 {
 /// is exact, which is all a walk asks.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 mod swar {
+    use super::Target;
+
     pub const LEN: usize = 8;
 
     const LO: u64 = 0x0101_0101_0101_0101;
@@ -387,13 +450,44 @@ mod swar {
         bits(stop & stop.wrapping_neg())
     }
 
-    /// As the x86-64 `target`.
-    pub fn target(block: &[u8; LEN]) -> (u32, u32) {
+    /// As the x86-64 `target`; of each kind of bit, the lowest alone is
+    /// exact, which is all a walk asks.
+    pub fn target(block: &[u8; LEN]) -> Target {
         let word = u64::from_le_bytes(*block);
         let stop = below(word, 0x21) | equal(word, 0x7f);
-        (bits(stop & stop.wrapping_neg()), bits(word & HI))
+        let set = word | LO * 0x20;
+        let odd = equal(set, b'{')
+            | equal(set, b'|')
+            | equal(set, b'}')
+            | equal(word | LO, b'#')
+            | equal(word | LO * 2, b'>')
+            | equal(word, b'^')
+            | equal(word, b'`')
+            | equal(word, b'%');
+        let lowest = |m: u64| bits(m & m.wrapping_neg());
+        Target {
+            stop: lowest(stop),
+            above: bits(word & HI),
+            odd: lowest(odd),
+            query: lowest(equal(word, b'?')),
+        }
     }
 }
+
+/// The bits of a block of a target: bit k for byte k.
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    /// Bytes that end it: SP, a control, DEL.
+    stop: u32,
+    /// Bytes above ASCII.
+    above: u32,
+    /// Visible ASCII a URI does not hold as it is (`"#%<>[\]^`{|}`).
+    odd: u32,
+    /// `?`.
+    query: u32,
+}
+
+use super::uri::URI_BYTE;
 
 /// tchar (RFC 9110 §5.6.2): methods and field names.
 static TOKEN: [bool; 256] = {
@@ -425,7 +519,7 @@ static VALUE: [bool; 256] = {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::{sse2, swar};
+    use super::{sse2, swar, URI_BYTE};
 
     /// The first flagged byte of 16, by SWAR's two halves.
     fn first(flags: (u32, u32)) -> u32 {
@@ -442,7 +536,9 @@ mod tests {
     #[test]
     fn sse2_and_swar_blocks_agree() {
         let edges = [
-            0x00, 0x09, 0x0a, 0x0d, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xff, b'a',
+            0x00, 0x09, 0x0a, 0x0d, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xff, b'a', b'?',
+            b'%', b'#', b'"', b'<', b'=', b'>', b'[', b'\\', b']', b'^', b'_', b'`', b'{', b'|',
+            b'}', b'~', b';', b'$', 0xdb, 0xfb, 0x3b, 0x5f,
         ];
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for round in 0..200_000 {
@@ -466,16 +562,38 @@ mod tests {
                 first((swar::value(lo), swar::value(hi))),
                 "{block:?}"
             );
-            let (s, above) = sse2::target(&block);
-            let ((s_lo, a_lo), (s_hi, a_hi)) = (swar::target(lo), swar::target(hi));
-            let n = stop(s);
-            assert_eq!(n, first((s_lo, s_hi)), "{block:?}");
+            let t = sse2::target(&block);
+            let (l, h) = (swar::target(lo), swar::target(hi));
+            let n = stop(t.stop);
+            assert_eq!(n, first((l.stop, h.stop)), "{block:?}");
             let before = |bits: u64| bits & ((1u64 << n.min(16)) - 1);
             assert_eq!(
-                before(u64::from(above)),
-                before(u64::from(a_lo) | u64::from(a_hi) << 8),
+                before(u64::from(t.above)),
+                before(u64::from(l.above) | u64::from(h.above) << 8),
                 "{block:?}"
             );
+            // The first odd byte and the first `?`: the same by both, and
+            // what the URI table says of every byte.
+            for (sse, (lo, hi), is) in [
+                (
+                    t.odd,
+                    (l.odd, h.odd),
+                    &(|b: u8| (0x21..0x7f).contains(&b) && !URI_BYTE[usize::from(b)])
+                        as &dyn Fn(u8) -> bool,
+                ),
+                (t.query, (l.query, h.query), &|b| b == b'?'),
+            ] {
+                let want = block.iter().position(|&b| is(b)).map_or(32, |k| k as u32);
+                assert_eq!(stop(sse), want, "{block:?}");
+                assert_eq!(first((lo, hi)).min(32), want, "{block:?}");
+                assert_eq!(
+                    sse,
+                    block
+                        .iter()
+                        .enumerate()
+                        .fold(0, |m, (k, &b)| m | u32::from(is(b)) << k)
+                );
+            }
         }
     }
 }

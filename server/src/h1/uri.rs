@@ -19,8 +19,19 @@ fn after_scheme(target: &str) -> Option<&str> {
     })
 }
 
-/// Checks the request target and splits it into `(path, query)` in one
-/// pass. Origin- and absolute-form (no userinfo) for every method, `*` for
+/// What the head's scan found of a target in its walk
+/// ([`Scanned`](super::Scanned)'s `query_at` and `plain_target`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Walked {
+    /// Where its first `?` is.
+    pub query_at: Option<usize>,
+    /// Whether it holds only bytes a URI holds as they are.
+    pub plain: bool,
+}
+
+/// Checks the request target and splits it into `(path, query)`, from
+/// what the scan found of it (`walked`), walking it again only when it
+/// holds an escape or a byte a URI may not. Origin- and absolute-form (no userinfo) for every method, `*` for
 /// OPTIONS; CONNECT is refused with 501 (no proxy; the close keeps tunnel
 /// bytes from being read as requests). Only URI bytes (RFC 3986), no
 /// fragment; a `%` of the path must begin an escape (the query's are the
@@ -28,6 +39,7 @@ fn after_scheme(target: &str) -> Option<&str> {
 pub(super) fn parse_target<'t>(
     method: &str,
     target: &'t str,
+    walked: Walked,
 ) -> Result<(&'t str, Option<&'t str>), Reject> {
     let bad = |reason| Err(reject(Status::BAD_REQUEST, reason));
     if method == "CONNECT" {
@@ -65,13 +77,14 @@ pub(super) fn parse_target<'t>(
     } else {
         return bad("the request target must begin with / (or be http://host/… or * for OPTIONS)");
     };
-    // Nearly every target holds URI bytes only, no `%`: one tight pass;
-    // any other byte takes the detailed pass, which says what is wrong.
-    let bytes = rest.as_bytes();
-    let query_at = if all_in(bytes, &URI_BYTE) {
-        bytes.iter().position(|&b| b == b'?')
+    // Nearly every target holds URI bytes only, no `%`: the scan that
+    // found its end found its query too; any other byte takes the detailed
+    // pass, which says what is wrong.
+    let query_at = if walked.plain {
+        // The first `?` is never in an authority, which ends before it.
+        walked.query_at.map(|q| q - (target.len() - rest.len()))
     } else {
-        query_in_escaped(bytes)?
+        query_in_escaped(rest.as_bytes())?
     };
     // Every byte is ASCII now, so slicing anywhere is safe.
     let (path, query) = match query_at {
@@ -127,7 +140,7 @@ pub fn begins_escape(bytes: &[u8], at: usize) -> bool {
 
 /// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
 /// unreserved, sub-delims, `:`, `@`, `/` and `?`.
-static URI_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
+pub(super) static URI_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
 
 /// `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2); empty is
 /// allowed (RFC 9112 §3.2, for targets without an authority).
@@ -234,9 +247,26 @@ mod tests {
         }
     }
 
+    /// What the head's scan finds of `target` on its walk; for a target it
+    /// would not take (a space in it), what that walk would say.
+    fn walked(target: &str) -> Walked {
+        let head = format!("GET {target} HTTP/1.1\r\n\r\n");
+        let mut fields = [std::mem::MaybeUninit::uninit(); 1];
+        match crate::h1::scan(head.as_bytes(), &mut fields) {
+            Ok(Some(s)) if s.target == target => Walked {
+                query_at: s.query_at,
+                plain: s.plain_target,
+            },
+            _ => Walked {
+                query_at: target.find('?'),
+                plain: all_in(target.as_bytes(), &URI_BYTE),
+            },
+        }
+    }
+
     #[test]
     fn targets_split_into_path_and_query() {
-        let get = |t| parse_target("GET", t).map_err(|r| r.reason);
+        let get = |t| parse_target("GET", t, walked(t)).map_err(|r| r.reason);
         assert_eq!(get("/a/b?x=1&y"), Ok(("/a/b", Some("x=1&y"))));
         assert_eq!(get("/a?b?c"), Ok(("/a", Some("b?c"))));
         assert_eq!(get("/a"), Ok(("/a", None)));
@@ -250,7 +280,7 @@ mod tests {
         assert_eq!(decoded.unwrap(), "/café+/");
         // The query's escapes are checked by the route that reads them.
         assert_eq!(get("/a?q=%zz&r=%4"), Ok(("/a", Some("q=%zz&r=%4"))));
-        assert_eq!(parse_target("OPTIONS", "*"), Ok(("*", None)));
+        assert_eq!(parse_target("OPTIONS", "*", walked("*")), Ok(("*", None)));
         // Multi-byte characters where a scheme would end (found by the
         // session fuzz target: slicing at byte 7 used to panic), and
         // anywhere else: not URI bytes.
