@@ -9,7 +9,7 @@ use unflat::head::{DateLine, Framing, Head, Line, Persistence, RequestMethod, St
 use unflat::queue::{Push, WriteQueue};
 
 use super::template::Key;
-use super::{bound, date, direct, fixed, flatten, is_final, template};
+use super::{bound, date, direct, fixed, flatten, is_final, template, Second};
 use super::{covered, Body, Exchange, FieldError, Fields, Lead, Response, Start, Strategy};
 use super::{Unqueued, Unsendable, MAX_FIELDS};
 use crate::memory::{Budget, Full, Memory};
@@ -117,6 +117,7 @@ impl Writer {
         retry_after: bool,
         exchange: Exchange,
         budget: &mut Budget,
+        second: Second,
     ) -> Result<Written, Full> {
         static TEXT_PLAIN: LazyLock<Line> = LazyLock::new(|| {
             Line::parse("Content-Type", "text/plain; charset=utf-8").expect("a valid Content-Type")
@@ -136,7 +137,7 @@ impl Writer {
             [Some(&*TEXT_PLAIN), retry],
             Body::Bytes(text.as_bytes()),
         );
-        self.write(queue, &r, exchange, budget)
+        self.write(queue, &r, exchange, budget, second)
             .map_err(|e| match e {
                 Unqueued::Full(full) => full,
                 // The core's refusals are final statuses of built lines.
@@ -159,8 +160,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Queues `r`, the answer to a request that asked `exchange`, and says
-    /// what was written; fails, queueing nothing, when `budget` cannot
+    /// Queues `r`, the answer to a request that asked `exchange`, dated
+    /// `second`, and says what was written; fails, queueing nothing, when `budget` cannot
     /// cover it ([`Unqueued::Full`]) or its status ends no exchange
     /// ([`Unqueued::Unsendable`]: a 1xx is interim, a final response is
     /// 200–599).
@@ -170,8 +171,9 @@ impl Writer {
         r: &Response<'_>,
         exchange: Exchange,
         budget: &mut Budget,
+        second: Second,
     ) -> Result<Written, Unqueued> {
-        self.write_fielded(queue, r, None, exchange, budget)
+        self.write_fielded(queue, r, None, exchange, budget, second)
     }
 
     /// [`Writer::write`] for a response with field lines of its own, whose
@@ -184,8 +186,9 @@ impl Writer {
         fields: &Fields<'_>,
         exchange: Exchange,
         budget: &mut Budget,
+        second: Second,
     ) -> Result<Written, Unqueued> {
-        self.write_fielded(queue, r, Some(fields), exchange, budget)
+        self.write_fielded(queue, r, Some(fields), exchange, budget, second)
     }
 
     /// The one body of [`Writer::write`] and [`Writer::write_with`]: made
@@ -199,7 +202,9 @@ impl Writer {
         fields: Option<&Fields<'_>>,
         exchange: Exchange,
         budget: &mut Budget,
+        second: Second,
     ) -> Result<Written, Unqueued> {
+        let second = second.unix();
         let status = r.status();
         let Shape {
             framing,
@@ -218,7 +223,6 @@ impl Writer {
         } else {
             &Body::Empty
         };
-        let second = date::unix_second();
         let templated = match (self.strategy, r.start) {
             // The same bytes as the head below, from a template.
             (Strategy::Direct, Start::Prepared(start)) if fields.is_none() => {
@@ -278,13 +282,14 @@ impl Writer {
         r: &Response<'_>,
         fields: &Fields<'_>,
         exchange: Exchange,
+        second: Second,
     ) -> Option<Result<StreamHead, Box<FieldError>>> {
         // Nearly every response is no stream: told apart where it is
         // asked, before any call.
         if !matches!(r.body, Body::Stream) {
             return None;
         }
-        self.stream_head_of(r, fields, exchange)
+        self.stream_head_of(r, fields, exchange, second)
     }
 
     /// [`Writer::stream_head`] of a stream.
@@ -294,13 +299,15 @@ impl Writer {
         r: &Response<'_>,
         fields: &Fields<'_>,
         exchange: Exchange,
+        second: Second,
     ) -> Option<Result<StreamHead, Box<FieldError>>> {
+        let second = second.unix();
         let status = r.status();
         let shape = Shape::of(r, status, exchange);
         if !shape.streams {
             return None;
         }
-        let date = date::date_line_at(date::unix_second());
+        let date = date::date_line_at(second);
         let (framing, keep_alive) = (shape.framing, shape.keep_alive);
         let fields = (!fields.is_empty()).then_some(fields);
         let head: Head<'_, ROOM_WITH_FIELDS> =

@@ -41,7 +41,7 @@ use crate::h1::{
     Reject, FIELDS_CAP,
 };
 use crate::memory::{Budget, Full, Lease, Memory};
-use crate::response::{Chunk, Exchange, Fields, Stream, StreamHead, Unqueued, Unsendable};
+use crate::response::{Chunk, Exchange, Fields, Second, Stream, StreamHead, Unqueued, Unsendable};
 use crate::response::{Writer, Written};
 use crate::service::{block_on, guarded, log, Answered, Finished, Job, LabelOf, Service};
 
@@ -245,6 +245,8 @@ pub struct Session<S: Service> {
     began: Moment,
     /// That clock, read as the current call began.
     now: Moment,
+    /// The second the current call's responses are dated by, read with it.
+    second: Second,
     /// Whether the request being answered is a `HEAD` (for a 500 in place
     /// of its response, should the service panic).
     head_request: bool,
@@ -291,6 +293,7 @@ impl<S: Service> Session<S> {
             referenced: VecDeque::new(),
             began: Moment::default(),
             now: Moment::default(),
+            second: Second::now(),
             head_request: false,
             answering: None,
             begun: None,
@@ -497,10 +500,11 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
     ) -> Step<S::Reply> {
-        // One clock read per call, however many requests it answers: the
-        // latency histogram's clock ticks in milliseconds, and what one
-        // call answers takes microseconds.
+        // One read of each clock per call, however many requests it
+        // answers: the latency histogram's clock ticks in milliseconds,
+        // `Date` in seconds, and what one call answers takes microseconds.
         self.now = Moment::now();
+        self.second = Second::now();
         self.release_written(queue, service);
         let copied_before = queue.copied_len();
         let mut chunks_asked = 0;

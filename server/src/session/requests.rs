@@ -288,7 +288,7 @@ impl<S: Service> Session<S> {
     ) -> State<S> {
         // What the request holds now (its reply may be a job's, made since).
         self.budget.note_held(p.held());
-        let (writer, budget) = (&service.writer, &mut self.budget);
+        let (writer, budget, second) = (&service.writer, &mut self.budget, self.second);
         let request_body = p.body.as_deref().unwrap_or_default();
         let written = match &mut p.answer {
             Outcome::Reply(reply) => {
@@ -298,11 +298,13 @@ impl<S: Service> Session<S> {
                 let mut fields = Fields::new();
                 match dispatch::respond(reply, request_body, &mut fields) {
                     Ok(r) if !fields.is_refused() => {
-                        match writer.stream_head(&r, &fields, p.exchange) {
+                        match writer.stream_head(&r, &fields, p.exchange, second) {
                             None if fields.is_empty() => {
-                                writer.write(queue, &r, p.exchange, budget)
+                                writer.write(queue, &r, p.exchange, budget, second)
                             }
-                            None => writer.write_with(queue, &r, &fields, p.exchange, budget),
+                            None => {
+                                writer.write_with(queue, &r, &fields, p.exchange, budget, second)
+                            }
                             Some(Ok(head)) => {
                                 drop(fields);
                                 return self.begin_stream(queue, p, head);
@@ -320,7 +322,7 @@ impl<S: Service> Session<S> {
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
                 writer
-                    .refuse(queue, status, reason, r.retry_after, p.exchange, budget)
+                    .refuse(queue, status, reason, r.retry_after, p.exchange, budget, second)
                     .map_err(Unqueued::Full)
             }
         };
