@@ -17,7 +17,7 @@ fn written(strategy: Strategy, r: &Response<'_>, exchange: Exchange) -> Vec<u8> 
     let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
     let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
     Writer::new(strategy, 5, memory)
-        .write(&mut queue, r, exchange, &mut budget)
+        .write(&mut queue, r, exchange, &mut budget, Second::now())
         .unwrap();
     let mut out = Vec::new();
     queue.write_to(&mut out).unwrap();
