@@ -36,8 +36,8 @@ use unflat::{Encoding, Mode, Rope};
 
 use crate::memory::{Budget, Full};
 
-pub use fields::{Digits, FieldError, Fields, Part, Unsendable, Value, MAX_FIELDS};
 pub use date::Second;
+pub use fields::{Digits, FieldError, Fields, Part, Unsendable, Value, MAX_FIELDS};
 pub use stream::{Chunk, Stream};
 pub use writer::{StreamHead, Writer, Written};
 

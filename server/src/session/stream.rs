@@ -46,7 +46,7 @@ impl<S: Service> Session<S> {
         mut p: Pending<S>,
         head: StreamHead,
     ) -> State<S> {
-        self.answered(queue, &mut p);
+        self.answered(queue, p.body.take());
         let Outcome::Reply(reply) = p.answer else {
             unreachable!("a refusal is no stream")
         };
