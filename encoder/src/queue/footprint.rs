@@ -279,6 +279,36 @@ impl WriteQueue {
             + list_after(self.ledger.ends.len(), self.ledger.ends.capacity(), 1) * size_of::<u64>()
     }
 
+    /// Whether copying `n` more bytes as one run and ending a response
+    /// leaves [`WriteQueue::footprint`] as it is: the write buffer has the
+    /// room, the run extends the last copied one or the list of segments
+    /// has a free slot, and so has the list of response ends. What a
+    /// caller covered for the queue as it is then covers it after.
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let mut q = WriteQueue::new();
+    /// assert!(!q.copies_in_place(10), "no buffer yet");
+    /// q.reserve(4096);
+    /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
+    /// q.end_response();
+    /// let before = q.footprint();
+    /// assert!(q.copies_in_place(100));
+    /// q.copy(&[b'x'; 100]);
+    /// q.end_response();
+    /// assert_eq!(q.footprint(), before);
+    /// ```
+    #[inline]
+    pub fn copies_in_place(&self, n: usize) -> bool {
+        let extends = matches!(
+            self.segments.back(),
+            Some(Segment::Copied { end, .. }) if *end == self.filled
+        );
+        self.buf.len() >= self.filled + n
+            && (extends || self.segments.len() < self.segments.capacity())
+            && self.ledger.ends.len() < self.ledger.ends.capacity()
+    }
+
     /// Makes room in the write buffer for `copied` more bytes at once (count
     /// an encoded push's worst case, [`crate::storage_size`]).
     ///

@@ -15,16 +15,28 @@ const SLOTS: usize = 4;
 /// The longest head kept as a template; a longer one is rendered each time.
 pub(super) const MOST: usize = 256;
 
-/// What makes two heads the same bytes, besides the second of their `Date`.
+/// What makes two heads the same bytes, besides the second of their `Date`:
+/// the [`Prepared`](super::Prepared) start's own number, the framing line
+/// (none for a bodiless status, and for a body the close ends),
+/// keep-alive and a `HEAD` request — packed into two words, so that a
+/// slot is told apart in two comparisons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Key {
-    /// The [`Prepared`](super::Prepared) start's own number, never reused.
-    pub start: u64,
-    /// The framing line (none for a bodiless status, and for a body the
-    /// close ends).
-    pub framing: Framing,
-    /// Keep-alive (bit 0) and a `HEAD` request (bit 1).
-    pub flags: u8,
+pub(super) struct Key([u64; 2]);
+
+impl Key {
+    /// The key of a head of the start numbered `start` (below 2⁶⁰: one is
+    /// made per route at start-up), framed by `framing`.
+    #[inline]
+    pub fn new(start: u64, framing: Framing, keep_alive: bool, head_request: bool) -> Key {
+        debug_assert!(start < 1 << 60, "a start's number fits beside its flags");
+        let (kind, len) = match framing {
+            Framing::None => (0, 0),
+            Framing::Chunked => (1, 0),
+            Framing::Length(n) => (2, n),
+        };
+        let flags = u64::from(keep_alive) << 2 | u64::from(head_request) << 3;
+        Key([start << 4 | flags | kind, len])
+    }
 }
 
 struct Template {
@@ -44,11 +56,7 @@ struct Templates {
 }
 
 const EMPTY: Template = Template {
-    key: Key {
-        start: 0,
-        framing: Framing::None,
-        flags: 0,
-    },
+    key: Key([0; 2]),
     second: u64::MAX,
     len: None,
     bytes: [0; MOST],

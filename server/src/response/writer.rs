@@ -226,11 +226,7 @@ impl Writer {
         let templated = match (self.strategy, r.start) {
             // The same bytes as the head below, from a template.
             (Strategy::Direct, Start::Prepared(start)) if fields.is_none() => {
-                let key = Key {
-                    start: start.1,
-                    framing,
-                    flags: u8::from(keep_alive) | u8::from(exchange.head_request) << 1,
-                };
+                let key = Key::new(start.1, framing, keep_alive, exchange.head_request);
                 let render = |dst: &mut [u8; template::MOST]| {
                     self.render(r.start, exchange, framing, keep_alive, second, dst)
                 };
@@ -436,6 +432,25 @@ fn put_templated(
     body: &Body<'_>,
     budget: &mut Budget,
 ) -> Result<bool, Full> {
+    // Nearly every templated response: a short body copied behind its
+    // head where the queue has room already, so that its footprint stays
+    // as it is — what covered the queue then covers it after, and no
+    // bound of the pushes is worked out.
+    let short = match *body {
+        Body::Empty => Some(&[][..]),
+        Body::Bytes(b) => Some(b),
+        Body::SharedText(b) | Body::SharedBytes(b) if b.len() < queue.policy().copy_below => {
+            Some(&b[..])
+        }
+        _ => None,
+    };
+    if let Some(b) = short {
+        if queue.copies_in_place(head.len() + b.len()) {
+            budget.cover(queue.footprint())?;
+            queue.copy_all(&[head, b]);
+            return Ok(false);
+        }
+    }
     let pushes = bound::direct_pushes(queue, head.len(), body);
     let after = covered(queue, pushes, 0, budget)?;
     match *body {
