@@ -191,10 +191,9 @@ impl Service for Site {
 
     #[inline(always)]
     fn call(&self, head: &RequestHead<'_>, memo: &mut Memo) -> Routed {
-        // Made in place, and made ready there: a reply is moved whole.
-        let mut routed = routes::route(self.limits, head);
-        routed.answer.resolve(self, head.is_head(), memo);
-        routed
+        routes::route(self.limits, head, |answer| {
+            answer.resolve(self, head.is_head(), memo);
+        })
     }
 }
 

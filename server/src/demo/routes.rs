@@ -136,20 +136,23 @@ pub fn usage() -> String {
     })
 }
 
-/// Chooses the reply for a request head within `limits`, and says which
-/// route gave it.
-pub fn route(limits: RouteLimits, head: &RequestHead<'_>) -> Routed {
+/// Chooses the reply for a request head within `limits`, says which route
+/// gave it, and makes it ready (`ready`: [`Answer::resolve`]) before it is
+/// put in the [`Routed`] it returns — made ready where it was made, so
+/// that it is not moved once more after.
+#[inline(always)]
+pub fn route(
+    limits: RouteLimits,
+    head: &RequestHead<'_>,
+    ready: impl FnOnce(&mut Answer),
+) -> Routed {
     let path = head.path;
-    let Some((route, argument)) = Route::of(path) else {
-        return Routed {
-            route: Route::Unmatched,
-            answer: not_found(path),
-        };
+    let (route, mut answer) = match Route::of(path) {
+        Some((route, argument)) => (route, reply(limits, route, argument, head)),
+        None => (Route::Unmatched, not_found(path)),
     };
-    Routed {
-        route,
-        answer: reply(limits, route, argument, head),
-    }
+    ready(&mut answer);
+    Routed { route, answer }
 }
 
 #[inline]
