@@ -88,8 +88,17 @@ impl Ledger {
     #[inline]
     pub(super) fn wrote(&mut self, n: usize) {
         self.written += n as u64;
-        while self.ends.front().is_some_and(|&end| end <= self.written) {
-            self.ends.pop_front();
+        // The ends are in order: those written are a prefix, let go at
+        // once — nearly always all of them (a pipelined batch written in
+        // one go), not one `pop_front` each.
+        let written = self.written;
+        match self.ends.back() {
+            Some(&last) if last <= written => self.ends.clear(),
+            Some(_) => {
+                let done = self.ends.partition_point(|&end| end <= written);
+                self.ends.drain(..done);
+            }
+            None => {}
         }
     }
 }

@@ -140,9 +140,7 @@ pub fn scan<'b>(
         }
         let name_start = at.i;
         at.i += 1;
-        while at.peek().is_some_and(|b| TOKEN[usize::from(b)]) {
-            at.i += 1;
-        }
+        at.skip_name();
         match at.peek() {
             Some(b':') => {}
             Some(_) => return Err(Error::HeaderName),
@@ -284,6 +282,24 @@ impl<'b> Walk<'b> {
         found
     }
 
+    /// Moves past the bytes a field name may hold (tchar): a block at a
+    /// time through letters, digits and `-`, what nearly every name is
+    /// made of, then byte by byte through the rest.
+    #[inline(always)]
+    fn skip_name(&mut self) {
+        while let Some(block) = self.block() {
+            let stop = block::name(block);
+            if stop != 0 {
+                self.i += stop.trailing_zeros() as usize;
+                break;
+            }
+            self.i += block::LEN;
+        }
+        while self.peek().is_some_and(|b| TOKEN[usize::from(b)]) {
+            self.i += 1;
+        }
+    }
+
     /// Moves past the bytes a field value may hold (HTAB, SP, `!` to `~`,
     /// and any above ASCII), a block at a time.
     #[inline(always)]
@@ -328,11 +344,18 @@ impl<'b> Walk<'b> {
         Some((block, self.i.saturating_sub(start).min(block::LEN)))
     }
 
-    /// The next block of bytes, if there is a whole one.
+    /// The next block of bytes, if there is a whole one: one comparison,
+    /// where slicing and splitting checked twice (every target, value and
+    /// name asks for one or more).
     #[inline(always)]
     fn block(&self) -> Option<&'b [u8; block::LEN]> {
-        let (block, _) = self.input.get(self.i..)?.split_first_chunk()?;
-        Some(block)
+        // The walk never passes the input's end: `i + LEN` cannot wrap.
+        if self.i + block::LEN > self.input.len() {
+            return None;
+        }
+        // SAFETY: the `LEN` bytes from `i` are within the input, and an
+        // array of bytes has the alignment of a byte.
+        Some(unsafe { &*self.input.as_ptr().add(self.i).cast::<[u8; block::LEN]>() })
     }
 }
 
@@ -356,6 +379,28 @@ mod sse2 {
     #[inline]
     pub fn value(block: &[u8; LEN]) -> u32 {
         stops(block, 0x20).0
+    }
+
+    /// A bit per byte other than a letter, a digit or `-`.
+    #[inline]
+    pub fn name(block: &[u8; LEN]) -> u32 {
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of
+        // `block`, unaligned.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            let within = |x: __m128i, lo: u8, hi: u8| {
+                _mm_and_si128(
+                    _mm_cmpgt_epi8(x, _mm_set1_epi8(lo as i8 - 1)),
+                    _mm_cmplt_epi8(x, _mm_set1_epi8(hi as i8 + 1)),
+                )
+            };
+            // Signed: bytes above ASCII are in no range.
+            let letter = within(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a', b'z');
+            let digit = within(v, b'0', b'9');
+            let dash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'-' as i8));
+            let common = _mm_or_si128(_mm_or_si128(letter, digit), dash);
+            !(_mm_movemask_epi8(common) as u32) & 0xffff
+        }
     }
 
     /// A target's bits ([`Target`]), a bit per byte.
@@ -450,6 +495,13 @@ mod swar {
         bits(stop & stop.wrapping_neg())
     }
 
+    /// As the x86-64 `name`, byte by byte (exact).
+    pub fn name(block: &[u8; LEN]) -> u32 {
+        block.iter().enumerate().fold(0, |bits, (k, &b)| {
+            bits | u32::from(!(b.is_ascii_alphanumeric() || b == b'-')) << k
+        })
+    }
+
     /// As the x86-64 `target`; of each kind of bit, the lowest alone is
     /// exact, which is all a walk asks.
     pub fn target(block: &[u8; LEN]) -> Target {
@@ -538,7 +590,8 @@ mod tests {
         let edges = [
             0x00, 0x09, 0x0a, 0x0d, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xff, b'a', b'?',
             b'%', b'#', b'"', b'<', b'=', b'>', b'[', b'\\', b']', b'^', b'_', b'`', b'{', b'|',
-            b'}', b'~', b';', b'$', 0xdb, 0xfb, 0x3b, 0x5f,
+            b'}', b'~', b';', b'$', 0xdb, 0xfb, 0x3b, 0x5f, b'-', b':', b'Z', b'z', b'0', b'9',
+            b'/', b'@', b'A', 0xc1, 0xe1,
         ];
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for round in 0..200_000 {
@@ -561,6 +614,17 @@ mod tests {
                 stop(sse2::value(&block)),
                 first((swar::value(lo), swar::value(hi))),
                 "{block:?}"
+            );
+            let name = sse2::name(&block);
+            let common = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
+            let want = block
+                .iter()
+                .enumerate()
+                .fold(0, |m, (k, &b)| m | u32::from(!common(b)) << k);
+            assert_eq!(name, want, "{block:?}");
+            assert_eq!(
+                u64::from(swar::name(lo)) | u64::from(swar::name(hi)) << 8,
+                u64::from(want)
             );
             let t = sse2::target(&block);
             let (l, h) = (swar::target(lo), swar::target(hi));

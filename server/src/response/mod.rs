@@ -213,7 +213,7 @@ impl<'a> Response<'a> {
         // instructions.
         match &self.start {
             Start::Lines(status, _) => *status,
-            Start::Prepared(p) => p.0.status(),
+            Start::Prepared(p) => p.prefix.status(),
         }
     }
 }
@@ -223,7 +223,14 @@ impl<'a> Response<'a> {
 /// [`Prefix`]: the bytes of [`Start::Lines`], for less work per response.
 /// The whole heads made from it are kept as templates (`template.rs`).
 #[derive(Debug)]
-pub struct Prepared(Prefix, u64);
+pub struct Prepared {
+    prefix: Prefix,
+    /// Its own number, never reused, which names its templates: an
+    /// address could be another start's once this one is dropped.
+    number: u64,
+    /// Whether its status sends no body (1xx, 204, 304).
+    no_body: bool,
+}
 
 impl Prepared {
     /// The start of a response of `status` with `fields`, made once (at
@@ -239,14 +246,13 @@ impl Prepared {
             "a prepared response's status is final (200-599), not {}",
             status.code()
         );
-        // A number of its own, never reused, names its templates: an address
-        // could be another start's once this one is dropped.
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let lines: Vec<&Line> = fields.into_iter().flatten().chain(fixed(status)).collect();
-        Prepared(
-            Prefix::new(status, &lines).expect("routes give no framing lines"),
-            NEXT.fetch_add(1, Ordering::Relaxed),
-        )
+        Prepared {
+            prefix: Prefix::new(status, &lines).expect("routes give no framing lines"),
+            number: NEXT.fetch_add(1, Ordering::Relaxed),
+            no_body: status.has_no_body(),
+        }
     }
 }
 

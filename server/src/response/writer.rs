@@ -10,7 +10,9 @@ use unflat::queue::{Push, WriteQueue};
 
 use super::template::Key;
 use super::{bound, date, direct, fixed, flatten, is_final, template, Second};
-use super::{covered, Body, Exchange, FieldError, Fields, Lead, Response, Start, Strategy};
+use super::{
+    covered, Body, Exchange, FieldError, Fields, Lead, Prepared, Response, Start, Strategy,
+};
 use super::{Unqueued, Unsendable, MAX_FIELDS};
 use crate::memory::{Budget, Full, Memory};
 
@@ -173,7 +175,76 @@ impl Writer {
         budget: &mut Budget,
         second: Second,
     ) -> Result<Written, Unqueued> {
+        if let (Strategy::Direct, Start::Prepared(start)) = (self.strategy, &r.start) {
+            if let Some(written) =
+                self.write_templated(queue, start, &r.body, exchange, budget, second)
+            {
+                return written;
+            }
+        }
         self.write_fielded(queue, r, None, exchange, budget, second)
+    }
+
+    /// [`Writer::write`] of a prepared start without fields of its own by
+    /// the direct strategy, nearly every response: its whole head from a
+    /// template (`None`: a stream's, or one too long to keep, written as
+    /// any other). Apart from [`Writer::write_fielded`], so that it decides
+    /// only what such a response can vary in: its framing, its
+    /// persistence, and whether its body is sent.
+    #[inline(always)]
+    fn write_templated(
+        &self,
+        queue: &mut WriteQueue,
+        start: &Prepared,
+        body: &Body<'_>,
+        exchange: Exchange,
+        budget: &mut Budget,
+        second: Second,
+    ) -> Option<Result<Written, Unqueued>> {
+        // A stream is framed by what its client takes (`Shape`).
+        if let Body::Stream = body {
+            return None;
+        }
+        let framing = if start.no_body {
+            Framing::None
+        } else {
+            Framing::Length(body.content_length() as u64)
+        };
+        let keep_alive = exchange.keep_alive;
+        let body = if exchange.sends_content() && !start.no_body {
+            debug_assert!(
+                !matches!(body, Body::Unsent(_)),
+                "only HEAD leaves a body unsent"
+            );
+            body
+        } else {
+            &Body::Empty
+        };
+        let key = Key::new(start.number, framing, keep_alive, exchange.head_request);
+        let second = second.unix();
+        let render = |dst: &mut [u8; template::MOST]| {
+            self.render(
+                Start::Prepared(start),
+                exchange,
+                framing,
+                keep_alive,
+                second,
+                dst,
+            )
+        };
+        let put = |bytes: &[u8]| put_templated(queue, bytes, body, budget);
+        Some(match template::with_head(key, second, render, put)? {
+            Ok(shares) => {
+                queue.end_response();
+                Ok(Written {
+                    status: start.prefix.status(),
+                    body_bytes: body.content_length(),
+                    references_body: shares,
+                    keep_alive,
+                })
+            }
+            Err(full) => Err(Unqueued::Full(full)),
+        })
     }
 
     /// [`Writer::write`] for a response with field lines of its own, whose
@@ -191,10 +262,10 @@ impl Writer {
         self.write_fielded(queue, r, Some(fields), exchange, budget, second)
     }
 
-    /// The one body of [`Writer::write`] and [`Writer::write_with`]: made
-    /// twice, so that a response without fields of its own (nearly every
-    /// one) pays nothing for them.
-    #[inline(always)]
+    /// The one body of [`Writer::write`] and [`Writer::write_with`] for a
+    /// head rendered for the response. Out of line: the templates' path
+    /// ([`Writer::write_templated`]) stays small.
+    #[inline(never)]
     fn write_fielded(
         &self,
         queue: &mut WriteQueue,
@@ -223,37 +294,19 @@ impl Writer {
         } else {
             &Body::Empty
         };
-        let templated = match (self.strategy, r.start) {
-            // The same bytes as the head below, from a template.
-            (Strategy::Direct, Start::Prepared(start)) if fields.is_none() => {
-                let key = Key::new(start.1, framing, keep_alive, exchange.head_request);
-                let render = |dst: &mut [u8; template::MOST]| {
-                    self.render(r.start, exchange, framing, keep_alive, second, dst)
-                };
-                template::with_head(key, second, render, |bytes| {
-                    put_templated(queue, bytes, body, budget)
-                })
-            }
-            _ => None,
-        };
-        // A prepared start's status was checked when it was made: only a
-        // status given per response is checked here, off the templates'
-        // path.
-        if templated.is_none() && !is_final(status) {
+        if !is_final(status) {
             return Err(not_final(status));
         }
-        let shares = match templated {
-            Some(shares) => shares?,
-            None if fields.is_none() => {
-                let date = date::date_line_at(second);
+        let date = date::date_line_at(second);
+        let shares = match fields {
+            None => {
                 let head: Head<'_, ROOM> =
                     self.head(r.start, None, exchange, framing, keep_alive, &date);
                 self.put(queue, Lead::Head(&head), body, b"", budget)?
             }
-            None => {
-                let date = date::date_line_at(second);
+            Some(fields) => {
                 let head: Head<'_, ROOM_WITH_FIELDS> =
-                    self.head(r.start, fields, exchange, framing, keep_alive, &date);
+                    self.head(r.start, Some(fields), exchange, framing, keep_alive, &date);
                 self.put(queue, Lead::Head(&head), body, b"", budget)?
             }
         };
@@ -358,7 +411,7 @@ impl Writer {
                 }
                 head
             }
-            Start::Prepared(start) => Head::prefixed_with_room(&start.0, exchange.method()),
+            Start::Prepared(start) => Head::prefixed_with_room(&start.prefix, exchange.method()),
         };
         for (name, value) in fields.into_iter().flat_map(Fields::iter) {
             // Its name checked when added; its value, as it is written.
