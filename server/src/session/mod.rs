@@ -163,6 +163,51 @@ enum State<S: Service> {
     Reset,
 }
 
+/// What a turn has of the input: the bytes read and not taken yet. A
+/// request's bytes are taken by moving a cursor, and the buffer lets go of
+/// all a turn took once, as the turn ends (or unwinds): a
+/// `BytesMut::advance` per request cost every pipelined one ~25
+/// instructions.
+struct Unread<'a> {
+    buf: &'a mut BytesMut,
+    taken: usize,
+}
+
+impl<'a> Unread<'a> {
+    fn new(buf: &'a mut BytesMut) -> Unread<'a> {
+        Unread { buf, taken: 0 }
+    }
+
+    /// Takes the first `n` bytes not taken yet.
+    #[inline(always)]
+    fn take(&mut self, n: usize) {
+        debug_assert!(n <= self.len(), "taking bytes that were read");
+        self.taken += n;
+    }
+}
+
+impl std::ops::Deref for Unread<'_> {
+    type Target = [u8];
+
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.taken..]
+    }
+}
+
+impl std::ops::DerefMut for Unread<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.taken..]
+    }
+}
+
+impl Drop for Unread<'_> {
+    fn drop(&mut self) {
+        self.buf.advance(self.taken);
+    }
+}
+
 /// What the session keeps of a request head once it is parsed: how long
 /// it was, how its body is framed, how many fields it had (the trailers
 /// share the head's limits), and whether it expects `100 Continue`.
@@ -381,6 +426,16 @@ impl<S: Service> Session<S> {
         }
     }
 
+    /// Reads the clocks a call dates what it answers by: once per call,
+    /// however many requests it answers — the latency histogram's clock
+    /// ticks in milliseconds, `Date` in seconds, and what one call answers
+    /// takes microseconds.
+    #[inline(always)]
+    fn read_clocks(&mut self) {
+        self.now = Moment::now();
+        self.second = Second::now();
+    }
+
     /// Tells the observer what the line of the head refused unread held
     /// (`input` begins with it: nothing is taken from the input after a
     /// refusal). As the turn ends, not where the parser refuses: a call
@@ -500,11 +555,8 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
     ) -> Step<S::Reply> {
-        // One read of each clock per call, however many requests it
-        // answers: the latency histogram's clock ticks in milliseconds,
-        // `Date` in seconds, and what one call answers takes microseconds.
-        self.now = Moment::now();
-        self.second = Second::now();
+        let input = &mut Unread::new(input);
+        self.read_clocks();
         self.release_written(queue, service);
         let copied_before = queue.copied_len();
         let mut chunks_asked = 0;

@@ -141,7 +141,7 @@ impl<S: Service> Session<S> {
         service: &Protocol<S>,
         full: Full,
     ) {
-        self.now = Moment::now();
+        self.read_clocks();
         let (head_request, label) = match std::mem::replace(&mut self.state, State::Closed) {
             State::Body { pending, .. } => (pending.exchange.head_request, pending.label),
             _ => {
@@ -161,7 +161,7 @@ impl<S: Service> Session<S> {
     /// Queues `408 Request Timeout` for the head in `input`, or the body,
     /// that did not arrive in time; the connection then closes.
     pub fn timed_out(&mut self, input: &[u8], queue: &mut WriteQueue, service: &Protocol<S>) {
-        self.now = Moment::now();
+        self.read_clocks();
         let (reason, head_request, about) = match std::mem::replace(&mut self.state, State::Closed)
         {
             State::Body { pending, .. } => (

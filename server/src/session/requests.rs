@@ -19,7 +19,7 @@ impl<S: Service> Session<S> {
     /// false when the head is not complete yet.
     pub(super) fn head(
         &mut self,
-        input: &mut BytesMut,
+        input: &mut Unread<'_>,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
     ) -> bool {
@@ -72,7 +72,7 @@ impl<S: Service> Session<S> {
         // moving it into a `Pending` and on through `begin`, `answer` and
         // `respond` cost every pipelined request ~40 instructions.
         if let (Framing::None, 0) = (head.framing, dispatch::held(&reply)) {
-            input.advance(head.len);
+            input.take(head.len);
             let next = self.answer_now(queue, service, reply, exchange, label);
             self.go(next);
             return true;
@@ -141,13 +141,13 @@ impl<S: Service> Session<S> {
     #[inline]
     pub(super) fn begin(
         &mut self,
-        input: &mut BytesMut,
+        input: &mut Unread<'_>,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
         mut pending: Pending<S>,
         framed: HeadFacts,
     ) -> State<S> {
-        input.advance(framed.len);
+        input.take(framed.len);
         // What the reply made from the head (the echo's JSON so far, an
         // error's reason) is held while the body is read: counted now.
         let held = pending.held();
@@ -218,7 +218,7 @@ impl<S: Service> Session<S> {
     /// until the reply has room for more, [`Step::Wait`]).
     pub(super) fn body(
         &mut self,
-        input: &mut BytesMut,
+        input: &mut Unread<'_>,
         queue: &mut WriteQueue,
         service: &Protocol<S>,
         mut decoder: BodyDecoder,
@@ -272,7 +272,7 @@ impl<S: Service> Session<S> {
                 return Ok(self.reject(queue, service, reject, head_request, label));
             }
         };
-        input.advance(decoded.consumed);
+        input.take(decoded.consumed);
         let payload = payload + got;
         let mut paused = false;
         if streams && got > 0 {
