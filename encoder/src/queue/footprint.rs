@@ -231,6 +231,7 @@ impl WriteQueue {
     /// q.copy(b"HTTP/1.1 204 No Content\r\n\r\n");
     /// assert!(q.footprint() >= 4096, "the write buffer's first allocation");
     /// ```
+    #[inline]
     pub fn footprint(&self) -> usize {
         self.buf.capacity()
             + self.spare_frame.capacity()
