@@ -507,12 +507,12 @@ mod swar {
     pub fn target(block: &[u8; LEN]) -> Target {
         let word = u64::from_le_bytes(*block);
         let stop = below(word, 0x21) | equal(word, 0x7f);
-        let set = word | LO * 0x20;
+        let set = word | (LO * 0x20);
         let odd = equal(set, b'{')
             | equal(set, b'|')
             | equal(set, b'}')
             | equal(word | LO, b'#')
-            | equal(word | LO * 2, b'>')
+            | equal(word | (LO * 2), b'>')
             | equal(word, b'^')
             | equal(word, b'`')
             | equal(word, b'%');

@@ -97,6 +97,29 @@ fn silent_body_is_answered_408_and_closed_after_the_body_timeout() {
     assert!(closed_within(&mut s, Duration::from_secs(5)));
 }
 
+/// A 408 is dated when it is sent, not when the turn that read the head
+/// began: the clocks are read once per turn, and a deadline ends no turn.
+#[test]
+fn a_408_is_dated_when_it_is_sent() {
+    let server = start_demo(Config {
+        body_timeout: Duration::from_secs(3),
+        ..short_timeouts()
+    })
+    .unwrap();
+    let mut s = connect(&server);
+    s.write_all(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        .unwrap();
+    let r = read_response(&mut s, &mut Vec::new(), false).unwrap();
+    let now = std::time::SystemTime::now();
+    assert_eq!(r.status, 408);
+    let date = httpdate::parse_http_date(r.header("date").expect("a Date")).unwrap();
+    let age = now.duration_since(date).unwrap_or_default();
+    assert!(
+        age < Duration::from_secs(2),
+        "dated {age:?} before it was read"
+    );
+}
+
 /// Sends `head`, then `body` one byte every 250 ms until the server
 /// answers; returns the answer, the bytes of `body` sent, and the time from
 /// the end of the head to the answer.
