@@ -20,13 +20,19 @@ use super::{HeadError, CRLF};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Status {
+    /// The whole line `HTTP/1.1 <code> <reason>\r\n` when `registered`,
+    /// else the reason phrase alone (empty when there is none): one
+    /// string either way, so that a status is three words to copy.
+    text: &'static str,
     code: u16,
-    /// Empty when there is none.
-    reason: &'static str,
-    /// The whole line, when it is the code's registered phrase: a function
-    /// of `code` and `reason`, so equality stays that of code and phrase.
-    line: Option<&'static str>,
+    /// Whether the reason is the code's registered phrase: then `text` is
+    /// a function of the code and the phrase, so equality stays that of
+    /// code and phrase.
+    registered: bool,
 }
+
+/// Where the reason phrase begins in a registered status's line.
+const PHRASE_AT: usize = STATUS_PREFIX.len() + 3 + 1;
 
 /// The three digits of every code 100..=999, one after the other, so that a
 /// status line without a static string of its own still borrows only
@@ -44,15 +50,16 @@ static DIGITS: [u8; 2700] = {
     t
 };
 
-/// `const` string equality.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
+/// Whether the registered status line `line` carries `reason` (`const`
+/// string equality of its phrase).
+const fn has_phrase(line: &str, reason: &str) -> bool {
+    let (line, reason) = (line.as_bytes(), reason.as_bytes());
+    if line.len() != PHRASE_AT + reason.len() + CRLF.len() {
         return false;
     }
     let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
+    while i < reason.len() {
+        if line[PHRASE_AT + i] != reason[i] {
             return false;
         }
         i += 1;
@@ -66,9 +73,9 @@ macro_rules! statuses {
             $(
                 #[doc = concat!("`", $code, " ", $reason, "`")]
                 pub const $name: Status = Status {
+                    text: concat!("HTTP/1.1 ", $code, " ", $reason, "\r\n"),
                     code: $code,
-                    reason: $reason,
-                    line: Some(concat!("HTTP/1.1 ", $code, " ", $reason, "\r\n")),
+                    registered: true,
                 };
             )*
 
@@ -195,14 +202,14 @@ impl Status {
     /// own; otherwise a status whose line is built from its parts.
     pub(super) const fn checked(code: u16, reason: &'static str) -> Status {
         if let Some(known) = Status::registered(code) {
-            if same(known.reason, reason) {
+            if has_phrase(known.text, reason) {
                 return known;
             }
         }
         Status {
+            text: reason,
             code,
-            reason,
-            line: None,
+            registered: false,
         }
     }
 
@@ -222,13 +229,23 @@ impl Status {
 
     /// The reason phrase, if not empty.
     pub fn reason(&self) -> Option<&'static str> {
-        (!self.reason.is_empty()).then_some(self.reason)
+        let reason = self.phrase();
+        (!reason.is_empty()).then_some(reason)
+    }
+
+    /// The reason phrase, possibly empty.
+    fn phrase(&self) -> &'static str {
+        if self.registered {
+            &self.text[PHRASE_AT..self.text.len() - CRLF.len()]
+        } else {
+            self.text
+        }
     }
 
     /// `HTTP/1.1 <code> <reason>\r\n` when it is one `'static` string: for
     /// the registered phrases. Other statuses are written in a few pieces.
     pub fn line(&self) -> Option<&'static str> {
-        self.line
+        self.registered.then_some(self.text)
     }
 
     /// 1xx, 204 and 304 responses never carry a body (RFC 9110 §6.4.1).
@@ -244,21 +261,46 @@ impl Status {
 
     /// Bytes of the status line.
     pub(super) fn line_len(&self) -> usize {
-        match self.line {
-            Some(line) => line.len(),
-            None => STATUS_PREFIX.len() + 3 + 1 + self.reason.len() + CRLF.len(),
+        if self.registered {
+            self.text.len()
+        } else {
+            PHRASE_AT + self.text.len() + CRLF.len()
         }
     }
 
     /// Writes the status line.
     pub(super) fn write(&self, out: &mut Out<'_>) -> Result<(), Overrun> {
-        if let Some(line) = self.line {
-            return out.put(line.as_bytes());
+        if self.registered {
+            return out.put(self.text.as_bytes());
         }
         out.put(STATUS_PREFIX.as_bytes())?;
         out.put(self.digits())?;
         out.put(b" ")?;
-        out.put(self.reason.as_bytes())?;
+        out.put(self.text.as_bytes())?;
         out.put(CRLF.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three words: a status is copied into every response's record.
+    /// Equality is that of code and phrase, however the status was made.
+    #[test]
+    fn a_status_is_small_and_equal_by_code_and_phrase() {
+        assert_eq!(std::mem::size_of::<Status>(), 24);
+        assert_eq!(Status::new(200, Some("OK")), Ok(Status::OK));
+        assert_eq!(Status::OK.reason(), Some("OK"));
+        assert_eq!(Status::OK.line(), Some("HTTP/1.1 200 OK\r\n"));
+        let custom = Status::new(200, Some("Fine")).unwrap();
+        assert_ne!(custom, Status::OK);
+        assert_eq!((custom.reason(), custom.line()), (Some("Fine"), None));
+        assert_eq!(custom.line_len(), "HTTP/1.1 200 Fine\r\n".len());
+        let bare = Status::new(299, None).unwrap();
+        assert_eq!(
+            (bare.reason(), bare.line_len()),
+            (None, "HTTP/1.1 299 \r\n".len())
+        );
     }
 }
