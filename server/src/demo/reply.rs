@@ -22,8 +22,11 @@ use unflat_server::observe::Exposition;
 use unflat_server::response::{Body, Response};
 use unflat_server::service::{Job, Reply};
 
-/// What a request is answered with.
+/// What a request is answered with. Its tag a word of its own: each
+/// variant's fields then lie on word boundaries, and the answer moves as
+/// words, where a packed layout moved it a few bytes at a time.
 #[derive(Debug)]
+#[repr(u64)]
 pub enum Answer {
     /// `GET /`: the help text (the site's, given by [`Answer::resolve`]).
     Help,
