@@ -4,13 +4,11 @@
 
 use super::*;
 
-/// What writing a reply's response came to.
-enum Wrote {
-    /// Queued, whole.
-    Queued(Written),
-    /// The head of a stream, to begin.
+/// Why a reply's response was not queued whole.
+enum NotQueued {
+    /// It is a stream: its head, to begin.
     Stream(StreamHead),
-    /// Nothing queued.
+    /// Nothing was queued.
     Failed(Unqueued),
 }
 
@@ -114,8 +112,8 @@ impl<S: Service> Session<S> {
         }
         self.budget.note_held(dispatch::held(&reply));
         let written = match self.write_reply(queue, service, &mut reply, &[], exchange) {
-            Wrote::Queued(written) => written,
-            other => return self.not_queued(queue, service, pending(reply), other),
+            Ok(written) => written,
+            Err(not) => return self.not_queued(queue, service, pending(reply), not),
         };
         self.answered(queue, None);
         self.sent(service, queue, Some(label), written, reply)
@@ -343,23 +341,23 @@ impl<S: Service> Session<S> {
             Outcome::Refusal(r) => {
                 let (status, reason) = (r.status, &r.reason);
                 let (writer, budget) = (&service.writer, &mut self.budget);
-                let exchange = p.exchange;
-                match writer.refuse(
-                    queue,
-                    status,
-                    reason,
-                    r.retry_after,
-                    exchange,
-                    budget,
-                    self.second,
-                ) {
-                    Ok(written) => Wrote::Queued(written),
-                    Err(full) => Wrote::Failed(Unqueued::Full(full)),
-                }
+                let (exchange, second) = (p.exchange, self.second);
+                writer
+                    .refuse(
+                        queue,
+                        status,
+                        reason,
+                        r.retry_after,
+                        exchange,
+                        budget,
+                        second,
+                    )
+                    .map_err(|full| NotQueued::Failed(Unqueued::Full(full)))
             }
         };
-        let Wrote::Queued(written) = wrote else {
-            return self.not_queued(queue, service, p, wrote);
+        let written = match wrote {
+            Ok(written) => written,
+            Err(not) => return self.not_queued(queue, service, p, not),
         };
         self.answered(queue, p.body.take());
         match p.answer {
@@ -374,8 +372,8 @@ impl<S: Service> Session<S> {
     }
 
     /// Writes the response of `reply` to a request that asked `exchange`
-    /// and sent `request_body`: queued, or the head of a stream to begin,
-    /// or not queued and why.
+    /// and sent `request_body`: what was queued, or why not (a stream's
+    /// head to begin is one reason).
     #[inline(always)]
     fn write_reply(
         &mut self,
@@ -384,29 +382,35 @@ impl<S: Service> Session<S> {
         reply: &mut S::Reply,
         request_body: &[u8],
         exchange: Exchange,
-    ) -> Wrote {
+    ) -> Result<Written, NotQueued> {
         let (writer, budget, second) = (&service.writer, &mut self.budget, self.second);
         // The response's own field lines, on the stack: what they borrow,
         // the reply holds.
         let mut fields = Fields::new();
-        let written = match dispatch::respond(reply, request_body, &mut fields) {
+        let failed = |e| Err(NotQueued::Failed(e));
+        match dispatch::respond(reply, request_body, &mut fields) {
             Ok(r) if !fields.is_refused() => {
                 match writer.stream_head(&r, &fields, exchange, second) {
-                    None if fields.is_empty() => writer.write(queue, &r, exchange, budget, second),
-                    None => writer.write_with(queue, &r, &fields, exchange, budget, second),
-                    Some(Ok(head)) => return Wrote::Stream(head),
-                    Some(Err(e)) => Err((*e).into()),
+                    // `Ok` as it came: what was queued is not moved again.
+                    None if fields.is_empty() => {
+                        match writer.write(queue, &r, exchange, budget, second) {
+                            Ok(written) => Ok(written),
+                            Err(e) => failed(e),
+                        }
+                    }
+                    None => match writer.write_with(queue, &r, &fields, exchange, budget, second) {
+                        Ok(written) => Ok(written),
+                        Err(e) => failed(e),
+                    },
+                    Some(Ok(head)) => Err(NotQueued::Stream(head)),
+                    Some(Err(e)) => failed((*e).into()),
                 }
             }
             Ok(_) => {
                 let e = fields.error().expect("a field refused");
-                Err(Unqueued::Unsendable(Box::new(Unsendable::Field(e))))
+                failed(Unqueued::Unsendable(Box::new(Unsendable::Field(e))))
             }
-            Err(full) => Err(Unqueued::Full(full)),
-        };
-        match written {
-            Ok(written) => Wrote::Queued(written),
-            Err(e) => Wrote::Failed(e),
+            Err(full) => failed(Unqueued::Full(full)),
         }
     }
 
@@ -420,15 +424,14 @@ impl<S: Service> Session<S> {
         queue: &mut WriteQueue,
         service: &Protocol<S>,
         p: Pending<S>,
-        wrote: Wrote,
+        not: NotQueued,
     ) -> State<S> {
-        match wrote {
-            Wrote::Queued(_) => unreachable!("a response queued"),
-            Wrote::Stream(head) => self.begin_stream(queue, p, head),
-            Wrote::Failed(Unqueued::Unsendable(e)) => self.unsendable(queue, service, p, *e),
-            Wrote::Failed(_) if queue.has_remaining() => State::Ready(p),
-            Wrote::Failed(_) if p.refusal => State::Closed,
-            Wrote::Failed(Unqueued::Full(full)) => self.out_of_memory(queue, service, p, full),
+        match not {
+            NotQueued::Stream(head) => self.begin_stream(queue, p, head),
+            NotQueued::Failed(Unqueued::Unsendable(e)) => self.unsendable(queue, service, p, *e),
+            NotQueued::Failed(_) if queue.has_remaining() => State::Ready(p),
+            NotQueued::Failed(_) if p.refusal => State::Closed,
+            NotQueued::Failed(Unqueued::Full(full)) => self.out_of_memory(queue, service, p, full),
         }
     }
 
