@@ -163,10 +163,10 @@ impl Writer {
     }
 
     /// Queues `r`, the answer to a request that asked `exchange`, dated
-    /// `second`, and says what was written; fails, queueing nothing, when `budget` cannot
-    /// cover it ([`Unqueued::Full`]) or its status ends no exchange
-    /// ([`Unqueued::Unsendable`]: a 1xx is interim, a final response is
-    /// 200–599).
+    /// `second`, and says what was written; fails, queueing nothing, when
+    /// `budget` cannot cover it ([`Unqueued::Full`]) or its status ends no
+    /// exchange ([`Unqueued::Unsendable`]: a 1xx is interim, a final
+    /// response is 200–599).
     pub fn write(
         &self,
         queue: &mut WriteQueue,
