@@ -29,13 +29,13 @@ pub(super) struct Walked {
     pub plain: bool,
 }
 
-/// Checks the request target and splits it into `(path, query)`, from
-/// what the scan found of it (`walked`), walking it again only when it
-/// holds an escape or a byte a URI may not. Origin- and absolute-form (no userinfo) for every method, `*` for
-/// OPTIONS; CONNECT is refused with 501 (no proxy; the close keeps tunnel
-/// bytes from being read as requests). Only URI bytes (RFC 3986), no
-/// fragment; a `%` of the path must begin an escape (the query's are the
-/// route's to check).
+/// Checks the request target and splits it into `(path, query)`, from what
+/// the scan found of it (`walked`), walking it again only when it holds an
+/// escape or a byte a URI may not. Origin- and absolute-form (no userinfo)
+/// for every method, `*` for OPTIONS; CONNECT is refused with 501 (no
+/// proxy; the close keeps tunnel bytes from being read as requests). Only
+/// URI bytes (RFC 3986), no fragment; a `%` of the path must begin an
+/// escape (the query's are the route's to check).
 pub(super) fn parse_target<'t>(
     method: &str,
     target: &'t str,

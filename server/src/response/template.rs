@@ -24,8 +24,8 @@ pub(super) const MOST: usize = 256;
 pub(super) struct Key([u64; 2]);
 
 impl Key {
-    /// The key of a head of the start numbered `start` (below 2⁶⁰: one is
-    /// made per route at start-up), framed by `framing`.
+    /// The key of a head of the start numbered `start` (below 2⁶⁰, a count
+    /// of starts made that no process reaches), framed by `framing`.
     #[inline]
     pub fn new(start: u64, framing: Framing, keep_alive: bool, head_request: bool) -> Key {
         debug_assert!(start < 1 << 60, "a start's number fits beside its flags");
