@@ -272,10 +272,19 @@ impl WriteQueue {
         self.policy.frame.max(Encoder::MIN_DST)
     }
 
-    /// Whether a buffer of `len` bytes asked to be shared is copied: when
-    /// the policy says a copy is cheaper, and always when it is empty (a
-    /// segment of no bytes would never be advanced past).
-    fn copies(&self, len: usize) -> bool {
+    /// Whether a buffer of `len` bytes asked to be shared
+    /// ([`WriteQueue::share`]) is copied: when the policy says a copy is
+    /// cheaper, and always when it is empty (a segment of no bytes would
+    /// never be advanced past).
+    ///
+    /// ```
+    /// use unflat::queue::WriteQueue;
+    /// let q = WriteQueue::new();
+    /// assert!(q.copies(0) && q.copies(16));
+    /// assert!(!q.copies(1 << 20), "a megabyte goes as an iovec");
+    /// ```
+    #[inline]
+    pub fn copies(&self, len: usize) -> bool {
         len < self.policy.copy_below || len == 0
     }
 

@@ -45,24 +45,41 @@ struct Shape {
 
 impl Shape {
     /// The one place framing and persistence are decided for a response
-    /// of `status` (`r`'s, read once by the caller).
-    fn of(r: &Response<'_>, status: Status, exchange: Exchange) -> Shape {
-        let streamed = matches!(r.body, Body::Stream);
+    /// with `body` whose status sends none when `no_body` (read once by
+    /// the caller: a prepared start knows it).
+    #[inline(always)]
+    fn of(body: &Body<'_>, no_body: bool, exchange: Exchange) -> Shape {
+        let streamed = matches!(body, Body::Stream);
         // HTTP/1.0 has no chunks: a stream to it ends with the connection.
-        let until_close = streamed && !exchange.takes_chunked && !status.has_no_body();
-        let framing = if status.has_no_body() || until_close {
+        let until_close = streamed && !exchange.takes_chunked && !no_body;
+        let framing = if no_body || until_close {
             Framing::None
         } else if streamed {
             Framing::Chunked
         } else {
-            Framing::Length(r.body.content_length() as u64)
+            Framing::Length(body.content_length() as u64)
         };
-        let body_allowed = exchange.sends_content() && !status.has_no_body();
+        let body_allowed = exchange.sends_content() && !no_body;
         Shape {
             framing,
             keep_alive: exchange.keep_alive && !(until_close && exchange.sends_content()),
             body_allowed,
             streams: streamed && body_allowed,
+        }
+    }
+
+    /// What of `body` is sent: all of it, or nothing (after `HEAD`, and on
+    /// a status that sends none).
+    #[inline(always)]
+    fn sent<'r, 'a>(&self, body: &'r Body<'a>) -> &'r Body<'a> {
+        if self.body_allowed {
+            debug_assert!(
+                !matches!(body, Body::Unsent(_)),
+                "only HEAD leaves a body unsent"
+            );
+            body
+        } else {
+            &Body::Empty
         }
     }
 }
@@ -201,25 +218,12 @@ impl Writer {
         budget: &mut Budget,
         second: Second,
     ) -> Option<Result<Written, Unqueued>> {
-        // A stream is framed by what its client takes (`Shape`).
+        // A stream's head is rendered apart (`Writer::stream_head`).
         if let Body::Stream = body {
             return None;
         }
-        let framing = if start.no_body {
-            Framing::None
-        } else {
-            Framing::Length(body.content_length() as u64)
-        };
-        let keep_alive = exchange.keep_alive;
-        let body = if exchange.sends_content() && !start.no_body {
-            debug_assert!(
-                !matches!(body, Body::Unsent(_)),
-                "only HEAD leaves a body unsent"
-            );
-            body
-        } else {
-            &Body::Empty
-        };
+        let shape = Shape::of(body, start.no_body, exchange);
+        let (framing, keep_alive, body) = (shape.framing, shape.keep_alive, shape.sent(body));
         let key = Key::new(start.number, framing, keep_alive, exchange.head_request);
         let second = second.unix();
         let render = |dst: &mut [u8; template::MOST]| {
@@ -277,23 +281,9 @@ impl Writer {
     ) -> Result<Written, Unqueued> {
         let second = second.unix();
         let status = r.status();
-        let Shape {
-            framing,
-            keep_alive,
-            body_allowed,
-            streams,
-        } = Shape::of(r, status, exchange);
-        debug_assert!(!streams, "a stream begins with Writer::stream_head");
-        let _ = streams;
-        let body = if body_allowed {
-            debug_assert!(
-                !matches!(r.body, Body::Unsent(_)),
-                "only HEAD leaves a body unsent"
-            );
-            &r.body
-        } else {
-            &Body::Empty
-        };
+        let shape = Shape::of(&r.body, status.has_no_body(), exchange);
+        debug_assert!(!shape.streams, "a stream begins with Writer::stream_head");
+        let (framing, keep_alive, body) = (shape.framing, shape.keep_alive, shape.sent(&r.body));
         if !is_final(status) {
             return Err(not_final(status));
         }
@@ -352,7 +342,7 @@ impl Writer {
     ) -> Option<Result<StreamHead, Box<FieldError>>> {
         let second = second.unix();
         let status = r.status();
-        let shape = Shape::of(r, status, exchange);
+        let shape = Shape::of(&r.body, status.has_no_body(), exchange);
         if !shape.streams {
             return None;
         }
@@ -492,9 +482,7 @@ fn put_templated(
     let short = match *body {
         Body::Empty => Some(&[][..]),
         Body::Bytes(b) => Some(b),
-        Body::SharedText(b) | Body::SharedBytes(b) if b.len() < queue.policy().copy_below => {
-            Some(&b[..])
-        }
+        Body::SharedText(b) | Body::SharedBytes(b) if queue.copies(b.len()) => Some(&b[..]),
         _ => None,
     };
     if let Some(b) = short {
