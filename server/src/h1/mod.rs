@@ -25,6 +25,18 @@ pub use uri::begins_escape;
 /// (they are parsed into an array on the stack).
 pub const FIELDS_CAP: usize = 256;
 
+/// What the walk through a target found of it besides its end
+/// ([`Scanned::walked`], `scan.rs`), for the target's check (`uri.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walked {
+    /// Where in the target its first `?` is.
+    pub query_at: Option<usize>,
+    /// Whether every byte of the target is one a URI holds as it is
+    /// (RFC 3986's unreserved, sub-delims, `:@/?`): no `%`, no byte above
+    /// ASCII, none a URI may not hold.
+    pub plain: bool,
+}
+
 /// Limits that apply to a request head.
 #[derive(Clone, Copy, Debug)]
 pub struct HeadLimits {

@@ -16,7 +16,7 @@ use unflat::head::{Framing, Status};
 use super::fields::check_fields;
 use super::query::{query_pairs, Pair, QueryError};
 use super::scan::{scan, Scanned};
-use super::uri::{parse_target, Walked};
+use super::uri::parse_target;
 use super::{reject, HeadLimits, Reject};
 
 /// A parsed and checked request head, borrowing the input.
@@ -158,8 +158,7 @@ pub fn parse_head<'b>(
     let Scanned {
         method,
         target,
-        query_at,
-        plain_target,
+        walked,
         version,
         fields,
         len,
@@ -173,10 +172,6 @@ pub fn parse_head<'b>(
     if let Some(r) = line_and_head_limits(method.len() + target.len() + 10, len, limits) {
         return rejected(r);
     }
-    let walked = Walked {
-        query_at,
-        plain: plain_target,
-    };
     let (path, query) = match parse_target(method, target, walked) {
         Ok(parts) => parts,
         Err(r) => return rejected(r),

@@ -5,7 +5,7 @@
 //! a block at a time through targets and field values, a target checked
 //! for UTF-8 only when it holds a byte above ASCII, and no dispatch per
 //! field. The target's URI bytes and its query are found in the same walk
-//! ([`Scanned::query_at`], [`Scanned::plain_target`]), so that checking it
+//! ([`Scanned::walked`]), so that checking it
 //! (`uri.rs`) walks it again only when it holds an escape or a byte a URI
 //! may not. `benches/head_scan.rs` measures the two.
 // Bytes checked to be ASCII are read as text without a second check, and
@@ -16,6 +16,8 @@ use std::mem::MaybeUninit;
 
 use httparse::{Error, Header};
 
+use super::Walked;
+
 /// A head as [`scan`] found it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Scanned<'b> {
@@ -23,12 +25,8 @@ pub struct Scanned<'b> {
     pub method: &'b str,
     /// The request target, as sent.
     pub target: &'b str,
-    /// Where in the target its first `?` is.
-    pub query_at: Option<usize>,
-    /// Whether every byte of the target is one a URI holds as it is
-    /// (RFC 3986's unreserved, sub-delims, `:@/?`): no `%`, no byte above
-    /// ASCII, none a URI may not hold.
-    pub plain_target: bool,
+    /// What the walk that found the target's end found of it besides.
+    pub walked: Walked,
     /// The minor version: 0 or 1.
     pub version: u8,
     /// The fields, their values without the whitespace around them.
@@ -177,15 +175,17 @@ pub fn scan<'b>(
     Ok(Some(Scanned {
         method,
         target,
-        query_at: walked.query_at.map(|q| q - target_start),
-        plain_target: !walked.odd,
+        walked: Walked {
+            query_at: walked.query_at.map(|q| q - target_start),
+            plain: !walked.odd,
+        },
         version,
         fields,
         len: at.i,
     }))
 }
 
-/// What the walk through a target found.
+/// What the walk through a target found, as it goes.
 #[derive(Default)]
 struct TargetWalk {
     /// A byte above ASCII.

@@ -5,7 +5,7 @@
 use percent_encoding::percent_decode;
 use unflat::head::Status;
 
-use super::{reject, Reject};
+use super::{reject, Reject, Walked};
 
 /// What follows `http://` or `https://` (in any case) at the start of an
 /// absolute-form target.
@@ -17,16 +17,6 @@ fn after_scheme(target: &str) -> Option<&str> {
         head.eq_ignore_ascii_case(scheme.as_bytes())
             .then(|| &target[scheme.len()..])
     })
-}
-
-/// What the head's scan found of a target in its walk
-/// ([`Scanned`](super::Scanned)'s `query_at` and `plain_target`).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Walked {
-    /// Where its first `?` is.
-    pub query_at: Option<usize>,
-    /// Whether it holds only bytes a URI holds as they are.
-    pub plain: bool,
 }
 
 /// Checks the request target and splits it into `(path, query)`, from what
@@ -253,10 +243,7 @@ mod tests {
         let head = format!("GET {target} HTTP/1.1\r\n\r\n");
         let mut fields = [std::mem::MaybeUninit::uninit(); 1];
         match crate::h1::scan(head.as_bytes(), &mut fields) {
-            Ok(Some(s)) if s.target == target => Walked {
-                query_at: s.query_at,
-                plain: s.plain_target,
-            },
+            Ok(Some(s)) if s.target == target => s.walked,
             _ => Walked {
                 query_at: target.find('?'),
                 plain: all_in(target.as_bytes(), &URI_BYTE),

@@ -57,8 +57,8 @@ fn by_scan(input: &[u8], room: usize) -> Verdict {
     // What the walk found of the target besides its end: what a second
     // look at it finds.
     if let Ok(Some(s)) = &verdict {
-        assert_eq!(s.query_at, s.target.find('?'), "{:?}", s.target);
-        assert_eq!(s.plain_target, plain(s.target), "{:?}", s.target);
+        assert_eq!(s.walked.query_at, s.target.find('?'), "{:?}", s.target);
+        assert_eq!(s.walked.plain, plain(s.target), "{:?}", s.target);
     }
     match verdict {
         Ok(Some(Scanned {
