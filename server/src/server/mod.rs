@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::task::{JoinError, JoinHandle};
 use tracing::{error, info};
 
 pub use admin::{Admin, AdminReply};
@@ -244,6 +245,7 @@ impl<S: Service> Server<S> {
         let tls = Arc::new(RwLock::new(self.tls.map(Arc::new)));
         let cut = Arc::new(Notify::new());
         let transport = self.stack.connections().transport.clone();
+        let reload_now = || reload(&tls, source.as_ref(), provider, &transport);
         {
             let (tx, mut rx) = mpsc::unbounded_channel();
             tokio::spawn(controls(tx));
@@ -259,7 +261,7 @@ impl<S: Service> Server<S> {
                 cut.clone(),
             ));
             while let Some(Control::Reload) = rx.recv().await {
-                reload(&tls, source.as_ref(), provider, &transport);
+                reload_now();
             }
             // /healthz answers 503 from now on, and responses close their
             // connections; new ones are still served for the delay.
@@ -277,7 +279,7 @@ impl<S: Service> Server<S> {
                     tokio::select! {
                         () = &mut delayed => break,
                         control = rx.recv() => match control {
-                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
+                            Some(Control::Reload) => reload_now(),
                             // A second Stop: the drain begins now.
                             Some(Control::Stop) | None => break,
                         },
@@ -285,35 +287,35 @@ impl<S: Service> Server<S> {
                 }
             }
             trigger.trigger();
-            let drained = loop {
-                tokio::select! {
-                    drained = &mut accept => break drained,
-                    control = rx.recv() => match control {
-                        Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
-                        Some(Control::Stop) => cut.notify_one(),
-                        None => break accept.await,
-                    },
-                }
-            };
+            let drained = drain(&mut accept, &mut rx, &cut, reload_now).await;
             // The admin address answers until the public port has drained;
             // its own drain is cut short by a Stop as the public one's is.
             if let Some((trigger, cut, mut accept)) = admin {
                 trigger.trigger();
-                loop {
-                    tokio::select! {
-                        _ = &mut accept => break,
-                        control = rx.recv() => match control {
-                            Some(Control::Reload) => reload(&tls, source.as_ref(), provider, &transport),
-                            Some(Control::Stop) => cut.notify_one(),
-                            None => {
-                                let _ = accept.await;
-                                break;
-                            }
-                        },
-                    }
-                }
+                let _ = drain(&mut accept, &mut rx, &cut, reload_now).await;
             }
             drained.map_err(io::Error::other)
+        }
+    }
+}
+
+/// Awaits `accept`, the accept loop of a listener whose trigger has
+/// fired, while the controls still act: a reload reloads, a Stop cuts the
+/// drain short (`cut`); with the controls gone, it just awaits.
+async fn drain<T>(
+    accept: &mut JoinHandle<T>,
+    rx: &mut mpsc::UnboundedReceiver<Control>,
+    cut: &Notify,
+    reload: impl Fn(),
+) -> Result<T, JoinError> {
+    loop {
+        tokio::select! {
+            drained = &mut *accept => return drained,
+            control = rx.recv() => match control {
+                Some(Control::Reload) => reload(),
+                Some(Control::Stop) => cut.notify_one(),
+                None => return accept.await,
+            },
         }
     }
 }
@@ -323,7 +325,7 @@ impl<S: Service> Server<S> {
 /// connections have (within `--grace`).
 fn serve_admin<S: Service>(
     admin: AdminPort<S>,
-) -> io::Result<(shutdown::Trigger, Arc<Notify>, tokio::task::JoinHandle<()>)> {
+) -> io::Result<(shutdown::Trigger, Arc<Notify>, JoinHandle<()>)> {
     let (trigger, shutdown) = shutdown::channel();
     let listener = TcpListener::from_std(admin.listener)?;
     let permits = Arc::new(Semaphore::new(admin.stack.config().max_connections));
