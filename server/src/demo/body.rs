@@ -14,9 +14,10 @@ use unflat::{Latin1, Measured, Rope, Utf16};
 use unflat_server::memory::Charge;
 
 /// The character kinds of `/end-string`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Kind {
-    /// `a`, U+0061.
+    /// `a`, U+0061: the default.
+    #[default]
     Ascii,
     /// `é`, U+00E9: one-byte text that is not ASCII.
     Latin1,

@@ -6,17 +6,17 @@
 
 use unflat::head::Status;
 
-use super::reply::{Answer, Echoed};
+use super::reply::{Answer, Echoed, Made};
 use unflat_server::h1::{self, decode_pair, QueryError};
 
 /// 400 for `reason`.
 pub(super) fn bad_request(reason: String) -> Answer {
-    Answer::error(&Status::BAD_REQUEST, reason)
+    Answer::error(Status::BAD_REQUEST, reason)
 }
 
 /// `s` as a decimal count: digits only (refused naming `what` otherwise),
 /// within `usize`. One pass: the count is in every end-string request.
-#[inline]
+#[inline(always)]
 pub(super) fn parse_count(what: &str, s: &str) -> Result<usize, Answer> {
     let mut n: Option<usize> = Some(0);
     for b in s.bytes() {
@@ -94,7 +94,7 @@ pub(super) fn echo_format(query: Option<&str>) -> Result<Option<Answer>, Answer>
     }
     match format.as_deref() {
         None | Some("json") => Ok(None),
-        Some("raw") => Ok(Some(Answer::Echo(Echoed::Raw))),
+        Some("raw") => Ok(Some(Answer::made(Made::Echo(Echoed::Raw)))),
         Some(other) => Err(bad_request(format!(
             "unknown format {other:?}: expected json or raw"
         ))),
@@ -111,7 +111,12 @@ mod tests {
     fn counts_parse_as_the_standard_library_parses_them() {
         let reason = |s: &str| match parse_count("len", s) {
             Ok(n) => Ok(n),
-            Err(Answer::Error { reason, .. }) => Err(reason.into_owned()),
+            Err(Answer::Made(made)) if matches!(*made, Made::Error(_)) => {
+                let Made::Error(e) = *made else {
+                    unreachable!()
+                };
+                Err(e.reason.into_owned())
+            }
             Err(other) => panic!("{s:?}: not an error reply: {other:?}"),
         };
         for s in ["0", "4", "007", "102400", &usize::MAX.to_string()] {

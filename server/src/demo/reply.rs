@@ -22,37 +22,21 @@ use unflat_server::observe::Exposition;
 use unflat_server::response::{Body, Response};
 use unflat_server::service::{Job, Reply};
 
-/// What a request is answered with. Its tag a word of its own: each
-/// variant's fields then lie on word boundaries, and the answer moves as
-/// words, where a packed layout moved it a few bytes at a time.
+/// What a request is answered with, in two words. What more an answer
+/// holds (a stream, an error's reason, the echo) is [`Made`], boxed: every
+/// request's answer is then made, moved and dropped in registers, where a
+/// seven-word answer went through memory, copied whole before its last
+/// pieces were stored.
 #[derive(Debug)]
-#[repr(u64)]
 pub enum Answer {
     /// `GET /`: the help text (the site's, given by [`Answer::resolve`]).
     Help,
-    /// The help text.
-    HelpText(Arc<str>),
     /// `/end-string/{len}?kind=…&body=…` or `/large/{size}`: answered from
     /// the key alone for `HEAD`; a `GET` needs the body, from the cache or
     /// built by a [`Job`].
     Body(BodyKey),
     /// A body at hand, cached or built.
     Ready(Arc<Built>),
-    /// A body neither in the connection's memo nor in the cache: built by
-    /// the job [`Reply::prepare`] gives, sent whole or as a stream.
-    Building {
-        /// The body.
-        key: BodyKey,
-        /// Its chunks, for a stream.
-        chunks: Option<Plan>,
-        /// Where it is built.
-        bodies: Arc<Bodies>,
-    },
-    /// `/end-string/{len}?chunks=K`: as [`Answer::Body`], sent as a stream
-    /// of `K` chunks.
-    Streamed(BodyKey, Plan),
-    /// A body at hand, being sent a chunk at a time.
-    Stream(Chunks),
     /// `/healthz`: 200 `ok`, or 503 once shutdown has begun (`draining`,
     /// as [`Answer::resolve`] found it), so that a load balancer stops
     /// sending while the server drains.
@@ -62,6 +46,29 @@ pub enum Answer {
     },
     /// `/metrics`: the counters, in the text format the scraper asked for.
     Metrics(Exposition),
+    /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
+    /// of the server for `OPTIONS *`.
+    Options {
+        /// `OPTIONS *`.
+        server_wide: bool,
+    },
+    /// Every answer that holds more.
+    Made(Box<Made>),
+}
+
+/// The answers that hold more than a word ([`Answer::Made`]).
+#[derive(Debug)]
+pub enum Made {
+    /// The help text.
+    HelpText(Arc<str>),
+    /// A body neither in the connection's memo nor in the cache: built by
+    /// the job [`Reply::prepare`] gives, sent whole or as a stream.
+    Building(Building),
+    /// `/end-string/{len}?chunks=K`: as [`Answer::Body`], sent as a stream
+    /// of `K` chunks.
+    Streamed(BodyKey, Plan),
+    /// A body at hand, being sent a chunk at a time.
+    Stream(Chunks),
     /// The counters rendered for `/metrics`, in that format.
     Rendered(Exposition, String),
     /// `/echo`: the request as received; the body is added once read.
@@ -71,22 +78,30 @@ pub enum Answer {
     EchoJson(EchoJson, Arc<Memory>),
     /// The echo's JSON, made once the body was read: a body of its own.
     Json(Arc<Built>),
-    /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
-    /// of the server for `OPTIONS *`.
-    Options {
-        /// `OPTIONS *`.
-        server_wide: bool,
-    },
     /// An error with a plain-text reason.
-    Error {
-        /// The status: a reference, so that this rare answer does not make
-        /// every reply larger (each is moved whole).
-        status: &'static Status,
-        /// Why.
-        reason: Cow<'static, str>,
-        /// A field line besides `Content-Type`, if any.
-        field: Option<ErrorField>,
-    },
+    Error(Refusal),
+}
+
+/// A body to build before it is sent ([`Answer::Building`]).
+#[derive(Debug)]
+pub struct Building {
+    /// The body.
+    key: BodyKey,
+    /// Its chunks, for a stream.
+    chunks: Option<Plan>,
+    /// Where it is built.
+    bodies: Arc<Bodies>,
+}
+
+/// An error's answer ([`Answer::Error`]).
+#[derive(Debug)]
+pub struct Refusal {
+    /// The status.
+    pub status: Status,
+    /// Why.
+    pub reason: Cow<'static, str>,
+    /// A field line besides `Content-Type`, if any.
+    pub field: Option<ErrorField>,
 }
 
 /// The field line an error sends besides its `Content-Type`.
@@ -111,21 +126,38 @@ pub enum Echoed {
 
 impl Answer {
     /// An error reply.
-    pub fn error(status: &'static Status, reason: impl Into<Cow<'static, str>>) -> Answer {
-        Answer::Error {
+    pub fn error(status: Status, reason: impl Into<Cow<'static, str>>) -> Answer {
+        Answer::refusal(status, reason.into(), None)
+    }
+
+    fn refusal(status: Status, reason: Cow<'static, str>, field: Option<ErrorField>) -> Answer {
+        Answer::made(Made::Error(Refusal {
             status,
-            reason: reason.into(),
-            field: None,
+            reason,
+            field,
+        }))
+    }
+
+    /// An answer that holds more than a word.
+    pub fn made(made: Made) -> Answer {
+        Answer::Made(Box::new(made))
+    }
+
+    /// What more the answer holds, if it is one that does.
+    fn more(&self) -> Option<&Made> {
+        match self {
+            Answer::Made(made) => Some(made),
+            _ => None,
         }
     }
 
     /// 503 with `Retry-After`: the server cannot take this request now.
     pub fn unavailable(reason: impl Into<Cow<'static, str>>) -> Answer {
-        Answer::Error {
-            status: &Status::SERVICE_UNAVAILABLE,
-            reason: reason.into(),
-            field: Some(ErrorField::RetryAfter),
-        }
+        Answer::refusal(
+            Status::SERVICE_UNAVAILABLE,
+            reason.into(),
+            Some(ErrorField::RetryAfter),
+        )
     }
 
     /// 503 for want of memory, naming the limit.
@@ -138,41 +170,43 @@ impl Answer {
 
     /// 405 for a path that takes GET, HEAD and OPTIONS, with `Allow`.
     pub fn method_not_allowed(method: &str, path: &str) -> Answer {
-        Answer::Error {
-            status: &Status::METHOD_NOT_ALLOWED,
-            reason: Cow::Owned(format!(
+        Answer::refusal(
+            Status::METHOD_NOT_ALLOWED,
+            Cow::Owned(format!(
                 "{method} is not allowed on {path}; use GET, HEAD or OPTIONS"
             )),
-            field: Some(ErrorField::Allow),
-        }
+            Some(ErrorField::Allow),
+        )
     }
 
     /// The JSON echo of `head`, waiting for its body.
     pub fn echo_json(head: &RequestHead<'_>) -> Answer {
-        Answer::Echo(Echoed::Json(EchoJson::new(head)))
+        Answer::made(Made::Echo(Echoed::Json(EchoJson::new(head))))
     }
 
     /// True for an error decided from the head (a 4xx or 5xx), which needs
     /// none of the request body.
     pub fn refuses(&self) -> bool {
-        matches!(self, Answer::Error { status, .. } if status.code() >= 400)
+        matches!(self.more(), Some(Made::Error(e)) if e.status.code() >= 400)
     }
 
     /// True for `/echo`, whose request body is kept.
     pub fn wants_body(&self) -> bool {
-        matches!(self, Answer::Echo(_) | Answer::EchoJson(..))
+        matches!(self.more(), Some(Made::Echo(_) | Made::EchoJson(..)))
     }
 
     /// Bytes the reply holds while it waits for its request body: the echo's
     /// JSON so far (every field of the head, base64-encoded), or an error's
     /// reason made for this request.
     pub fn held(&self) -> usize {
-        match self {
-            Answer::Echo(Echoed::Json(echo)) | Answer::EchoJson(echo, _) => echo.prefix.capacity(),
-            Answer::Error {
+        match self.more() {
+            Some(Made::Echo(Echoed::Json(echo)) | Made::EchoJson(echo, _)) => {
+                echo.prefix.capacity()
+            }
+            Some(Made::Error(Refusal {
                 reason: Cow::Owned(reason),
                 ..
-            } => reason.capacity(),
+            })) => reason.capacity(),
             _ => 0,
         }
     }
@@ -194,11 +228,7 @@ impl Answer {
         }
         let next = match at_hand(site, key, memo) {
             Some(body) => Answer::Ready(body),
-            None => Answer::Building {
-                key,
-                chunks: None,
-                bodies: site.bodies.clone(),
-            },
+            None => Answer::made(Made::Building(Building::of(site, key, None))),
         };
         // What it replaces is a key, which holds nothing: forgotten, not
         // dropped, so that no drop glue runs on every request.
@@ -210,29 +240,27 @@ impl Answer {
     #[inline(never)]
     fn resolve_rare(&mut self, site: &Site, head_request: bool, memo: &mut Memo) {
         match self {
-            Answer::Streamed(key, plan) if !head_request => {
-                let (key, plan) = (*key, *plan);
-                *self = match at_hand(site, key, memo) {
-                    Some(body) => Answer::Stream(Chunks::new(body, plan)),
-                    None => Answer::Building {
-                        key,
-                        chunks: Some(plan),
-                        bodies: site.bodies.clone(),
-                    },
-                };
-            }
-            Answer::Help => *self = Answer::HelpText(site.help.clone()),
+            Answer::Help => *self = Answer::made(Made::HelpText(site.help.clone())),
             Answer::Health { draining } => *draining = site.is_draining(),
             Answer::Metrics(format) => {
                 let format = *format;
-                *self = Answer::Rendered(format, site.metrics().render(format));
+                *self = Answer::made(Made::Rendered(format, site.metrics().render(format)));
             }
-            Answer::Echo(Echoed::Json(_)) => {
-                let Answer::Echo(Echoed::Json(echo)) = std::mem::replace(self, Answer::Help) else {
-                    unreachable!("matched above")
-                };
-                *self = Answer::EchoJson(echo, site.memory.clone());
-            }
+            Answer::Made(made) => match &mut **made {
+                &mut Made::Streamed(key, plan) if !head_request => {
+                    **made = match at_hand(site, key, memo) {
+                        Some(body) => Made::Stream(Chunks::new(body, plan)),
+                        None => Made::Building(Building::of(site, key, Some(plan))),
+                    };
+                }
+                Made::Echo(echo @ Echoed::Json(_)) => {
+                    let Echoed::Json(echo) = std::mem::replace(echo, Echoed::Raw) else {
+                        unreachable!("matched above")
+                    };
+                    **made = Made::EchoJson(echo, site.memory.clone());
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -240,19 +268,29 @@ impl Answer {
     /// The response to write, given the request body. What it makes (the
     /// metrics' text, the echo's JSON) goes into the reply first, which the
     /// core keeps while the queue shares its memory.
-    #[inline]
+    #[inline(always)]
     pub(super) fn respond<'a>(&'a mut self, request_body: &'a [u8]) -> Result<Response<'a>, Full> {
-        if let Answer::Ready(body) = self {
-            // What nearly every request is: a built body, nothing made.
-            return Ok(built(body, fields()));
-        }
         match self {
-            Answer::EchoJson(echo, memory) => {
-                let json = echo_body(echo, memory, request_body)?;
-                *self = Answer::Json(json);
+            // What nearly every request is: a built body, nothing made.
+            // Inlined, its response is made where it is written, never
+            // returned through memory and copied.
+            Answer::Ready(body) => Ok(built(body, fields())),
+            _ => self.respond_made(request_body),
+        }
+    }
+
+    /// [`Answer::respond`] for every answer but a built body.
+    #[inline(never)]
+    fn respond_made<'a>(&'a mut self, request_body: &'a [u8]) -> Result<Response<'a>, Full> {
+        if let Answer::Made(made) = self {
+            match &mut **made {
+                Made::EchoJson(echo, memory) => {
+                    let json = echo_body(echo, memory, request_body)?;
+                    **made = Made::Json(json);
+                }
+                Made::Error(e) if !e.reason.ends_with('\n') => e.reason.to_mut().push('\n'),
+                _ => {}
             }
-            Answer::Error { reason, .. } if !reason.ends_with('\n') => reason.to_mut().push('\n'),
-            _ => {}
         }
         let this: &'a Answer = self;
         Ok(this.response(request_body))
@@ -261,10 +299,7 @@ impl Answer {
     /// The response: its status, its field lines, its body in its form.
     fn response<'a>(&'a self, request_body: &'a [u8]) -> Response<'a> {
         let fields = fields();
-        let text_plain =
-            |status, body| Response::with_lines(status, [Some(&fields.text_plain), None], body);
         match self {
-            Answer::HelpText(help) => text_plain(Status::OK, Body::Bytes(help.as_bytes())),
             // A GET is prepared into a body first: only a HEAD gets here,
             // answered from the key alone.
             Answer::Body(key) => Response::with_lines(
@@ -273,15 +308,6 @@ impl Answer {
                 Body::Unsent(key.len()),
             ),
             Answer::Ready(body) => built(body, fields),
-            Answer::Streamed(key, _) => Response::with_lines(
-                Status::OK,
-                [Some(fields.content_type(*key)), None],
-                Body::Stream,
-            ),
-            Answer::Stream(chunks) => Response {
-                body: Body::Stream,
-                ..built(chunks.body(), fields)
-            },
             Answer::Health { draining } => {
                 let (status, text): (_, &[u8]) = if *draining {
                     (Status::SERVICE_UNAVAILABLE, b"shutting down\n")
@@ -291,7 +317,39 @@ impl Answer {
                 let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
                 Response::with_lines(status, fields, Body::Bytes(text))
             }
-            Answer::Rendered(format, text) => {
+            Answer::Options { server_wide } => {
+                let allow = if *server_wide {
+                    &fields.allow_any
+                } else {
+                    &fields.allow
+                };
+                Response::with_lines(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
+            }
+            Answer::Made(made) => made.response(request_body, fields),
+            Answer::Help | Answer::Metrics(_) => {
+                unreachable!("made into another answer by resolve")
+            }
+        }
+    }
+}
+
+impl Made {
+    /// [`Answer::response`] for an answer that holds more.
+    fn response<'a>(&'a self, request_body: &'a [u8], fields: &'a Fields) -> Response<'a> {
+        let text_plain =
+            |status, body| Response::with_lines(status, [Some(&fields.text_plain), None], body);
+        match self {
+            Made::HelpText(help) => text_plain(Status::OK, Body::Bytes(help.as_bytes())),
+            Made::Streamed(key, _) => Response::with_lines(
+                Status::OK,
+                [Some(fields.content_type(*key)), None],
+                Body::Stream,
+            ),
+            Made::Stream(chunks) => Response {
+                body: Body::Stream,
+                ..built(chunks.body(), fields)
+            },
+            Made::Rendered(format, text) => {
                 let content_type = match format {
                     Exposition::OpenMetrics => &fields.openmetrics,
                     Exposition::Prometheus => &fields.prometheus_text,
@@ -302,7 +360,7 @@ impl Answer {
                     Body::Bytes(text.as_bytes()),
                 )
             }
-            Answer::Json(json) => {
+            Made::Json(json) => {
                 let Text::Payload(bytes) = &json.text else {
                     unreachable!("made as a payload")
                 };
@@ -312,37 +370,21 @@ impl Answer {
                     Body::SharedBytes(bytes),
                 )
             }
-            Answer::Help
-            | Answer::Metrics(_)
-            | Answer::Echo(Echoed::Json(_))
-            | Answer::EchoJson(..)
-            | Answer::Building { .. } => {
-                unreachable!("made into another answer by resolve, respond or the job")
-            }
-            Answer::Options { server_wide } => {
-                let allow = if *server_wide {
-                    &fields.allow_any
-                } else {
-                    &fields.allow
-                };
-                Response::with_lines(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
-            }
-            Answer::Echo(Echoed::Raw) => Response::with_lines(
+            Made::Echo(Echoed::Raw) => Response::with_lines(
                 Status::OK,
                 [Some(&fields.octet_stream), Some(&fields.no_store)],
                 Body::Bytes(request_body),
             ),
-            Answer::Error {
-                status,
-                reason,
-                field,
-            } => {
-                let field = field.map(|f| fields.error_field(f));
+            Made::Error(e) => {
+                let field = e.field.map(|f| fields.error_field(f));
                 Response::with_lines(
-                    **status,
+                    e.status,
                     [Some(&fields.text_plain), field],
-                    Body::Bytes(reason.as_bytes()),
+                    Body::Bytes(e.reason.as_bytes()),
                 )
+            }
+            Made::Echo(Echoed::Json(_)) | Made::EchoJson(..) | Made::Building(_) => {
+                unreachable!("made into another answer by resolve, respond or the job")
             }
         }
     }
@@ -390,7 +432,20 @@ fn at_hand(site: &Site, key: BodyKey, memo: &mut Memo) -> Option<Arc<Built>> {
 fn ready(body: Arc<Built>, chunks: Option<Plan>) -> Answer {
     match chunks {
         None => Answer::Ready(body),
-        Some(plan) => Answer::Stream(Chunks::new(body, plan)),
+        Some(plan) => Answer::made(Made::Stream(Chunks::new(body, plan))),
+    }
+}
+
+impl Building {
+    /// The body of `key`, to build at `site`, sent whole (`chunks`:
+    /// `None`) or as a stream.
+    #[cold]
+    fn of(site: &Site, key: BodyKey, chunks: Option<Plan>) -> Building {
+        Building {
+            key,
+            chunks,
+            bodies: site.bodies.clone(),
+        }
     }
 }
 
@@ -412,11 +467,11 @@ impl Reply for Routed {
     /// The job of a body neither memo nor cache had: built on the blocking
     /// pool (`--max-builds`), or 503 when it cannot be.
     fn prepare(&mut self, _: &[u8]) -> Option<Job<Routed>> {
-        let Answer::Building {
+        let Some(Made::Building(Building {
             key,
             chunks,
             bodies,
-        } = &self.answer
+        })) = self.answer.more()
         else {
             return None;
         };
@@ -431,7 +486,7 @@ impl Reply for Routed {
         }))
     }
 
-    #[inline]
+    #[inline(always)]
     fn respond<'a>(
         &'a mut self,
         request_body: &'a [u8],
@@ -445,8 +500,26 @@ impl Reply for Routed {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<Option<unflat_server::response::Chunk>, Full>> {
         match &mut self.answer {
-            Answer::Stream(chunks) => chunks.poll_chunk(cx).map(Ok),
+            Answer::Made(made) => match &mut **made {
+                Made::Stream(chunks) => chunks.poll_chunk(cx).map(Ok),
+                _ => std::task::Poll::Ready(Ok(None)),
+            },
             _ => std::task::Poll::Ready(Ok(None)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every request's answer is made, moved and dropped in two words:
+    /// what holds more is boxed ([`Made`]).
+    #[test]
+    fn an_answer_is_two_words() {
+        assert_eq!(
+            std::mem::size_of::<Answer>(),
+            2 * std::mem::size_of::<usize>()
+        );
     }
 }

@@ -10,7 +10,7 @@ use unflat::head::Status;
 use super::body::{BodyKey, Form, Key, Kind};
 use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
 use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
-use super::reply::Answer;
+use super::reply::{Answer, Made};
 use super::{RouteLimits, Routed};
 use unflat_server::h1::RequestHead;
 use unflat_server::observe::Exposition;
@@ -177,7 +177,7 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
     match route {
         Route::Help => no_query(Answer::Help),
         Route::Healthz | Route::Metrics if limits.admin_apart => Answer::error(
-            &Status::NOT_FOUND,
+            Status::NOT_FOUND,
             format!("{path} is served at the admin address (--admin-addr)"),
         ),
         Route::Healthz => no_query(Answer::Health { draining: false }),
@@ -192,16 +192,38 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
     }
 }
 
+/// `/end-string/{len}`: the text's key; a query is read out of line
+/// ([`end_string_query`]), so that the common request, without one, builds
+/// its answer where it is used.
+#[inline(always)]
 fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Answer, Answer> {
     let len = parse_count("len", len)?;
     if len > limits.max_len {
-        return Err(bad_request(format!(
-            "len {len} exceeds the limit of {} characters (--max-len)",
-            limits.max_len
-        )));
+        return Err(too_long(len, limits));
     }
+    match query {
+        None => Ok(Answer::Body(BodyKey::Text(Key {
+            len,
+            kind: Kind::default(),
+            form: Form::default(),
+        }))),
+        Some(query) => end_string_query(len, query),
+    }
+}
+
+#[cold]
+fn too_long(len: usize, limits: RouteLimits) -> Answer {
+    bad_request(format!(
+        "len {len} exceeds the limit of {} characters (--max-len)",
+        limits.max_len
+    ))
+}
+
+/// [`end_string`] for a text of `len` characters asked with a `query`.
+#[inline(never)]
+fn end_string_query(len: usize, query: &str) -> Result<Answer, Answer> {
     let (mut kind, mut form, mut chunks, mut every) = (None, None, None, None);
-    query_pairs(query, |name, value| {
+    query_pairs(Some(query), |name, value| {
         match name {
         "kind" => {
             let parsed = Kind::parse(value).ok_or_else(|| {
@@ -242,8 +264,8 @@ fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Ans
     })?;
     let key = BodyKey::Text(Key {
         len,
-        kind: kind.unwrap_or(Kind::Ascii),
-        form: form.unwrap_or(Form::Flat),
+        kind: kind.unwrap_or_default(),
+        form: form.unwrap_or_default(),
     });
     Ok(match (chunks, every) {
         (None, None) => Answer::Body(key),
@@ -264,7 +286,7 @@ fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Ans
                     MAX_PACED.as_secs()
                 )));
             }
-            Answer::Streamed(key, Plan { count, every })
+            Answer::made(Made::Streamed(key, Plan { count, every }))
         }
     })
 }
@@ -308,7 +330,7 @@ fn echo(head: &RequestHead<'_>) -> Answer {
 /// 404, with the routes there are.
 fn not_found(path: &str) -> Answer {
     Answer::error(
-        &Status::NOT_FOUND,
+        Status::NOT_FOUND,
         format!("no route for {path}; routes:\n{}", usage()),
     )
 }
@@ -337,7 +359,7 @@ mod tests {
         }
         for bad in ["", "x", "-1", "1e3", "65MiB", "64 MiB and more"] {
             assert!(
-                matches!(large(limits, bad, None), Err(Answer::Error { .. })),
+                matches!(large(limits, bad, None), Err(a) if a.refuses()),
                 "{bad:?} accepted"
             );
         }
