@@ -82,8 +82,31 @@ pub(crate) fn query_parts(query: Option<&str>) -> impl Iterator<Item = &str> {
 #[inline]
 pub(crate) fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
     debug_assert!(sep.is_ascii(), "a separator is one byte of UTF-8");
-    let at = s.bytes().position(|b| b == sep)?;
+    let at = find_byte(s.as_bytes(), sep)?;
     Some((&s[..at], &s[at + 1..]))
+}
+
+/// Where the first `sep` in `s` is: eight bytes at a time, then the last
+/// few one by one. A byte at a time cost a query's two searches (`&`,
+/// `=`) about 60 of the ~250 instructions its parse took (callgrind).
+#[inline]
+fn find_byte(s: &[u8], sep: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut words = s.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ (LO * u64::from(sep));
+        // The high bit of each byte of `x` that is zero: exact up to the
+        // first such byte (a borrow may mark bytes after it, never before).
+        let zeros = x.wrapping_sub(LO) & !x & HI;
+        if zeros != 0 {
+            return Some(at + (zeros.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = words.remainder();
+    tail.iter().position(|&b| b == sep).map(|i| at + i)
 }
 
 /// The bytes that make a pair need decoding: an escape, or `+`.
@@ -200,5 +223,27 @@ mod tests {
             }
         }
         assert_eq!(query_parts(None).count(), 0);
+    }
+
+    proptest::proptest! {
+        /// The word-wide search finds the first separator a byte-by-byte
+        /// search finds, in any bytes (neighbours of the separator, whose
+        /// borrows a word's arithmetic must not mistake, included).
+        #[test]
+        fn the_word_search_finds_what_a_byte_search_finds(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(vec![b'&', b'=', b'%', b'\'', b'<', b'>', 0, 0xff]),
+                    proptest::num::u8::ANY,
+                ],
+                0..40,
+            ),
+            sep in proptest::sample::select(vec![b'&', b'=']),
+        ) {
+            proptest::prop_assert_eq!(
+                find_byte(&bytes, sep),
+                bytes.iter().position(|&b| b == sep)
+            );
+        }
     }
 }
