@@ -38,6 +38,11 @@
 //! variants; hyper-peer then runs with `--pipeline-flush`. Every server's
 //! answers to one pipelined batch are checked before the runs.
 //!
+//! Every server must send the field lines unflat-server sends, values
+//! included, but for `Date` and may_minihttp's own `Server`: the runs then
+//! compare one response, and a peer that drifts from it stops the harness
+//! before any run.
+//!
 //! With `--tls` every server speaks HTTPS with a certificate made here for
 //! localhost (wrk connects with OpenSSL): unflat-server with
 //! `--tls-cert`/`--tls-key`, hyper-peer on tokio-rustls with the same rustls
@@ -60,7 +65,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -476,6 +481,10 @@ fn main() {
         .iter()
         .map(|v| start(&o, &p, &bin, v.name()))
         .collect();
+    if let Err(e) = same_fields(&servers, p.tls.as_ref(), o.lens[0]) {
+        eprintln!("end-string: the servers' responses differ, so they cannot be compared: {e}");
+        std::process::exit(1);
+    }
     if let Some(depth) = o.pipeline {
         for s in &servers {
             for kind in o
@@ -853,6 +862,61 @@ fn check_pipelined(
                 "answer {} of {depth} at len {len}, kind {kind}: {got} body bytes, not {}",
                 i + 1,
                 len * width
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every server answers `/end-string/{len}` with the field
+/// lines unflat-server sends, values included: the runs then compare the
+/// same response. Only `Date` (the clock's) and `Server` (may_minihttp
+/// always names itself) may differ.
+fn same_fields(servers: &[Proc], tls: Option<&Tls>, len: usize) -> Result<(), String> {
+    let fields = |s: &Proc| -> Result<Vec<(String, String)>, String> {
+        let mut conn = connect(s, tls);
+        let request = format!("GET /end-string/{len}?kind=ascii HTTP/1.1\r\nHost: bench\r\n\r\n");
+        conn.write_all(request.as_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = conn.read(&mut chunk).map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err(format!("{} closed the connection before its head", s.name));
+            }
+            head.extend_from_slice(&chunk[..n]);
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut response = httparse::Response::new(&mut headers);
+        response
+            .parse(&head)
+            .map_err(|e| format!("{}: {e}", s.name))?;
+        let mut fields: Vec<(String, String)> = response
+            .headers
+            .iter()
+            .map(|h| {
+                let value = String::from_utf8_lossy(h.value).into_owned();
+                (h.name.to_ascii_lowercase(), value)
+            })
+            .filter(|(name, _)| name != "date" && name != "server")
+            .collect();
+        fields.sort();
+        Ok(fields)
+    };
+    let Some(ours) = servers
+        .iter()
+        .find(|s| s.name == "direct" || s.name == "flatten")
+    else {
+        return Ok(());
+    };
+    let want = fields(ours)?;
+    for s in servers {
+        let got = fields(s)?;
+        if got != want {
+            return Err(format!(
+                "{} sends {got:?} where {} sends {want:?}",
+                s.name, ours.name
             ));
         }
     }

@@ -290,7 +290,9 @@ fn ok(len: usize, date: &[u8; 29]) -> Bytes {
 fn head(out: &mut Vec<u8>, status: &str, content_length: usize, date: &[u8; 29]) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_bytes());
-    out.extend_from_slice(b"\r\nContent-Type: text/plain; charset=utf-8\r\nDate: ");
+    out.extend_from_slice(
+        b"\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nDate: ",
+    );
     out.extend_from_slice(date);
     out.extend_from_slice(b"\r\nContent-Length: ");
     out.extend_from_slice(content_length.to_string().as_bytes());

@@ -1,8 +1,9 @@
 //! `hyper-peer`: the benchmark's reference server, hyper 1.x used well.
 //!
 //! It serves `GET /end-string/{len}?kind=ascii|latin1|twobyte` with the
-//! headers unflat-server sends (Content-Type, Content-Length, Date,
-//! Connection: keep-alive, Keep-Alive) and a cached `Bytes` body, on a
+//! headers unflat-server sends (Content-Type, X-Content-Type-Options,
+//! Content-Length, Date, Connection: keep-alive, Keep-Alive; the end-string
+//! harness checks that they agree) and a cached `Bytes` body, on a
 //! multi-threaded tokio runtime, with hyper's vectored write queue forced on
 //! (`writev(true)`), so the body goes to the socket without being copied.
 //! The bodies are cached per worker thread, so a request takes no lock
@@ -45,7 +46,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use clap::Parser;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -240,6 +241,7 @@ fn respond(req: &Request<hyper::body::Incoming>, max_len: usize) -> Response<Ful
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(CONNECTION, HeaderValue::from_static("keep-alive"));
     h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
     r

@@ -5,8 +5,9 @@
 //!
 //! It serves `GET /end-string/{len}?kind=ascii|latin1|twobyte` for the
 //! lengths given by `--lens` (the benchmark's by default), with the headers
-//! unflat-server sends (Content-Type, Content-Length, Date, Connection:
-//! keep-alive, Keep-Alive) plus may_minihttp's own `Server: M`. Its
+//! unflat-server sends (Content-Type, X-Content-Type-Options, Content-Length,
+//! Date, Connection: keep-alive, Keep-Alive; the end-string harness checks
+//! that they agree) plus may_minihttp's own `Server: M`. Its
 //! strongest fair configuration: every body is built once at start-up and
 //! leaked into a `&'static str`, which may_minihttp's `Response::body`
 //! takes without allocating, so a request costs a lookup and the copy into
@@ -70,6 +71,7 @@ impl HttpService for EndString {
             ("GET", Some(len), Some(kind)) => match self.bodies.get(&(len, kind)) {
                 Some(body) => {
                     rsp.header("Content-Type: text/plain; charset=utf-8")
+                        .header("X-Content-Type-Options: nosniff")
                         .header("Connection: keep-alive")
                         .header("Keep-Alive: timeout=5")
                         .body(body);
