@@ -192,7 +192,7 @@ impl Service for Site {
     #[inline(always)]
     fn call(&self, head: &RequestHead<'_>, memo: &mut Memo) -> Routed {
         routes::route(self.limits, head, |answer| {
-            answer.resolve(self, head.is_head(), memo);
+            answer.resolve(self, head.is_head(), memo)
         })
     }
 }

@@ -37,30 +37,30 @@ pub enum Answer {
     Body(BodyKey),
     /// A body at hand, cached or built.
     Ready(Arc<Built>),
-    /// `/healthz`: 200 `ok`, or 503 once shutdown has begun (`draining`,
-    /// as [`Answer::resolve`] found it), so that a load balancer stops
-    /// sending while the server drains.
-    Health {
-        /// Whether shutdown had begun.
-        draining: bool,
-    },
-    /// `/metrics`: the counters, in the text format the scraper asked for.
-    Metrics(Exposition),
-    /// `OPTIONS`: 204 with the methods allowed on the path, or on some path
-    /// of the server for `OPTIONS *`.
-    Options {
-        /// `OPTIONS *`.
-        server_wide: bool,
-    },
+    /// `/healthz`: 200 `ok` — or, once [`Answer::resolve`] finds that
+    /// shutdown has begun, [`Answer::Draining`].
+    Health,
+    /// `/healthz` once shutdown has begun: 503, so that a load balancer
+    /// stops sending while the server drains.
+    Draining,
+    /// `OPTIONS` on a path: 204 with the methods allowed on it.
+    Options,
+    /// `OPTIONS *`: 204 with the methods allowed on some path.
+    OptionsAny,
     /// Every answer that holds more.
     Made(Box<Made>),
 }
+// No variant above has a field beside the one word of `Body`, `Ready` and
+// `Made`: a flag of its own would lie in a byte of that word, and every
+// answer would then be copied in pieces that straddle how it was stored.
 
 /// The answers that hold more than a word ([`Answer::Made`]).
 #[derive(Debug)]
 pub enum Made {
     /// The help text.
     HelpText(Arc<str>),
+    /// `/metrics`: the counters, in the text format the scraper asked for.
+    Metrics(Exposition),
     /// A body neither in the connection's memo nor in the cache: built by
     /// the job [`Reply::prepare`] gives, sent whole or as a stream.
     Building(Building),
@@ -215,38 +215,35 @@ impl Answer {
     /// what it needs of the site (the help text, the counters rendered,
     /// whether the server drains, the account the echo is charged to) and
     /// the body — found in the connection's `memo` or the cache, or left
-    /// to be built ([`Answer::Building`]). A `HEAD` needs no body: it is
-    /// answered from the key.
+    /// to be built ([`Made::Building`]). A `HEAD` needs no body: it is
+    /// answered from the key. By value, as two words in registers: an
+    /// answer lent to the call out of line would be stored whole and then
+    /// copied before its pieces were written.
     #[inline(always)]
-    pub fn resolve(&mut self, site: &Site, head_request: bool, memo: &mut Memo) {
+    pub fn resolve(self, site: &Site, head_request: bool, memo: &mut Memo) -> Answer {
         let key = match self {
-            Answer::Body(key) => *key,
+            Answer::Body(key) if !head_request => key,
+            Answer::Body(_) => return self,
             _ => return self.resolve_rare(site, head_request, memo),
         };
-        if head_request {
-            return;
-        }
-        let next = match at_hand(site, key, memo) {
+        match at_hand(site, key, memo) {
             Some(body) => Answer::Ready(body),
             None => Answer::made(Made::Building(Building::of(site, key, None))),
-        };
-        // What it replaces is a key, which holds nothing: forgotten, not
-        // dropped, so that no drop glue runs on every request.
-        std::mem::forget(std::mem::replace(self, next));
+        }
     }
 
     /// [`Answer::resolve`] for the answers of the routes that are not
     /// whole bodies.
     #[inline(never)]
-    fn resolve_rare(&mut self, site: &Site, head_request: bool, memo: &mut Memo) {
-        match self {
-            Answer::Help => *self = Answer::made(Made::HelpText(site.help.clone())),
-            Answer::Health { draining } => *draining = site.is_draining(),
-            Answer::Metrics(format) => {
-                let format = *format;
-                *self = Answer::made(Made::Rendered(format, site.metrics().render(format)));
-            }
+    fn resolve_rare(mut self, site: &Site, head_request: bool, memo: &mut Memo) -> Answer {
+        let this = &mut self;
+        match this {
+            Answer::Help => *this = Answer::made(Made::HelpText(site.help.clone())),
+            Answer::Health if site.is_draining() => *this = Answer::Draining,
             Answer::Made(made) => match &mut **made {
+                &mut Made::Metrics(format) => {
+                    **made = Made::Rendered(format, site.metrics().render(format));
+                }
                 &mut Made::Streamed(key, plan) if !head_request => {
                     **made = match at_hand(site, key, memo) {
                         Some(body) => Made::Stream(Chunks::new(body, plan)),
@@ -263,6 +260,7 @@ impl Answer {
             },
             _ => {}
         }
+        self
     }
 
     /// The response to write, given the request body. What it makes (the
@@ -308,27 +306,23 @@ impl Answer {
                 Body::Unsent(key.len()),
             ),
             Answer::Ready(body) => built(body, fields),
-            Answer::Health { draining } => {
-                let (status, text): (_, &[u8]) = if *draining {
-                    (Status::SERVICE_UNAVAILABLE, b"shutting down\n")
-                } else {
-                    (Status::OK, b"ok\n")
+            Answer::Health | Answer::Draining => {
+                let (status, text): (_, &[u8]) = match self {
+                    Answer::Draining => (Status::SERVICE_UNAVAILABLE, b"shutting down\n"),
+                    _ => (Status::OK, b"ok\n"),
                 };
                 let fields = [Some(&fields.text_plain), Some(&fields.no_store)];
                 Response::with_lines(status, fields, Body::Bytes(text))
             }
-            Answer::Options { server_wide } => {
-                let allow = if *server_wide {
-                    &fields.allow_any
-                } else {
-                    &fields.allow
+            Answer::Options | Answer::OptionsAny => {
+                let allow = match self {
+                    Answer::OptionsAny => &fields.allow_any,
+                    _ => &fields.allow,
                 };
                 Response::with_lines(Status::NO_CONTENT, [Some(allow), None], Body::Empty)
             }
             Answer::Made(made) => made.response(request_body, fields),
-            Answer::Help | Answer::Metrics(_) => {
-                unreachable!("made into another answer by resolve")
-            }
+            Answer::Help => unreachable!("made into another answer by resolve"),
         }
     }
 }
@@ -383,7 +377,10 @@ impl Made {
                     Body::Bytes(e.reason.as_bytes()),
                 )
             }
-            Made::Echo(Echoed::Json(_)) | Made::EchoJson(..) | Made::Building(_) => {
+            Made::Metrics(_)
+            | Made::Echo(Echoed::Json(_))
+            | Made::EchoJson(..)
+            | Made::Building(_) => {
                 unreachable!("made into another answer by resolve, respond or the job")
             }
         }

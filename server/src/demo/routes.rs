@@ -144,15 +144,17 @@ pub fn usage() -> String {
 pub fn route(
     limits: RouteLimits,
     head: &RequestHead<'_>,
-    ready: impl FnOnce(&mut Answer),
+    ready: impl FnOnce(Answer) -> Answer,
 ) -> Routed {
     let path = head.path;
-    let (route, mut answer) = match Route::of(path) {
+    let (route, answer) = match Route::of(path) {
         Some((route, argument)) => (route, reply(limits, route, argument, head)),
         None => (Route::Unmatched, not_found(path)),
     };
-    ready(&mut answer);
-    Routed { route, answer }
+    Routed {
+        route,
+        answer: ready(answer),
+    }
 }
 
 #[inline]
@@ -160,12 +162,12 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
     let path = head.path;
     match route {
         // Only OPTIONS gets this far with `*` (the request's checks).
-        Route::ServerWide => return Answer::Options { server_wide: true },
+        Route::ServerWide => return Answer::OptionsAny,
         Route::Echo => return echo(head),
         _ => {}
     }
     if head.method == "OPTIONS" {
-        return Answer::Options { server_wide: false };
+        return Answer::Options;
     }
     if head.method != "GET" && head.method != "HEAD" {
         return Answer::method_not_allowed(head.method, path);
@@ -180,11 +182,11 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
             Status::NOT_FOUND,
             format!("{path} is served at the admin address (--admin-addr)"),
         ),
-        Route::Healthz => no_query(Answer::Health { draining: false }),
-        Route::Metrics => no_query(Answer::Metrics(Exposition::from_accept(
+        Route::Healthz => no_query(Answer::Health),
+        Route::Metrics => no_query(Answer::made(Made::Metrics(Exposition::from_accept(
             head.field("accept"),
-        ))),
-        Route::EndString => end_string(limits, argument, head.query).unwrap_or_else(|e| e),
+        )))),
+        Route::EndString => end_string(limits, argument, head.query),
         Route::Large => large(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::ServerWide | Route::Echo | Route::Unmatched => {
             unreachable!("answered above, or never routed")
@@ -194,19 +196,22 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
 
 /// `/end-string/{len}`: the text's key; a query is read out of line
 /// ([`end_string_query`]), so that the common request, without one, builds
-/// its answer where it is used.
+/// its answer where it is used. Refusals are answers too: what each path
+/// gives is an answer in two registers, never a `Result` of two answers,
+/// which is stored to be merged and copied before its pieces are written.
 #[inline(always)]
-fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Result<Answer, Answer> {
-    let len = parse_count("len", len)?;
-    if len > limits.max_len {
-        return Err(too_long(len, limits));
-    }
+fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Answer {
+    let len = match parse_count("len", len) {
+        Ok(len) if len > limits.max_len => return too_long(len, limits),
+        Ok(len) => len,
+        Err(refused) => return refused,
+    };
     match query {
-        None => Ok(Answer::Body(BodyKey::Text(Key {
+        None => Answer::Body(BodyKey::Text(Key {
             len,
             kind: Kind::default(),
             form: Form::default(),
-        }))),
+        })),
         Some(query) => end_string_query(len, query),
     }
 }
@@ -221,7 +226,13 @@ fn too_long(len: usize, limits: RouteLimits) -> Answer {
 
 /// [`end_string`] for a text of `len` characters asked with a `query`.
 #[inline(never)]
-fn end_string_query(len: usize, query: &str) -> Result<Answer, Answer> {
+fn end_string_query(len: usize, query: &str) -> Answer {
+    asked(len, query).unwrap_or_else(|refused| refused)
+}
+
+/// The answer `query` asks for a text of `len` characters, or its refusal.
+#[inline(always)]
+fn asked(len: usize, query: &str) -> Result<Answer, Answer> {
     let (mut kind, mut form, mut chunks, mut every) = (None, None, None, None);
     query_pairs(Some(query), |name, value| {
         match name {
