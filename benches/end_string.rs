@@ -481,29 +481,11 @@ fn main() {
         .iter()
         .map(|v| start(&o, &p, &bin, v.name()))
         .collect();
-    if let Err(e) = same_fields(&servers, p.tls.as_ref(), o.lens[0]) {
-        eprintln!("end-string: the servers' responses differ, so they cannot be compared: {e}");
+    if let Err(e) = checked(&o, &p, &servers) {
+        eprintln!("end-string: {e}");
+        // `exit` runs no destructor: the servers are stopped first.
+        drop(servers);
         std::process::exit(1);
-    }
-    if let Some(depth) = o.pipeline {
-        for s in &servers {
-            for kind in o
-                .kinds
-                .iter()
-                .map(|k| k.name())
-                .filter(|k| serves(&s.name, k))
-            {
-                for &len in &o.lens {
-                    if let Err(e) = check_pipelined(s, p.tls.as_ref(), depth, len, kind) {
-                        eprintln!(
-                            "end-string: {} answers a pipelined batch wrongly: {e}",
-                            s.name
-                        );
-                        std::process::exit(1);
-                    }
-                }
-            }
-        }
     }
 
     println!("machine: {}", machine());
@@ -863,6 +845,30 @@ fn check_pipelined(
                 i + 1,
                 len * width
             ));
+        }
+    }
+    Ok(())
+}
+
+/// What is checked before any run: every server sends unflat-server's
+/// field lines, and, pipelined, answers a batch whole and in order.
+fn checked(o: &Opts, p: &Plan, servers: &[Proc]) -> Result<(), String> {
+    same_fields(servers, p.tls.as_ref(), o.lens[0])
+        .map_err(|e| format!("the servers' responses differ, so they cannot be compared: {e}"))?;
+    let Some(depth) = o.pipeline else {
+        return Ok(());
+    };
+    for s in servers {
+        for kind in o
+            .kinds
+            .iter()
+            .map(|k| k.name())
+            .filter(|k| serves(&s.name, k))
+        {
+            for &len in &o.lens {
+                check_pipelined(s, p.tls.as_ref(), depth, len, kind)
+                    .map_err(|e| format!("{} answers a pipelined batch wrongly: {e}", s.name))?;
+            }
         }
     }
     Ok(())

@@ -24,9 +24,9 @@ use unflat_server::service::{Job, Reply};
 
 /// What a request is answered with, in two words. What more an answer
 /// holds (a stream, an error's reason, the echo) is [`Made`], boxed: every
-/// request's answer is then made, moved and dropped in registers, where a
-/// seven-word answer went through memory, copied whole before its last
-/// pieces were stored.
+/// request's answer is then made, moved and dropped in registers. A larger
+/// one goes through memory, and a copy of it read whole before its pieces
+/// are written waits for them (a store-forwarding stall per move).
 #[derive(Debug)]
 pub enum Answer {
     /// `GET /`: the help text (the site's, given by [`Answer::resolve`]).
@@ -82,7 +82,7 @@ pub enum Made {
     Error(Refusal),
 }
 
-/// A body to build before it is sent ([`Answer::Building`]).
+/// A body to build before it is sent ([`Made::Building`]).
 #[derive(Debug)]
 pub struct Building {
     /// The body.
@@ -93,7 +93,7 @@ pub struct Building {
     bodies: Arc<Bodies>,
 }
 
-/// An error's answer ([`Answer::Error`]).
+/// An error's answer ([`Made::Error`]).
 #[derive(Debug)]
 pub struct Refusal {
     /// The status.

@@ -87,8 +87,8 @@ pub(crate) fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
 }
 
 /// Where the first `sep` in `s` is: eight bytes at a time, then the last
-/// few one by one. A byte at a time cost a query's two searches (`&`,
-/// `=`) about 60 of the ~250 instructions its parse took (callgrind).
+/// few one by one. A byte at a time, a query's two searches (`&`, `=`)
+/// were a quarter of its parse (callgrind).
 #[inline]
 fn find_byte(s: &[u8], sep: u8) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
