@@ -1,7 +1,8 @@
 //! HTTP/1.1 requests, without IO: the head's grammar and RFC 9112's rules
 //! (`request.rs`, its target's and Host's URI grammar in `uri.rs`, its
 //! fields' rules in `fields.rs`), the body's framing and its limits
-//! (`body.rs`), the chunked coding (`chunked.rs`). Every refusal is a
+//! (`body.rs`), the chunked coding (`chunked.rs`); bytes tested eight at
+//! a time, for the scan and the query's search (`word.rs`). Every refusal is a
 //! [`Reject`]: a status, a short reason, and a close. The nouns the files
 //! share are here.
 
@@ -12,11 +13,12 @@ pub(crate) mod query;
 mod request;
 mod scan;
 mod uri;
+mod word;
 
 use unflat::head::Status;
 
 pub use body::{BodyDecoder, Decoded};
-pub use query::{decode_pair, query_pairs, Pair, QueryError};
+pub use query::{decode_pair, find_byte, query_pairs, Pair, QueryError};
 pub use request::{begins_head_request, first_line, parse_head, Parsed, RequestHead};
 pub use scan::{scan, Scanned};
 pub use uri::begins_escape;

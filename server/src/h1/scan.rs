@@ -463,22 +463,10 @@ mod sse2 {
 /// is exact, which is all a walk asks.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 mod swar {
+    use super::super::word::{below, equal, HI, LO};
     use super::Target;
 
     pub const LEN: usize = 8;
-
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-
-    /// The high bit of each byte of `word` below `n` (at most 0x80).
-    fn below(word: u64, n: u8) -> u64 {
-        word.wrapping_sub(LO * u64::from(n)) & !word & HI
-    }
-
-    /// The high bit of each byte of `word` equal to `b`.
-    fn equal(word: u64, b: u8) -> u64 {
-        below(word ^ (LO * u64::from(b)), 1)
-    }
 
     /// One bit per byte, bit k for byte k, from a mask of high bits.
     fn bits(mask: u64) -> u32 {
