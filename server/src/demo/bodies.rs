@@ -4,8 +4,10 @@
 //! (a [`Flight`]). Each [`Built`] carries its [`Charge`], given back when the
 //! last holder (the cache, a response) lets go. The cache keeps at most
 //! `--cache-bytes`, evicting by a clock (an approximate LRU), and gives way
-//! to a full account ([`Reclaim`]). A connection's [`Memo`] holds its last
-//! body weakly: asking again takes no lock and keeps nothing alive.
+//! to a full account ([`Reclaim`]). A connection's [`Memo`] keeps its last
+//! body: asking again takes no lock; a small one is held and lent to each
+//! reply (no reference counted per request), a larger one remembered
+//! weakly (nothing kept alive that the cache would give up).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -93,11 +95,77 @@ struct Shelves {
     flights: HashMap<BodyKey, Arc<Flight>>,
 }
 
-/// One connection's last `/end-string` body, by a weak reference: asking
-/// for it again takes no lock, and the memo keeps nothing alive.
+/// One connection's last `/end-string` body. A small one (charged at most
+/// [`HELD_MOST`]) is held: lent to the reply that sends it and given back
+/// when the core is done with the reply ([`Memo::give_back`]), moved both
+/// ways, so that asking for it again takes no lock and counts no
+/// reference. A larger one is remembered weakly: the memo keeps nothing
+/// alive that the cache would give up.
 #[derive(Debug, Default)]
 pub struct Memo {
-    last: Option<(Key, Weak<Built>)>,
+    last: Option<(Key, Kept)>,
+}
+
+/// How a [`Memo`] keeps its body.
+#[derive(Debug)]
+enum Kept {
+    /// Held, to lend.
+    Held(Arc<Built>),
+    /// Lent to a reply: the body's address, to know it when it comes back
+    /// (it cannot move or be freed while the reply holds it).
+    Lent(usize),
+    /// Remembered weakly.
+    Weak(Weak<Built>),
+}
+
+/// The most a body held by a [`Memo`] may be charged: what memos keep
+/// alive beside the cache is at most this per connection, counted in each
+/// connection's base (the site's `conn_memory`), so that no client can
+/// pin more than its connections are charged for.
+pub const HELD_MOST: usize = 2 * 1024;
+
+/// A body at hand ([`Bodies::text`]): lent by the connection's memo, to
+/// give back ([`Memo::give_back`]), or shared.
+#[derive(Debug)]
+pub enum AtHand {
+    /// Moved out of the memo.
+    Lent(Arc<Built>),
+    /// A reference of its own.
+    Shared(Arc<Built>),
+}
+
+impl Memo {
+    /// Remembers `body`, just found for `key` in the cache: held and lent
+    /// now if it is small and none is lent for `key` already, else shared
+    /// and remembered weakly.
+    fn remember(&mut self, key: Key, body: Arc<Built>) -> AtHand {
+        if body.charged() > HELD_MOST {
+            self.last = Some((key, Kept::Weak(Arc::downgrade(&body))));
+            return AtHand::Shared(body);
+        }
+        if matches!(&self.last, Some((k, Kept::Lent(_))) if *k == key) {
+            return AtHand::Shared(body);
+        }
+        self.last = Some((key, Kept::Lent(address(&body))));
+        AtHand::Lent(body)
+    }
+
+    /// A body it lent, back from a reply the core is done with: held again
+    /// if it is still the memo's, else dropped.
+    #[inline(always)]
+    pub fn give_back(&mut self, body: Arc<Built>) {
+        if let Some((_, kept)) = &mut self.last {
+            if matches!(kept, Kept::Lent(at) if *at == address(&body)) {
+                *kept = Kept::Held(body);
+            }
+        }
+    }
+}
+
+/// Where `body` lies: its identity while a reference to it is alive.
+#[inline(always)]
+fn address(body: &Arc<Built>) -> usize {
+    Arc::as_ptr(body) as usize
 }
 
 impl Bodies {
@@ -125,21 +193,42 @@ impl Bodies {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The `/end-string` body for `key` if it is at hand: from `memo` when
-    /// it still points at it, else from the cache (which `memo` then
-    /// remembers).
-    pub fn text(&self, key: Key, memo: &mut Memo) -> Option<Arc<Built>> {
-        if let Some((k, body)) = &memo.last {
+    /// The `/end-string` body for `key` if it is at hand: lent by `memo`
+    /// when it holds it, shared when it remembers it, else from the cache
+    /// (which `memo` then remembers).
+    #[inline(always)]
+    pub fn text(&self, key: Key, memo: &mut Memo) -> Option<AtHand> {
+        if let Some((k, kept)) = &mut memo.last {
             if *k == key {
-                if let Some(body) = body.upgrade() {
-                    body.touch();
-                    return Some(body);
+                match kept {
+                    Kept::Held(body) => {
+                        body.touch();
+                        let at = address(body);
+                        let Kept::Held(body) = std::mem::replace(kept, Kept::Lent(at)) else {
+                            unreachable!("matched above")
+                        };
+                        return Some(AtHand::Lent(body));
+                    }
+                    Kept::Weak(weak) => {
+                        if let Some(body) = weak.upgrade() {
+                            body.touch();
+                            return Some(AtHand::Shared(body));
+                        }
+                    }
+                    // Lent to a reply still being written: shared from the
+                    // cache meanwhile.
+                    Kept::Lent(_) => {}
                 }
             }
         }
+        self.text_cached(key, memo)
+    }
+
+    /// [`Bodies::text`] for a body the memo does not have.
+    #[inline(never)]
+    fn text_cached(&self, key: Key, memo: &mut Memo) -> Option<AtHand> {
         let body = self.cached(BodyKey::Text(key))?;
-        memo.last = Some((key, Arc::downgrade(&body)));
-        Some(body)
+        Some(memo.remember(key, body))
     }
 
     /// The body for `key` if the cache holds it.
@@ -330,8 +419,9 @@ impl Reclaim for Bodies {
                 let Some(entry) = state.cache.get(&key) else {
                     continue;
                 };
-                // The cache's own reference is the only one: the memo's is
-                // weak.
+                // The cache's own reference is the only one: no response
+                // holds it and no memo holds it (a memo's weak reference
+                // does not count).
                 let unused = Arc::strong_count(entry) == 1;
                 if !unused || entry.take_used() {
                     state.order.push_back(key);
@@ -468,23 +558,78 @@ mod tests {
         assert_eq!(memory.used(Part::Bodies), 0);
     }
 
+    /// The body behind an answer, lent or shared.
+    fn body(at: Option<AtHand>) -> (bool, Arc<Built>) {
+        match at.expect("at hand") {
+            AtHand::Lent(body) => (true, body),
+            AtHand::Shared(body) => (false, body),
+        }
+    }
+
     #[test]
-    fn a_memo_keeps_nothing_alive() {
+    fn a_memo_lends_a_small_body_and_takes_it_back_without_counting() {
         let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
-        let bodies = Bodies::new(memory.clone(), 1000, 1);
-        let rt = runtime();
+        let bodies = Bodies::new(memory.clone(), 1 << 20, 1);
         let key = Key {
             len: 600,
             kind: Kind::Ascii,
             form: Form::Flat,
         };
         let mut memo = Memo::default();
+        runtime()
+            .block_on(bodies.clone().get(BodyKey::Text(key)))
+            .unwrap();
+        // Found in the cache: lent at once, the memo's from now on.
+        let (lent, first) = body(bodies.text(key, &mut memo));
+        assert!(lent);
+        // Asked again while it is lent: shared, from the cache.
+        let (lent, second) = body(bodies.text(key, &mut memo));
+        assert!(!lent && Arc::ptr_eq(&first, &second));
+        // Given back, held (any reference to the lent body is as good):
+        // the cache's, the memo's and the one still out.
+        memo.give_back(second);
+        assert_eq!(Arc::strong_count(&first), 3);
+        // Another, while it holds one: dropped.
+        memo.give_back(first);
+        let (lent, again) = body(bodies.text(key, &mut memo));
+        assert!(lent);
+        assert_eq!(Arc::strong_count(&again), 2);
+        memo.give_back(again);
+        // Held, it is not evicted; the memo gone, it is.
+        assert_eq!(bodies.reclaim(usize::MAX), 0);
+        drop(memo);
+        // Past the quiet time after a scan that freed nothing.
+        std::thread::sleep(std::time::Duration::from_millis(2 * RECLAIM_QUIET_MS));
+        assert!(bodies.reclaim(usize::MAX) > 0);
+        assert_eq!(memory.used(Part::Bodies), 0);
+    }
+
+    #[test]
+    fn a_memo_keeps_no_larger_body_alive() {
+        let memory = Arc::new(Memory::new(1 << 30, 1 << 20));
+        let footprint = BodyKey::Text(Key {
+            len: 3000,
+            kind: Kind::Ascii,
+            form: Form::Flat,
+        })
+        .footprint();
+        assert!(footprint > HELD_MOST);
+        // Room for one such body in the cache.
+        let bodies = Bodies::new(memory.clone(), footprint + 100, 1);
+        let rt = runtime();
+        let key = Key {
+            len: 3000,
+            kind: Kind::Ascii,
+            form: Form::Flat,
+        };
+        let mut memo = Memo::default();
         rt.block_on(bodies.clone().get(BodyKey::Text(key))).unwrap();
-        let first = bodies.text(key, &mut memo).unwrap();
-        assert!(Arc::ptr_eq(&first, &bodies.text(key, &mut memo).unwrap()));
-        drop(first);
+        let (lent, first) = body(bodies.text(key, &mut memo));
+        let (_, second) = body(bodies.text(key, &mut memo));
+        assert!(!lent && Arc::ptr_eq(&first, &second));
+        drop((first, second));
         // Another body evicts it: the memo does not keep it.
-        rt.block_on(bodies.clone().get(text(700, Kind::Ascii)))
+        rt.block_on(bodies.clone().get(text(3001, Kind::Ascii)))
             .unwrap();
         assert!(bodies.text(key, &mut memo).is_none());
         assert_eq!(memory.used(Part::Bodies), bodies.cached_bytes());

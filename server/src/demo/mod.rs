@@ -25,8 +25,8 @@ use unflat::head::{Line, Status};
 pub use reply::Answer;
 pub use routes::Route;
 
-use bodies::Bodies;
 pub use bodies::Memo;
+use bodies::{Bodies, HELD_MOST};
 use body::BodyKey;
 use reply::ErrorField;
 
@@ -189,11 +189,25 @@ impl Service for Site {
         self.observer.clone()
     }
 
+    /// The body a memo holds, at most: what memos keep alive beside the
+    /// cache is counted in each connection's base.
+    fn conn_memory(&self) -> usize {
+        HELD_MOST
+    }
+
     #[inline(always)]
     fn call(&self, head: &RequestHead<'_>, memo: &mut Memo) -> Routed {
         routes::route(self.limits, head, |answer| {
             answer.resolve(self, head.is_head(), memo)
         })
+    }
+
+    /// A body the memo lent goes back to it, moved: no reference counted.
+    #[inline(always)]
+    fn recycle(&self, reply: Routed, memo: &mut Memo) {
+        if let Answer::Lent(body) = reply.answer {
+            memo.give_back(body);
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 use unflat::head::Status;
 
 use super::reply::{Answer, Echoed, Made};
-use unflat_server::h1::{self, decode_pair, QueryError};
+use unflat_server::h1::{decode_pair, QueryError};
 
 /// 400 for `reason`.
 pub(super) fn bad_request(reason: String) -> Answer {
@@ -40,23 +40,9 @@ fn not_a_count(what: &str, s: &str) -> Answer {
     bad_request(format!("{what} must be a decimal number, got {s:?}"))
 }
 
-/// Passes every `name=value` pair of `query`, decoded ([`query_pairs`],
-/// the core's), to `set`; a pair the core cannot decode is refused with
-/// its reason.
-pub(super) fn query_pairs(
-    query: Option<&str>,
-    mut set: impl FnMut(&str, &str) -> Result<(), Answer>,
-) -> Result<(), Answer> {
-    for pair in h1::query_pairs(query) {
-        let (name, value) = pair.map_err(refused)?;
-        set(&name, &value)?;
-    }
-    Ok(())
-}
-
 /// 400 for a query the core could not decode.
 #[cold]
-fn refused(e: QueryError) -> Answer {
+pub(super) fn refused(e: QueryError) -> Answer {
     bad_request(e.0)
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use unflat::head::Status;
 
-use super::bodies::{Bodies, Memo, Unavailable};
+use super::bodies::{AtHand, Bodies, Memo, Unavailable};
 use super::body::{BodyKey, Built, Text};
 use super::chunks::{Chunks, Plan};
 use super::echo::EchoJson;
@@ -37,6 +37,9 @@ pub enum Answer {
     Body(BodyKey),
     /// A body at hand, cached or built.
     Ready(Arc<Built>),
+    /// A body lent by the connection's memo: given back to it when the
+    /// core is done with the reply ([`Memo::give_back`]).
+    Lent(Arc<Built>),
     /// `/healthz`: 200 `ok` — or, once [`Answer::resolve`] finds that
     /// shutdown has begun, [`Answer::Draining`].
     Health,
@@ -50,8 +53,8 @@ pub enum Answer {
     /// Every answer that holds more.
     Made(Box<Made>),
 }
-// No variant above has a field beside the one word of `Body`, `Ready` and
-// `Made`: a flag of its own would lie in a byte of that word, and every
+// No variant above has a field beside the one word of `Body`, `Ready`,
+// `Lent` and `Made`: a flag of its own would lie in a byte of that word, and every
 // answer would then be copied in pieces that straddle how it was stored.
 
 /// The answers that hold more than a word ([`Answer::Made`]).
@@ -227,7 +230,8 @@ impl Answer {
             _ => return self.resolve_rare(site, head_request, memo),
         };
         match at_hand(site, key, memo) {
-            Some(body) => Answer::Ready(body),
+            Some(AtHand::Lent(body)) => Answer::Lent(body),
+            Some(AtHand::Shared(body)) => Answer::Ready(body),
             None => Answer::made(Made::Building(Building::of(site, key, None))),
         }
     }
@@ -246,7 +250,9 @@ impl Answer {
                 }
                 &mut Made::Streamed(key, plan) if !head_request => {
                     **made = match at_hand(site, key, memo) {
-                        Some(body) => Made::Stream(Chunks::new(body, plan)),
+                        Some(AtHand::Lent(body) | AtHand::Shared(body)) => {
+                            Made::Stream(Chunks::new(body, plan))
+                        }
                         None => Made::Building(Building::of(site, key, Some(plan))),
                     };
                 }
@@ -272,7 +278,7 @@ impl Answer {
             // What nearly every request is: a built body, nothing made.
             // Inlined, its response is made where it is written, never
             // returned through memory and copied.
-            Answer::Ready(body) => Ok(built(body, fields())),
+            Answer::Ready(body) | Answer::Lent(body) => Ok(built(body, fields())),
             _ => self.respond_made(request_body),
         }
     }
@@ -305,7 +311,7 @@ impl Answer {
                 [Some(fields.content_type(*key)), None],
                 Body::Unsent(key.len()),
             ),
-            Answer::Ready(body) => built(body, fields),
+            Answer::Ready(body) | Answer::Lent(body) => built(body, fields),
             Answer::Health | Answer::Draining => {
                 let (status, text): (_, &[u8]) = match self {
                     Answer::Draining => (Status::SERVICE_UNAVAILABLE, b"shutting down\n"),
@@ -418,10 +424,10 @@ fn built<'a>(body: &'a Built, fields: &'a Fields) -> Response<'a> {
 /// The body of `key` if it is at hand: in the connection's `memo` or the
 /// cache.
 #[inline(always)]
-fn at_hand(site: &Site, key: BodyKey, memo: &mut Memo) -> Option<Arc<Built>> {
+fn at_hand(site: &Site, key: BodyKey, memo: &mut Memo) -> Option<AtHand> {
     match key {
         BodyKey::Text(text) => site.bodies.text(text, memo),
-        BodyKey::Large(_) => site.bodies.cached(key),
+        BodyKey::Large(_) => site.bodies.cached(key).map(AtHand::Shared),
     }
 }
 

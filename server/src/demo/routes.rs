@@ -9,10 +9,10 @@ use unflat::head::Status;
 
 use super::body::{BodyKey, Form, Key, Kind};
 use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
-use super::query::{bad_request, echo_format, once, parse_count, query_pairs};
+use super::query::{bad_request, echo_format, once, parse_count, refused};
 use super::reply::{Answer, Made};
 use super::{RouteLimits, Routed};
-use unflat_server::h1::RequestHead;
+use unflat_server::h1::{self, RequestHead};
 use unflat_server::observe::Exposition;
 
 /// The routes, as the metrics count requests by them.
@@ -227,79 +227,114 @@ fn too_long(len: usize, limits: RouteLimits) -> Answer {
 /// [`end_string`] for a text of `len` characters asked with a `query`.
 #[inline(never)]
 fn end_string_query(len: usize, query: &str) -> Answer {
-    asked(len, query).unwrap_or_else(|refused| refused)
+    let mut asked = Asked::default();
+    for pair in h1::query_pairs(Some(query)) {
+        let set = match pair {
+            Ok((name, value)) => asked.set(&name, &value),
+            Err(e) => Err(refused(e)),
+        };
+        if let Err(refusal) = set {
+            return refusal;
+        }
+    }
+    asked.answer(len)
 }
 
-/// The answer `query` asks for a text of `len` characters, or its refusal.
-#[inline(always)]
-fn asked(len: usize, query: &str) -> Result<Answer, Answer> {
-    let (mut kind, mut form, mut chunks, mut every) = (None, None, None, None);
-    query_pairs(Some(query), |name, value| {
+/// The parameters an `/end-string` query gives, each at most once.
+#[derive(Default)]
+struct Asked {
+    kind: Option<Kind>,
+    form: Option<Form>,
+    chunks: Option<usize>,
+    every: Option<Duration>,
+}
+
+impl Asked {
+    /// Sets the parameter `name` to `value`, or refuses it. Every refusal
+    /// is made out of line: this runs for each pair of every query.
+    #[inline(always)]
+    fn set(&mut self, name: &str, value: &str) -> Result<(), Answer> {
         match name {
-        "kind" => {
-            let parsed = Kind::parse(value).ok_or_else(|| {
-                bad_request(format!(
-                    "unknown kind {value:?}: expected ascii, latin1 or twobyte"
-                ))
-            })?;
-            once(&mut kind, name, parsed)
-        }
-        "body" => {
-            let parsed = Form::parse(value).ok_or_else(|| {
-                bad_request(format!("unknown body {value:?}: expected flat or rope"))
-            })?;
-            once(&mut form, name, parsed)
-        }
-        "chunks" => {
-            let count = parse_count(name, value)?;
-            if count == 0 || count > MAX_CHUNKS {
-                return Err(bad_request(format!(
-                    "chunks {count} is out of range: 1 to {MAX_CHUNKS}"
-                )));
+            "kind" => match Kind::parse(value) {
+                Some(kind) => once(&mut self.kind, name, kind),
+                None => Err(unknown(name, value, "ascii, latin1 or twobyte")),
+            },
+            "body" => match Form::parse(value) {
+                Some(form) => once(&mut self.form, name, form),
+                None => Err(unknown(name, value, "flat or rope")),
+            },
+            "chunks" => {
+                let count = parse_count(name, value)?;
+                if count == 0 || count > MAX_CHUNKS {
+                    return Err(out_of_range(name, count as u64, MAX_CHUNKS as u64, ""));
+                }
+                once(&mut self.chunks, name, count)
             }
-            once(&mut chunks, name, count)
-        }
-        "every" => {
-            let ms = parse_count(name, value)? as u64;
-            if ms == 0 || ms > MAX_EVERY_MS {
-                return Err(bad_request(format!(
-                    "every {ms} is out of range: 1 to {MAX_EVERY_MS} milliseconds"
-                )));
+            "every" => {
+                let ms = parse_count(name, value)? as u64;
+                if ms == 0 || ms > MAX_EVERY_MS {
+                    return Err(out_of_range(name, ms, MAX_EVERY_MS, " milliseconds"));
+                }
+                once(&mut self.every, name, Duration::from_millis(ms))
             }
-            once(&mut every, name, Duration::from_millis(ms))
+            _ => Err(unknown_parameter(name)),
         }
-        _ => Err(bad_request(format!(
-            "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte, body=flat|rope, chunks=K and every=MS"
-        ))),
     }
-    })?;
-    let key = BodyKey::Text(Key {
-        len,
-        kind: kind.unwrap_or_default(),
-        form: form.unwrap_or_default(),
+
+    /// The answer for a text of `len` characters, or the refusal of a
+    /// pacing without chunks or of one that holds the connection too long.
+    #[inline(always)]
+    fn answer(self, len: usize) -> Answer {
+        let key = BodyKey::Text(Key {
+            len,
+            kind: self.kind.unwrap_or_default(),
+            form: self.form.unwrap_or_default(),
+        });
+        match (self.chunks, self.every) {
+            (None, None) => Answer::Body(key),
+            (None, Some(_)) => paced_without_chunks(),
+            (Some(count), every) => streamed(key, len, count, every),
+        }
+    }
+}
+
+/// `/end-string`'s answer streamed in `count` chunks, `every` apart: the
+/// waits a paced stream makes a connection hold are bounded.
+#[cold]
+fn streamed(key: BodyKey, len: usize, count: usize, every: Option<Duration>) -> Answer {
+    let waits = every.map_or(Duration::ZERO, |e| {
+        e * count.min(len).saturating_sub(1) as u32
     });
-    Ok(match (chunks, every) {
-        (None, None) => Answer::Body(key),
-        (None, Some(_)) => {
-            return Err(bad_request(
-                "every=MS paces chunks: it needs chunks=K".into(),
-            ))
-        }
-        (Some(count), every) => {
-            // The waits a paced stream makes a connection hold: bounded.
-            let waits = every.map_or(Duration::ZERO, |e| {
-                e * count.min(len).saturating_sub(1) as u32
-            });
-            if waits > MAX_PACED {
-                return Err(bad_request(format!(
-                    "chunks × every is {} s, above the limit of {} s",
-                    waits.as_secs_f64(),
-                    MAX_PACED.as_secs()
-                )));
-            }
-            Answer::made(Made::Streamed(key, Plan { count, every }))
-        }
-    })
+    if waits > MAX_PACED {
+        return bad_request(format!(
+            "chunks × every is {} s, above the limit of {} s",
+            waits.as_secs_f64(),
+            MAX_PACED.as_secs()
+        ));
+    }
+    Answer::made(Made::Streamed(key, Plan { count, every }))
+}
+
+#[cold]
+fn paced_without_chunks() -> Answer {
+    bad_request("every=MS paces chunks: it needs chunks=K".into())
+}
+
+#[cold]
+fn unknown(name: &str, value: &str, expected: &str) -> Answer {
+    bad_request(format!("unknown {name} {value:?}: expected {expected}"))
+}
+
+#[cold]
+fn out_of_range(name: &str, n: u64, most: u64, unit: &str) -> Answer {
+    bad_request(format!("{name} {n} is out of range: 1 to {most}{unit}"))
+}
+
+#[cold]
+fn unknown_parameter(name: &str) -> Answer {
+    bad_request(format!(
+        "unknown query parameter {name:?}: only kind=ascii|latin1|twobyte, body=flat|rope, chunks=K and every=MS"
+    ))
 }
 
 fn large(limits: RouteLimits, size: &str, query: Option<&str>) -> Result<Answer, Answer> {

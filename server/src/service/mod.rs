@@ -63,6 +63,18 @@ pub trait Service: Send + Sync + 'static {
     /// The reply to the request whose head is `head`: the one call per
     /// request. What must outlive the head goes into the reply (or `conn`).
     fn call(&self, head: &RequestHead<'_>, conn: &mut Self::Conn) -> Self::Reply;
+
+    /// A reply the core is done with — its response queued, and written
+    /// when it shares the reply's memory — given back with its
+    /// connection's `conn`: what the reply took from there (a body the
+    /// connection keeps, moved into the reply) goes back moved, where
+    /// dropping it and taking it again would count a reference each time.
+    /// Dropped by default. A reply the connection drops as it ends, or
+    /// after a panic, is dropped, not given back.
+    fn recycle(&self, reply: Self::Reply, conn: &mut Self::Conn) {
+        let _ = conn;
+        drop(reply);
+    }
 }
 
 /// One request's answer, which the core owns from [`Service::call`] until

@@ -54,7 +54,9 @@ impl<S: Service> Session<S> {
             .front()
             .is_some_and(|&(end, _)| end <= written)
         {
-            self.referenced.pop_front();
+            if let Some((_, reply)) = self.referenced.pop_front() {
+                self.app.recycle(service, reply);
+            }
         }
     }
 

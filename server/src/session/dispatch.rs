@@ -44,6 +44,12 @@ impl<S: Service> Dispatch<S> {
         p.service.call(head, &mut self.conn)
     }
 
+    /// Gives the service back a reply the core is done with.
+    #[inline(always)]
+    pub(super) fn recycle(&mut self, p: &Protocol<S>, reply: S::Reply) {
+        p.service.recycle(reply, &mut self.conn);
+    }
+
     /// Tells the observer that the request of `head` began, answered by
     /// `reply`: the label its response is counted under.
     #[inline(always)]

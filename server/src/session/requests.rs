@@ -436,9 +436,9 @@ impl<S: Service> Session<S> {
     }
 
     /// Tells the observer of the response of `reply`, queued as
-    /// `written`, and keeps the reply while the queue shares its memory;
-    /// the next state. The reply is moved only to be kept: nearly every
-    /// one is dropped where it is.
+    /// `written`, and keeps the reply while the queue shares its memory,
+    /// else gives it back to the service; the next state. The reply is
+    /// moved only to be kept: nearly every one is given back where it is.
     #[inline(always)]
     fn sent(
         &mut self,
@@ -452,6 +452,8 @@ impl<S: Service> Session<S> {
         if written.references_body {
             let end = queue.ledger().written() + queue.remaining() as u64;
             self.referenced.push_back((end, reply));
+        } else {
+            self.app.recycle(service, reply);
         }
         if written.keep_alive {
             State::Head

@@ -35,6 +35,8 @@ struct Counts {
     opened: AtomicU64,
     /// Responses the core said were written whole.
     written: AtomicU64,
+    /// Replies given back once the core was done with them.
+    recycled: AtomicU64,
 }
 
 /// What a connection keeps for the greeter: where its responses still
@@ -72,6 +74,10 @@ impl Service for Greeter {
             "/length" => Answer::Length(String::new()),
             _ => Answer::Forbidden,
         }
+    }
+
+    fn recycle(&self, _: Answer, _: &mut ()) {
+        self.0.recycled.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -225,6 +231,9 @@ fn a_second_service_is_served_by_the_same_core() {
         "every response written whole, as the core said"
     );
     assert!(transport.bytes_written() > 0);
+    // Each reply is given back once its response is queued (the head's
+    // 403 too, before its connection closes); none twice.
+    assert_eq!(g.recycled.load(Ordering::Relaxed), 5, "replies given back");
 }
 
 /// The core's observer serves any handler: its responses counted under
