@@ -65,7 +65,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -884,29 +884,12 @@ fn same_fields(servers: &[Proc], tls: Option<&Tls>, len: usize) -> Result<(), St
         let request = format!("GET /end-string/{len}?kind=ascii HTTP/1.1\r\nHost: bench\r\n\r\n");
         conn.write_all(request.as_bytes())
             .map_err(|e| e.to_string())?;
-        let mut head = Vec::new();
-        let mut chunk = [0u8; 4096];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = conn.read(&mut chunk).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err(format!("{} closed the connection before its head", s.name));
-            }
-            head.extend_from_slice(&chunk[..n]);
-        }
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut response = httparse::Response::new(&mut headers);
-        response
-            .parse(&head)
+        let mut responses = Responses::default();
+        let head = responses
+            .head(&mut conn)
             .map_err(|e| format!("{}: {e}", s.name))?;
-        let mut fields: Vec<(String, String)> = response
-            .headers
-            .iter()
-            .map(|h| {
-                let value = String::from_utf8_lossy(h.value).into_owned();
-                (h.name.to_ascii_lowercase(), value)
-            })
-            .filter(|(name, _)| name != "date" && name != "server")
-            .collect();
+        let (_, mut fields) = responses.fields(head);
+        fields.retain(|(name, _)| name != "date" && name != "server");
         fields.sort();
         Ok(fields)
     };

@@ -469,47 +469,79 @@ impl Default for Responses {
 }
 
 impl Responses {
-    /// The next response's body length; panics on anything but a 200 with
-    /// a Content-Length, or on a closed connection.
-    pub fn next(&mut self, conn: &mut dyn Read) -> usize {
-        let chunk = &mut self.chunk;
+    /// Reads until the next response's head is whole in the buffer: its
+    /// length. Fails on a head httparse refuses or a connection closed
+    /// first.
+    pub fn head(&mut self, conn: &mut dyn Read) -> Result<usize, String> {
         loop {
             let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut res = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(head) = res.parse(&self.buf).expect("a response head")
-            {
-                assert_eq!(
-                    res.code,
-                    Some(200),
-                    "{}",
-                    String::from_utf8_lossy(&self.buf[..head])
-                );
-                let len: usize = res
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                    .and_then(|h| std::str::from_utf8(h.value).ok()?.parse().ok())
-                    .expect("a Content-Length");
-                // Drain the body as it arrives instead of keeping it all.
-                let mut have = self.buf.len() - head;
-                while have < len {
-                    let n = conn.read(chunk).expect("read");
-                    assert!(n > 0, "server closed the connection");
-                    if have + n <= len {
-                        have += n;
-                    } else {
-                        // This read holds the start of the next response.
-                        self.buf.clear();
-                        self.buf.extend_from_slice(&chunk[len - have..n]);
-                        return len;
-                    }
-                }
-                self.buf.drain(..(head + len).min(self.buf.len()));
-                return len;
+            let parsed = res
+                .parse(&self.buf)
+                .map_err(|e| format!("a response head: {e}"))?;
+            if let httparse::Status::Complete(head) = parsed {
+                return Ok(head);
             }
+            let n = conn.read(&mut self.chunk).map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("the connection closed before a whole response head".into());
+            }
+            self.buf.extend_from_slice(&self.chunk[..n]);
+        }
+    }
+
+    /// The status and field lines (names in lower case) of the head
+    /// [`Responses::head`] read, `head` bytes long.
+    pub fn fields(&self, head: usize) -> (u16, Vec<(String, String)>) {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut res = httparse::Response::new(&mut headers);
+        res.parse(&self.buf[..head]).expect("a whole head");
+        let fields = res
+            .headers
+            .iter()
+            .map(|h| {
+                let value = String::from_utf8_lossy(h.value).into_owned();
+                (h.name.to_ascii_lowercase(), value)
+            })
+            .collect();
+        (res.code.unwrap_or(0), fields)
+    }
+
+    /// The next response's body length; panics on anything but a 200 with
+    /// a Content-Length, or on a closed connection.
+    pub fn next(&mut self, conn: &mut dyn Read) -> usize {
+        let head = self.head(conn).unwrap_or_else(|e| panic!("{e}"));
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut res = httparse::Response::new(&mut headers);
+        res.parse(&self.buf[..head]).expect("a whole head");
+        assert_eq!(
+            res.code,
+            Some(200),
+            "{}",
+            String::from_utf8_lossy(&self.buf[..head])
+        );
+        let len: usize = res
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .and_then(|h| std::str::from_utf8(h.value).ok()?.parse().ok())
+            .expect("a Content-Length");
+        // Drain the body as it arrives instead of keeping it all.
+        let chunk = &mut self.chunk;
+        let mut have = self.buf.len() - head;
+        while have < len {
             let n = conn.read(chunk).expect("read");
             assert!(n > 0, "server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
+            if have + n <= len {
+                have += n;
+            } else {
+                // This read holds the start of the next response.
+                self.buf.clear();
+                self.buf.extend_from_slice(&chunk[len - have..n]);
+                return len;
+            }
         }
+        self.buf.drain(..(head + len).min(self.buf.len()));
+        len
     }
 }

@@ -97,12 +97,10 @@ mod tests {
     fn counts_parse_as_the_standard_library_parses_them() {
         let reason = |s: &str| match parse_count("len", s) {
             Ok(n) => Ok(n),
-            Err(Answer::Made(made)) if matches!(*made, Made::Error(_)) => {
-                let Made::Error(e) = *made else {
-                    unreachable!()
-                };
-                Err(e.reason.into_owned())
-            }
+            Err(Answer::Made(made)) => match *made {
+                Made::Error(e) => Err(e.reason.into_owned()),
+                other => panic!("{s:?}: not an error reply: {other:?}"),
+            },
             Err(other) => panic!("{s:?}: not an error reply: {other:?}"),
         };
         for s in ["0", "4", "007", "102400", &usize::MAX.to_string()] {

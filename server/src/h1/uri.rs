@@ -135,7 +135,7 @@ pub(super) static URI_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?
 /// `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2); empty is
 /// allowed (RFC 9112 §3.2, for targets without an authority).
 pub(super) fn valid_host(v: &[u8]) -> bool {
-    let (host, port) = if v.first() == Some(&b'[') {
+    if v.first() == Some(&b'[') {
         let Some(end) = v.iter().position(|&b| b == b']') else {
             return false;
         };
@@ -147,27 +147,27 @@ pub(super) fn valid_host(v: &[u8]) -> bool {
         {
             return false;
         }
-        match &v[end + 1..] {
-            [] => return true,
-            [b':', port @ ..] => (&v[..0], port),
-            _ => return false,
-        }
-    } else {
-        // A port is at most five digits after the last `:`: looked for
-        // from the end, five bytes at most, not through the whole value
-        // (a `:` further in is then the host's, which refuses it).
-        let digits = v
-            .iter()
-            .rev()
-            .take(5)
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        match v[..v.len() - digits].split_last() {
-            Some((b':', host)) => (host, &v[v.len() - digits..]),
-            _ => (v, &v[..0]),
-        }
+        return match &v[end + 1..] {
+            [] => true,
+            [b':', port @ ..] => port.len() <= 5 && port.iter().all(u8::is_ascii_digit),
+            _ => false,
+        };
+    }
+    // A port is at most five digits after the last `:`: looked for
+    // from the end, five bytes at most, not through the whole value
+    // (a `:` further in is then the host's, which refuses it).
+    let digits = v
+        .iter()
+        .rev()
+        .take(5)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    // The port, if any, is those digits: checked as they were counted.
+    let host = match v[..v.len() - digits].split_last() {
+        Some((b':', host)) => host,
+        _ => v,
     };
-    port.len() <= 5 && port.iter().all(u8::is_ascii_digit) && all_in(host, &REG_NAME)
+    all_in(host, &REG_NAME)
 }
 
 /// Whether every byte of `bytes` is one `table` allows. No early exit, so
