@@ -1,5 +1,6 @@
 //! The listener: accepts connections, bounds how many are served at once,
-//! runs them on a work-stealing tokio runtime of `--workers` threads, and
+//! runs them on a tokio runtime of `--workers` threads (work-stealing; with
+//! one, tokio's current-thread scheduler), and
 //! shuts down gracefully. (Thread-per-core was measured and won nowhere:
 //! docs/results/instructions-and-profiles.md, "Runtime".) The layers it
 //! serves are made in `stack.rs`, connections accepted in `accept.rs`;
@@ -170,15 +171,15 @@ impl<S: Service> Server<S> {
     /// say) until `stop` completes, then lets connections finish their
     /// responses within the grace period, as [`Server::run`] does on a
     /// runtime of its own. With `--workers N` and a caller's runtime that
-    /// has not N worker threads, the server runs on a runtime of its own of
-    /// N, as [`Server::run`] builds it, awaited from the caller's (which
+    /// has not N worker threads (a current-thread runtime has one), the
+    /// server runs on a runtime of its own of N, as [`Server::run`] builds
+    /// it, awaited from the caller's (which
     /// its jobs may still use: a tokio resource keeps its runtime's
     /// drivers). Must be awaited on a tokio runtime with IO enabled.
     pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
         if let Some(workers) = self.stack.config().workers {
             let here = tokio::runtime::Handle::current();
-            let multi = here.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
-            if !multi || here.metrics().num_workers() != usize::from(workers) {
+            if here.metrics().num_workers() != usize::from(workers) {
                 let ran = tokio::task::spawn_blocking(move || self.run(stop)).await;
                 return ran.map_err(io::Error::other)?;
             }
@@ -196,8 +197,17 @@ impl<S: Service> Server<S> {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let mut runtime = tokio::runtime::Builder::new_multi_thread();
-        runtime.worker_threads(self.stack.config().worker_threads());
+        // One worker has no one to steal work from: tokio's current-thread
+        // scheduler runs the same tasks without the work-stealing one's
+        // bookkeeping on every wake (docs/results/instructions-and-profiles.md).
+        let mut runtime = match self.stack.config().worker_threads() {
+            1 => tokio::runtime::Builder::new_current_thread(),
+            workers => {
+                let mut runtime = tokio::runtime::Builder::new_multi_thread();
+                runtime.worker_threads(workers);
+                runtime
+            }
+        };
         // The connections' timers are the server's own (`net/timers.rs`);
         // the time driver is the services' (`Server::without_time_driver`).
         runtime.enable_io();
