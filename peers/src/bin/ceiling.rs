@@ -19,8 +19,9 @@
 //! refused and the connection closed), no HEAD, no timeouts, no graceful
 //! shutdown.
 //!
-//! It runs on one multi-threaded tokio runtime of `--workers` threads, as
-//! unflat-server does, so the two differ only in what they do per request.
+//! It runs on one tokio runtime of `--workers` threads (the current-thread
+//! scheduler for one), as unflat-server does, so the two differ only in
+//! what they do per request.
 //!
 //! `cargo run --release -p unflat-peers --bin ceiling -- --addr 127.0.0.1:0 --workers 2`
 //! prints `ceiling at http://ADDR` once it listens.
@@ -66,11 +67,16 @@ fn main() -> io::Result<()> {
     listener.set_nonblocking(true)?;
     println!("ceiling at http://{}", listener.local_addr()?);
     io::stdout().flush()?;
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_io()
-        .build()?
-        .block_on(accept(listener))
+    // One worker: the current-thread scheduler, as unflat-server uses.
+    let mut runtime = match workers {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        workers => {
+            let mut runtime = tokio::runtime::Builder::new_multi_thread();
+            runtime.worker_threads(workers);
+            runtime
+        }
+    };
+    runtime.enable_io().build()?.block_on(accept(listener))
 }
 
 /// Accepts forever on `listener`, one task per connection.

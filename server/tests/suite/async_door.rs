@@ -175,12 +175,34 @@ fn a_handlers_panic_is_a_500_and_the_connection_goes_on() {
 /// one thread, a server asked for two serves on two threads of its own.
 #[tokio::test(flavor = "current_thread")]
 async fn serve_honours_workers_on_a_runtime_of_another_size() {
+    let seen = served_on(2).await;
+    assert!(
+        !seen.contains(&std::thread::current().id()),
+        "served on the caller's thread"
+    );
+    assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+/// A server asked for one worker and awaited on a current-thread runtime
+/// (one worker too) serves on it: on the caller's thread, no other.
+#[tokio::test(flavor = "current_thread")]
+async fn serve_with_one_worker_runs_on_a_current_thread_runtime_it_is_awaited_on() {
+    let seen = served_on(1).await;
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        [std::thread::current().id()]
+    );
+}
+
+/// The threads that served 16 connections of 20 requests each, for a
+/// server of `workers` awaited on the caller's runtime.
+async fn served_on(workers: u16) -> std::collections::HashSet<std::thread::ThreadId> {
     use std::collections::HashSet;
     use std::sync::Mutex;
     let seen = Arc::new(Mutex::new(HashSet::new()));
     let noted = seen.clone();
     let config = unflat_server::Config {
-        workers: Some(2),
+        workers: Some(workers),
         ..config(Strategy::Direct)
     };
     let router = Router::new().route(
@@ -198,7 +220,7 @@ async fn serve_honours_workers_on_a_runtime_of_another_size() {
         let _ = stopped.await;
     }));
     let asked = tokio::task::spawn_blocking(move || {
-        // Connections at once, so that both workers take some.
+        // Connections at once, so that every worker takes some.
         let clients: Vec<_> = (0..16)
             .map(|_| {
                 std::thread::spawn(move || {
@@ -218,12 +240,8 @@ async fn serve_honours_workers_on_a_runtime_of_another_size() {
     asked.await.unwrap();
     stop.send(()).unwrap();
     serving.await.unwrap().unwrap();
-    let seen = seen.lock().unwrap();
-    assert!(
-        !seen.contains(&std::thread::current().id()),
-        "served on the caller's thread"
-    );
-    assert_eq!(seen.len(), 2, "{seen:?}");
+    let seen = seen.lock().unwrap().clone();
+    seen
 }
 
 /// A body the handler hands on — to its response's stream here — is kept
