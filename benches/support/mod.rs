@@ -493,39 +493,45 @@ impl Responses {
     /// The status and field lines (names in lower case) of the head
     /// [`Responses::head`] read, `head` bytes long.
     pub fn fields(&self, head: usize) -> (u16, Vec<(String, String)>) {
+        self.parsed(head, |res| {
+            let fields = res
+                .headers
+                .iter()
+                .map(|h| {
+                    let value = String::from_utf8_lossy(h.value).into_owned();
+                    (h.name.to_ascii_lowercase(), value)
+                })
+                .collect();
+            (res.code.unwrap_or(0), fields)
+        })
+    }
+
+    /// `read` of the head [`Responses::head`] read, `head` bytes long,
+    /// parsed.
+    fn parsed<T>(&self, head: usize, read: impl FnOnce(&httparse::Response) -> T) -> T {
         let mut headers = [httparse::EMPTY_HEADER; 32];
         let mut res = httparse::Response::new(&mut headers);
         res.parse(&self.buf[..head]).expect("a whole head");
-        let fields = res
-            .headers
-            .iter()
-            .map(|h| {
-                let value = String::from_utf8_lossy(h.value).into_owned();
-                (h.name.to_ascii_lowercase(), value)
-            })
-            .collect();
-        (res.code.unwrap_or(0), fields)
+        read(&res)
     }
 
     /// The next response's body length; panics on anything but a 200 with
     /// a Content-Length, or on a closed connection.
     pub fn next(&mut self, conn: &mut dyn Read) -> usize {
         let head = self.head(conn).unwrap_or_else(|e| panic!("{e}"));
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut res = httparse::Response::new(&mut headers);
-        res.parse(&self.buf[..head]).expect("a whole head");
-        assert_eq!(
-            res.code,
-            Some(200),
-            "{}",
-            String::from_utf8_lossy(&self.buf[..head])
-        );
-        let len: usize = res
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-            .and_then(|h| std::str::from_utf8(h.value).ok()?.parse().ok())
-            .expect("a Content-Length");
+        let len: usize = self.parsed(head, |res| {
+            assert_eq!(
+                res.code,
+                Some(200),
+                "{}",
+                String::from_utf8_lossy(&self.buf[..head])
+            );
+            res.headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .and_then(|h| std::str::from_utf8(h.value).ok()?.parse().ok())
+                .expect("a Content-Length")
+        });
         // Drain the body as it arrives instead of keeping it all.
         let chunk = &mut self.chunk;
         let mut have = self.buf.len() - head;
