@@ -11,7 +11,10 @@
 //! unrecorded 1 s warm-up run each. Server CPU time is read around each run
 //! from /proc/PID/task/*/schedstat (nanoseconds, per thread), giving CPU µs
 //! per request, a figure that holds even when wrk is the bottleneck; wrk's
-//! own CPU time (getrusage of the harness's children) is recorded too.
+//! own CPU time (getrusage of the harness's children) is recorded too, and,
+//! on Linux, how many TCP segments per request the kernel took on its fast
+//! path: on loopback a segment that misses it costs the sender's CPU, so
+//! a server whose socket misses it slows wrk (docs/results/pipelined.md).
 //!
 //! The servers and wrk run on disjoint cores (`taskset`): the servers'
 //! `--workers` on cores 0.. (default: half the cores, so 1 + 1 on 2 cores),
@@ -75,7 +78,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
 use support::{
     build_release, children_cpu_time, cli, connect, hms, installed, machine, on_cpus, out_dir,
-    root, Proc, Progress, Responses, Tls,
+    root, tcp_fast_path_segments, Proc, Progress, Responses, Tls,
 };
 use unflat_server::net::tls::Provider;
 
@@ -326,6 +329,9 @@ struct Run {
     wrk_cpu_us_per_req: f64,
     p99_us: f64,
     errors: u64,
+    /// TCP data segments received on Linux's fast path, both ways, per
+    /// request ([`tcp_fast_path_segments`]; NaN where it is not known).
+    fast_path_per_req: f64,
 }
 
 /// The first value `values` holds twice.
@@ -556,7 +562,7 @@ fn main() {
                 for s in servers.iter().filter(|s| serves(&s.name, kind)) {
                     let r = wrk(&o, &p, s, len, kind, run);
                     println!(
-                        "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs{}",
+                        "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs  TCP fast path {:.3}/req{}",
                         run + 1,
                         s.name,
                         kind,
@@ -565,6 +571,7 @@ fn main() {
                         r.cpu_us_per_req,
                         r.wrk_cpu_us_per_req,
                         r.p99_us,
+                        r.fast_path_per_req,
                         if r.errors > 0 { format!("  {} errors", r.errors) } else { String::new() }
                     );
                     runs.push(r);
@@ -936,6 +943,7 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
     let script = root().join("wrk_scripts").join(script);
     let threads = s.thread_times();
     let wrk_before = children_cpu_time();
+    let fast_before = tcp_fast_path_segments();
     let out = on_cpus(p.cpus.as_ref().map(|(_, wrk)| wrk.as_str()), "wrk")
         .args([
             "-t",
@@ -955,6 +963,11 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
         .output()
         .expect("run wrk");
     let wrk_cpu = children_cpu_time() - wrk_before;
+    let fast = fast_before
+        .zip(tcp_fast_path_segments())
+        .map_or(f64::NAN, |(before, after)| {
+            after.saturating_sub(before) as f64
+        });
     let cpu = threads.until(&s.thread_times());
     assert!(
         out.status.success(),
@@ -984,6 +997,7 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
         wrk_cpu_us_per_req: wrk_cpu.as_secs_f64() * 1e6 / requests,
         p99_us: num(&["latency_us", "p99"]),
         errors,
+        fast_path_per_req: fast / requests,
     }
 }
 
@@ -1077,6 +1091,9 @@ fn summary(by: &Groups, instructions: &BTreeMap<(String, usize, String), f64>) {
                 mean_sd(&req, 0),
                 mean_sd(&cpu, 2),
                 mean_sd(&pick(rs, |r| r.wrk_cpu_us_per_req), 2),
+                Some(pick(rs, |r| r.fast_path_per_req).mean())
+                    .filter(|f| f.is_finite())
+                    .map_or("–".to_string(), |f| format!("{f:.3}")),
                 ratio(&req, |r| r.req_per_s),
                 ratio(&cpu, |r| r.cpu_us_per_req),
                 instructions
@@ -1093,6 +1110,7 @@ fn summary(by: &Groups, instructions: &BTreeMap<(String, usize, String), f64>) {
             "req/s (mean ± sd)",
             "server CPU µs/req",
             "wrk CPU µs/req",
+            "TCP fast path/req",
             "req/s ratio to ceiling",
             "CPU ratio to ceiling",
             "instructions/req",
@@ -1419,7 +1437,7 @@ fn runs_csv(runs: &[Run]) -> String {
     for r in runs {
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.2},{:.4},{:.4},{},{}",
+            "{},{},{},{},{:.2},{:.4},{:.4},{},{},{:.4}",
             r.variant,
             r.kind,
             r.len,
@@ -1428,14 +1446,19 @@ fn runs_csv(runs: &[Run]) -> String {
             r.cpu_us_per_req,
             r.wrk_cpu_us_per_req,
             r.p99_us,
-            r.errors
+            r.errors,
+            r.fast_path_per_req
         );
     }
     s
 }
 
 /// The first line of a runs file.
-const RUNS_HEADER: &str =
+const RUNS_HEADER: &str = "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors,tcp_fast_path_per_req";
+
+/// The header of runs files written before the TCP fast path's column,
+/// which are read with that column unknown.
+const RUNS_HEADER_9: &str =
     "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors";
 
 /// The runs of a file [`runs_csv`] wrote. An error names the line and the
@@ -1443,16 +1466,18 @@ const RUNS_HEADER: &str =
 fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut lines = text.lines().enumerate();
-    if lines.next().map(|(_, h)| h) != Some(RUNS_HEADER) {
-        return Err(format!("line 1 is not the header `{RUNS_HEADER}`"));
-    }
+    let fields = match lines.next().map(|(_, h)| h) {
+        Some(RUNS_HEADER) => 10,
+        Some(RUNS_HEADER_9) => 9,
+        _ => return Err(format!("line 1 is not the header `{RUNS_HEADER}`")),
+    };
     let runs = lines
         .filter(|(_, line)| !line.is_empty())
         .map(|(i, line)| {
             let f: Vec<&str> = line.split(',').collect();
             let at = |what: String| format!("line {}: {what}", i + 1);
-            if f.len() != 9 {
-                return Err(at(format!("{} fields, not 9", f.len())));
+            if f.len() != fields {
+                return Err(at(format!("{} fields, not {fields}", f.len())));
             }
             Variant::from_str(f[0], false)
                 .map_err(|_| at(format!("unknown variant `{}`", f[0])))?;
@@ -1473,6 +1498,16 @@ fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
                 wrk_cpu_us_per_req: figure(&f, 6).map_err(at)?,
                 p99_us: figure(&f, 7).map_err(at)?,
                 errors: field(&f, 8).map_err(at)?,
+                fast_path_per_req: match fields {
+                    10 => f[9]
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_nan() || *v >= 0.0)
+                        .ok_or_else(|| {
+                            at(format!("{} `{}` is not a figure or NaN", column(9), f[9]))
+                        })?,
+                    _ => f64::NAN,
+                },
             })
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -302,6 +302,20 @@ pub fn children_cpu_time() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
+/// Linux's count, for the whole machine, of TCP data segments received on
+/// the fast path (`TcpExt: TCPHPHits` in /proc/net/netstat; none
+/// elsewhere). A segment leaves it when the receiving socket's memory
+/// reserve is smaller than the segment, a matter of how the last write
+/// fell against page boundaries (docs/results/pipelined.md); the slow
+/// path's work is charged to the sender's CPU on loopback.
+pub fn tcp_fast_path_segments() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut tcp_ext = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (tcp_ext.next()?, tcp_ext.next()?);
+    let at = names.split_whitespace().position(|n| n == "TCPHPHits")?;
+    values.split_whitespace().nth(at)?.parse().ok()
+}
+
 /// True when `program --version` (or `-v`) runs.
 pub fn installed(program: &str) -> bool {
     Command::new(program)
