@@ -7,7 +7,8 @@
 //! tables.
 //!
 //! Every run is `wrk -c 50 -d {duration} -s wrk_scripts/end-string.lua`; the
-//! variants alternate run by run, as Node's compare.js does, after one
+//! variants alternate run by run, as Node's compare.js does (every other
+//! round in the reverse order, so that none always goes first), after one
 //! unrecorded 1 s warm-up run each. Server CPU time is read around each run
 //! from /proc/PID/task/*/schedstat (nanoseconds, per thread), giving CPU µs
 //! per request, a figure that holds even when wrk is the bottleneck; wrk's
@@ -559,7 +560,14 @@ fn main() {
                 .iter()
                 .filter(|&&l| !settled.contains(&(kind.to_string(), l)))
             {
-                for s in servers.iter().filter(|s| serves(&s.name, kind)) {
+                // Every other round in the reverse order, so that no
+                // variant always runs first, just after another length.
+                let order: Box<dyn Iterator<Item = &Proc>> = if run % 2 == 0 {
+                    Box::new(servers.iter())
+                } else {
+                    Box::new(servers.iter().rev())
+                };
+                for s in order.filter(|s| serves(&s.name, kind)) {
                     let r = wrk(&o, &p, s, len, kind, run);
                     println!(
                         "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs  TCP fast path {:.3}/req{}",
