@@ -13,9 +13,9 @@
 //! from /proc/PID/task/*/schedstat (nanoseconds, per thread), giving CPU µs
 //! per request, a figure that holds even when wrk is the bottleneck; wrk's
 //! own CPU time (getrusage of the harness's children) is recorded too, and,
-//! on Linux, how many TCP segments per request the kernel took on its fast
-//! path: on loopback a segment that misses it costs the sender's CPU, so
-//! a server whose socket misses it slows wrk (docs/results/pipelined.md).
+//! on Linux, how many TCP segments per request the kernel took on its
+//! receive fast path: on loopback a segment that misses it is worked on by
+//! its sender's CPU, wrk's for a request (docs/results/pipelined.md).
 //!
 //! The servers and wrk run on disjoint cores (`taskset`): the servers'
 //! `--workers` on cores 0.. (default: half the cores, so 1 + 1 on 2 cores),
@@ -562,12 +562,12 @@ fn main() {
             {
                 // Every other round in the reverse order, so that no
                 // variant always runs first, just after another length.
-                let order: Box<dyn Iterator<Item = &Proc>> = if run % 2 == 0 {
-                    Box::new(servers.iter())
-                } else {
-                    Box::new(servers.iter().rev())
-                };
-                for s in order.filter(|s| serves(&s.name, kind)) {
+                let mut order: Vec<&Proc> =
+                    servers.iter().filter(|s| serves(&s.name, kind)).collect();
+                if run % 2 == 1 {
+                    order.reverse();
+                }
+                for s in order {
                     let r = wrk(&o, &p, s, len, kind, run);
                     println!(
                         "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs  TCP fast path {:.3}/req{}",

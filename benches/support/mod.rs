@@ -304,10 +304,11 @@ pub fn children_cpu_time() -> Duration {
 
 /// Linux's count, for the whole machine, of TCP data segments received on
 /// the fast path (`TcpExt: TCPHPHits` in /proc/net/netstat; none
-/// elsewhere). A segment leaves it when the receiving socket's memory
-/// reserve is smaller than the segment, a matter of how the last write
-/// fell against page boundaries (docs/results/pipelined.md); the slow
-/// path's work is charged to the sender's CPU on loopback.
+/// elsewhere). A segment leaves it, among other reasons, when the
+/// receiving socket's memory reserve is smaller than the segment, a matter
+/// of where the socket's last write fell against pages
+/// (docs/results/pipelined.md); on loopback the slow path's work is done
+/// on the sender's CPU.
 pub fn tcp_fast_path_segments() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
     let mut tcp_ext = text.lines().filter(|l| l.starts_with("TcpExt:"));
