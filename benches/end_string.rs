@@ -1461,23 +1461,24 @@ fn runs_csv(runs: &[Run]) -> String {
     s
 }
 
-/// The first line of a runs file.
+/// The first line of a runs file. Files written before its last column,
+/// the TCP fast path's, have the rest as theirs and are read with that
+/// column unknown.
 const RUNS_HEADER: &str = "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors,tcp_fast_path_per_req";
-
-/// The header of runs files written before the TCP fast path's column,
-/// which are read with that column unknown.
-const RUNS_HEADER_9: &str =
-    "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors";
 
 /// The runs of a file [`runs_csv`] wrote. An error names the line and the
 /// field that could not be read.
 fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut lines = text.lines().enumerate();
-    let fields = match lines.next().map(|(_, h)| h) {
-        Some(RUNS_HEADER) => 10,
-        Some(RUNS_HEADER_9) => 9,
-        _ => return Err(format!("line 1 is not the header `{RUNS_HEADER}`")),
+    let columns = RUNS_HEADER.split(',').count();
+    let header = lines.next().map(|(_, h)| h);
+    let fields = if header == Some(RUNS_HEADER) {
+        columns
+    } else if header == RUNS_HEADER.rsplit_once(',').map(|(older, _)| older) {
+        columns - 1
+    } else {
+        return Err(format!("line 1 is not the header `{RUNS_HEADER}`"));
     };
     let runs = lines
         .filter(|(_, line)| !line.is_empty())
@@ -1506,15 +1507,13 @@ fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
                 wrk_cpu_us_per_req: figure(&f, 6).map_err(at)?,
                 p99_us: figure(&f, 7).map_err(at)?,
                 errors: field(&f, 8).map_err(at)?,
-                fast_path_per_req: match fields {
-                    10 => f[9]
+                fast_path_per_req: match f.get(9) {
+                    Some(v) => v
                         .parse::<f64>()
                         .ok()
                         .filter(|v| v.is_nan() || *v >= 0.0)
-                        .ok_or_else(|| {
-                            at(format!("{} `{}` is not a figure or NaN", column(9), f[9]))
-                        })?,
-                    _ => f64::NAN,
+                        .ok_or_else(|| at(format!("{} `{v}` is not a figure or NaN", column(9))))?,
+                    None => f64::NAN,
                 },
             })
         })
