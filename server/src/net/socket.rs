@@ -1,8 +1,9 @@
 //! The [`Socket`] trait, and its implementation for a TCP stream (TLS's is
 //! in `tls/`). Unsent bytes are limited ([`UNSENT_MOST`]) so that a socket
 //! becomes writable as the peer acknowledges data: `--send-timeout` then
-//! measures what the client takes. Writes use `sendmsg`, which skips the
-//! file layer's work of `writev` (docs/results/history.md).
+//! measures what the client takes. Writes use `send` for one slice and
+//! `sendmsg` for several, both of which skip the file layer's work of
+//! `write`/`writev` (docs/results/history.md).
 
 use super::acked::Acked;
 use std::future::Future;
@@ -30,7 +31,7 @@ pub fn limit_unsent(socket: &socket2::Socket) -> io::Result<()> {
 }
 
 /// What a connection reads from and writes to. A vectored write defaults to
-/// `poll_write_vectored`; a TCP stream sends with `sendmsg`.
+/// `poll_write_vectored`; a TCP stream sends with `send` or `sendmsg`.
 pub trait Socket: AsyncRead + AsyncWrite + Unpin {
     /// Whether the socket keeps no buffers of its own: a read that finds
     /// nothing leaves nothing behind, so an idle connection may put its read
@@ -135,7 +136,14 @@ impl Socket for TcpStream {
         // socket nearly always takes a short response at once.
         loop {
             let sent = self.try_io(Interest::WRITABLE, || {
-                socket2::SockRef::from(&*self).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+                let socket = socket2::SockRef::from(&*self);
+                match bufs {
+                    // One slice (a batch of short answers): `send` hands the
+                    // kernel the buffer itself, no header and iovec array to
+                    // copy in and check as `sendmsg` does.
+                    [one] => socket.send_with_flags(one, libc::MSG_NOSIGNAL),
+                    _ => socket.send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL),
+                }
             });
             match sent {
                 // Not writable (no call made), or the readiness was stale
