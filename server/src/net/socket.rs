@@ -2,8 +2,9 @@
 //! in `tls/`). Unsent bytes are limited ([`UNSENT_MOST`]) so that a socket
 //! becomes writable as the peer acknowledges data: `--send-timeout` then
 //! measures what the client takes. Writes use `send` for one slice and
-//! `sendmsg` for several, both of which skip the file layer's work of
-//! `write`/`writev` (docs/results/history.md).
+//! `sendmsg` for several: both skip the file layer's work of `writev`
+//! (docs/results/history.md), and `send` the message header and iovec
+//! array too (docs/results/pipelined.md).
 
 use super::acked::Acked;
 use std::future::Future;
