@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use unflat::head::Line;
 use unflat::queue::Policy;
 
 pub use range::{parse_addr, parse_duration, parse_size, Bounds, Field, Unit, Value, DEFAULT_HOST};
@@ -27,7 +28,7 @@ use range::{GIB, MIB, TIB};
 use crate::h1::{HeadLimits, FIELDS_CAP};
 use crate::net::{tls, PaceRules, Timeouts};
 use crate::observe::LogFormat;
-use crate::response::Strategy;
+use crate::response::{Strategy, SERVER};
 use crate::session;
 
 /// The least severe log messages written (`--log-level`).
@@ -280,6 +281,14 @@ pub struct Config {
     #[range(Bounds::bytes(unflat::Encoder::MIN_DST as u64, 16 * MIB))]
     pub frame: usize,
 
+    /// The `Server` field sent on every final response (default: none):
+    /// product tokens such as `unflat/0.1` (RFC 9110 §10.2.4), at most
+    /// 128 characters, each at most U+00FF, no control character and no
+    /// whitespace first or last. A response whose own fields name `Server`
+    /// keeps its own.
+    #[arg(value_name = "VALUE", help_heading = "Responses", value_parser = parse_server_header)]
+    pub server_header: Option<String>,
+
     /// Time to let responses in progress finish after Ctrl-C / SIGTERM
     /// (after --shutdown-delay).
     #[arg(default_value = "30s", help_heading = "Timeouts")]
@@ -324,6 +333,29 @@ pub struct Config {
 }
 }
 
+/// The longest `--server-header` value, in characters: a product, its
+/// version and a comment fit; the whole head stays short enough to be kept
+/// as a template (`response/template.rs`).
+pub const MAX_SERVER_HEADER: usize = 128;
+
+/// `--server-header`'s value, checked as every head will write it: `Err`
+/// says what is wrong and where.
+pub fn parse_server_header(value: &str) -> Result<String, String> {
+    server_line(value).map(|_| value.to_string())
+}
+
+/// The `Server` line of `value`, rendered once for every response.
+fn server_line(value: &str) -> Result<Line, String> {
+    let chars = value.chars().count();
+    if chars == 0 {
+        return Err("empty (leave it out to send no Server field)".into());
+    }
+    if chars > MAX_SERVER_HEADER {
+        return Err(format!("{chars} characters, more than {MAX_SERVER_HEADER}"));
+    }
+    Line::parse(SERVER, value).map_err(|e| e.to_string())
+}
+
 /// `Err` naming `flag` when its value `v`, a part of `--memory-limit`, is
 /// more than the whole: for the core's parts as for an application's (a
 /// cache of its own).
@@ -349,7 +381,19 @@ impl Config {
                     .map_err(|rule| format!("{} {}: {rule}", r.flag(), r.show(v)))?;
             }
         }
-        within_memory_limit(self, "--connection-memory", self.connection_memory)
+        within_memory_limit(self, "--connection-memory", self.connection_memory)?;
+        self.server_line().map(|_| ())
+    }
+
+    /// The `Server` line every final response carries, if any
+    /// (`--server-header`).
+    pub fn server_line(&self) -> Result<Option<Line>, String> {
+        let Some(value) = self.server_header.as_deref() else {
+            return Ok(None);
+        };
+        server_line(value)
+            .map(Some)
+            .map_err(|e| format!("--server-header {value:?}: {e}"))
     }
 
     /// Worker threads to run: `--workers`, or one per core.

@@ -45,11 +45,19 @@ fn values_that_cannot_work_are_refused_with_the_option_named() {
             "--connection-memory",
         ),
         (&["--grace", "2d"], "0s to 24h"),
+        (&["--server-header", ""], "--server-header"),
+        (&["--server-header", "a\r\nX-Evil: 1"], "byte 0x0D at 1"),
+        (&["--server-header", "caf\u{e9}\u{2615}"], "U+2615 at 4"),
     ] {
         let err = parse(args).expect_err(&format!("{args:?} accepted"));
         assert!(err.contains(names), "{args:?}: {err}");
     }
     assert!(parse(&["--send-timeout", "2m", "--grace", "0", "--workers", "3"]).is_ok());
+    let config = parse(&["--server-header", "unflat/0.1 (caf\u{e9})"]).unwrap();
+    assert_eq!(
+        config.server_line().unwrap().unwrap().as_bytes(),
+        b"Server: unflat/0.1 (caf\xe9)\r\n"
+    );
 }
 
 #[test]
@@ -70,6 +78,22 @@ fn a_config_built_in_code_is_checked_by_the_same_ranges() {
         bad.validate().unwrap_err(),
         "--max-fields 300: must be 1 to 256"
     );
+    let bad = Config {
+        server_header: Some(format!("{} ", "x".repeat(10))),
+        ..Config::default()
+    };
+    assert_eq!(
+        bad.validate().unwrap_err(),
+        "--server-header \"xxxxxxxxxx \": invalid header value: byte 0x20 at 10 is not allowed"
+    );
+    let bad = Config {
+        server_header: Some("x".repeat(MAX_SERVER_HEADER + 1)),
+        ..Config::default()
+    };
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .contains("129 characters, more than 128"));
 }
 
 #[test]

@@ -19,7 +19,9 @@
 //! decides persistence: a `Connection: close` would go out beside its own
 //! `keep-alive`), `Date` (one per response, the core's clock), and
 //! `X-Content-Type-Options` (the core's `nosniff`, on every response with
-//! a body). None of them goes out twice.
+//! a body). None of them goes out twice. `Server` is the application's
+//! to send: the core's (`--server-header`) goes only on a response whose
+//! own fields name none.
 
 use std::ops::ControlFlow;
 
@@ -292,6 +294,15 @@ impl Rope for Value<'_> {
 /// The field the core adds to every response with a body (`nosniff`).
 pub(super) const NOSNIFF: &str = "X-Content-Type-Options";
 
+/// The field the core adds to every final response when configured
+/// (`--server-header`), unless the response names its own.
+pub const SERVER: &str = "Server";
+
+/// Whether `name` is [`SERVER`].
+pub(super) fn is_server(name: &str) -> bool {
+    name.eq_ignore_ascii_case(SERVER)
+}
+
 /// Why a response's fields cannot be sent: the field, and what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
@@ -367,6 +378,8 @@ pub struct Fields<'a> {
     list: ArrayVec<(HeaderName<'a>, Value<'a>), MAX_FIELDS>,
     /// The first field refused: the response is then a 500.
     error: Option<(&'a str, HeadError)>,
+    /// Whether one of them is `Server`: the configured one is then left out.
+    names_server: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -375,6 +388,7 @@ impl<'a> Fields<'a> {
         Fields {
             list: ArrayVec::new(),
             error: None,
+            names_server: false,
         }
     }
 
@@ -409,7 +423,10 @@ impl<'a> Fields<'a> {
         }
         let value = value.into();
         match self.check(name) {
-            Ok(name) => self.list.push((name, value)),
+            Ok(name) => {
+                self.names_server |= is_server(name.as_str());
+                self.list.push((name, value));
+            }
             Err(e) => self.error = Some((name, e)),
         }
         self
@@ -449,6 +466,11 @@ impl<'a> Fields<'a> {
             name: name.chars().take(64).collect(),
             error,
         })
+    }
+
+    /// Whether one of them is `Server`.
+    pub(super) fn names_server(&self) -> bool {
+        self.names_server
     }
 
     /// The fields, in order.

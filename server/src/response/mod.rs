@@ -37,7 +37,7 @@ use unflat::{Encoding, Mode, Rope};
 use crate::memory::{Budget, Full};
 
 pub use date::Second;
-pub use fields::{Digits, FieldError, Fields, Part, Unsendable, Value, MAX_FIELDS};
+pub use fields::{Digits, FieldError, Fields, Part, Unsendable, Value, MAX_FIELDS, SERVER};
 pub use stream::{Chunk, Stream};
 pub use writer::{StreamHead, Writer, Written};
 
@@ -230,6 +230,9 @@ pub struct Prepared {
     number: u64,
     /// Whether its status sends no body (1xx, 204, 304).
     no_body: bool,
+    /// Whether one of its lines is `Server`: the configured one is then
+    /// left out.
+    names_server: bool,
 }
 
 impl Prepared {
@@ -252,6 +255,22 @@ impl Prepared {
             prefix: Prefix::new(status, &lines).expect("routes give no framing lines"),
             number: NEXT.fetch_add(1, Ordering::Relaxed),
             no_body: status.has_no_body(),
+            names_server: names_server(lines.iter().copied()),
+        }
+    }
+}
+
+/// Whether one of `lines` is `Server`.
+fn names_server<'l>(mut lines: impl Iterator<Item = &'l Line>) -> bool {
+    lines.any(|l| fields::is_server(l.name().as_str()))
+}
+
+impl Start<'_> {
+    /// Whether its lines name `Server`.
+    fn names_server(&self) -> bool {
+        match self {
+            Start::Lines(_, lines) => names_server(lines.iter().flatten().copied()),
+            Start::Prepared(p) => p.names_server,
         }
     }
 }

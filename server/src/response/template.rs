@@ -50,6 +50,10 @@ struct Template {
 }
 
 struct Templates {
+    /// The [`Writer`](super::Writer) whose heads the slots hold: writers
+    /// differ in lines a key does not name (`Keep-Alive`'s timeout,
+    /// `Server`), so a thread that serves another writer starts over.
+    owner: u64,
     slots: [Template; SLOTS],
     /// The slot the next new template replaces.
     next: usize,
@@ -64,15 +68,17 @@ const EMPTY: Template = Template {
 
 thread_local! {
     static TEMPLATES: RefCell<Templates> = const {
-        RefCell::new(Templates { slots: [EMPTY; SLOTS], next: 0 })
+        RefCell::new(Templates { owner: 0, slots: [EMPTY; SLOTS], next: 0 })
     };
 }
 
-/// Hands `then` the head of `key` whose `Date` shows `second`: the
-/// template's bytes, or, when there is none, what `render` writes into a
-/// new one (it returns the length, or `None` when the head does not fit in
-/// [`MOST`] bytes: `then` is not called, and the slot remembers it).
+/// Hands `then` the head of `key` whose `Date` shows `second`, as the
+/// writer numbered `owner` (never 0) writes it: the template's bytes, or,
+/// when there is none, what `render` writes into a new one (it returns the
+/// length, or `None` when the head does not fit in [`MOST`] bytes: `then`
+/// is not called, and the slot remembers it).
 pub(super) fn with_head<R>(
+    owner: u64,
     key: Key,
     second: u64,
     render: impl FnOnce(&mut [u8; MOST]) -> Option<usize>,
@@ -80,6 +86,13 @@ pub(super) fn with_head<R>(
 ) -> Option<R> {
     TEMPLATES.with(|t| {
         let mut t = t.borrow_mut();
+        if t.owner != owner {
+            *t = Templates {
+                owner,
+                slots: [EMPTY; SLOTS],
+                next: 0,
+            };
+        }
         let found = t
             .slots
             .iter()

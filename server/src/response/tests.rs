@@ -11,12 +11,33 @@ use crate::memory::{Budget, Memory};
 use unflat::head::{HeaderName, HeaderValue};
 use unflat::{Latin1, Utf16};
 
-/// Everything the writer queues for `r`, Date value blanked.
+thread_local! {
+    /// A writer of each strategy per test thread, kept from one response
+    /// to the next as a server's is: its templates too.
+    static WRITERS: [Writer; 2] = [Strategy::Direct, Strategy::Flatten].map(|s| writer(s, 5, None));
+}
+
+/// A writer by `strategy` advertising `idle_secs`, sending `server`.
+fn writer(strategy: Strategy, idle_secs: u64, server: Option<Line>) -> Writer {
+    Writer::new(
+        strategy,
+        idle_secs,
+        server,
+        Arc::new(Memory::new(1 << 30, 1 << 30)),
+    )
+}
+
+/// Everything the writer of `strategy` queues for `r`, Date value blanked.
 fn written(strategy: Strategy, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
+    WRITERS.with(|w| written_by(&w[strategy as usize], r, exchange))
+}
+
+/// Everything `writer` queues for `r`, Date value blanked.
+fn written_by(writer: &Writer, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
     let mut queue = WriteQueue::new();
     let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
     let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
-    Writer::new(strategy, 5, memory)
+    writer
         .write(&mut queue, r, exchange, &mut budget, Second::now())
         .unwrap();
     let mut out = Vec::new();
@@ -107,6 +128,107 @@ fn templates_write_the_bytes_of_each_head_however_shapes_alternate() {
                 }
             }
         }
+    }
+}
+
+/// The head of `bytes`, as text.
+fn head_of(bytes: &[u8]) -> String {
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    String::from_utf8(bytes[..end].to_vec()).unwrap()
+}
+
+#[test]
+fn writers_on_one_thread_keep_to_their_own_lines() {
+    // Two servers' writers taking turns on one thread (an application
+    // serving both on its own runtime): each head has its writer's
+    // `Keep-Alive` and `Server`, whatever the other's templates hold.
+    let text = Line::parse("Content-Type", "text/plain").unwrap();
+    let start = Prepared::new(Status::OK, [Some(&text), None]);
+    let body = Bytes::from_static(b"four");
+    let a = writer(Strategy::Direct, 5, None);
+    let b = writer(
+        Strategy::Direct,
+        60,
+        Some(Line::parse(SERVER, "b/1").unwrap()),
+    );
+    let exchange = Exchange {
+        keep_alive: true,
+        head_request: false,
+        takes_chunked: true,
+    };
+    for _ in 0..3 {
+        let r = Response::prepared(&start, Body::SharedText(&body));
+        let (from_a, from_b) = (written_by(&a, &r, exchange), written_by(&b, &r, exchange));
+        assert!(
+            head_of(&from_a).contains("Keep-Alive: timeout=5\r\n"),
+            "{}",
+            head_of(&from_a)
+        );
+        assert!(!head_of(&from_a).contains("Server"), "{}", head_of(&from_a));
+        assert_eq!(
+            head_of(&from_b),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Content-Type-Options: nosniff\r\n\
+             Server: b/1\r\nDate: *****************************\r\nContent-Length: 4\r\n\
+             Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n"
+        );
+    }
+}
+
+#[test]
+fn the_server_line_goes_on_every_final_response_that_names_none() {
+    let server = Line::parse(SERVER, "unflat/0.1").unwrap();
+    let own = Line::parse("server", "app/2").unwrap();
+    let text = Line::parse("Content-Type", "text/plain").unwrap();
+    let body = Bytes::from_static(b"four");
+    let exchange = Exchange {
+        keep_alive: true,
+        head_request: false,
+        takes_chunked: true,
+    };
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let w = writer(strategy, 5, Some(server.clone()));
+        let plain = Prepared::new(Status::OK, [Some(&text), None]);
+        let named = Prepared::new(Status::OK, [Some(&text), Some(&own)]);
+        let servers = |r: &Response<'_>, fields: Option<&Fields<'_>>| -> Vec<String> {
+            let mut queue = WriteQueue::new();
+            let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
+            let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
+            match fields {
+                None => w.write(&mut queue, r, exchange, &mut budget, Second::now()),
+                Some(f) => w.write_with(&mut queue, r, f, exchange, &mut budget, Second::now()),
+            }
+            .unwrap();
+            let mut out = Vec::new();
+            queue.write_to(&mut out).unwrap();
+            head_of(&out)
+                .lines()
+                .filter(|l| l.to_ascii_lowercase().starts_with("server:"))
+                .map(str::to_string)
+                .collect()
+        };
+        let ours = vec!["Server: unflat/0.1".to_string()];
+        let theirs = vec!["server: app/2".to_string()];
+        // Twice: the second from the template.
+        for _ in 0..2 {
+            let r = Response::prepared(&plain, Body::SharedText(&body));
+            assert_eq!(servers(&r, None), ours, "{strategy:?}");
+            let r = Response::prepared(&named, Body::SharedText(&body));
+            assert_eq!(servers(&r, None), theirs, "{strategy:?}");
+        }
+        let r = Response::with_lines(Status::NOT_FOUND, [Some(&text), None], Body::Empty);
+        assert_eq!(servers(&r, None), ours, "{strategy:?}");
+        let r = Response::with_lines(Status::OK, [Some(&own), None], Body::Empty);
+        assert_eq!(servers(&r, None), theirs, "{strategy:?}");
+        let r = Response::new(Status::NO_CONTENT, Body::Empty);
+        let mut fields = Fields::new();
+        fields.add("Cache-Control", "no-store");
+        assert_eq!(servers(&r, Some(&fields)), ours, "{strategy:?}");
+        fields.add("SERVER", "app/3");
+        assert_eq!(
+            servers(&r, Some(&fields)),
+            ["SERVER: app/3"],
+            "{strategy:?}"
+        );
     }
 }
 

@@ -3,11 +3,13 @@
 //! the head encoded or taken from a template, the body queued by the
 //! [`Strategy`], all of it covered by the connection's budget first.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use unflat::head::{DateLine, Framing, Head, Line, Persistence, RequestMethod, Status};
 use unflat::queue::{Push, WriteQueue};
 
+use super::fields::is_server;
 use super::template::Key;
 use super::{bound, date, direct, fixed, flatten, is_final, template, Second};
 use super::{
@@ -95,9 +97,9 @@ pub struct StreamHead {
     pub keep_alive: bool,
 }
 
-/// Room for the service's two field lines and `X-Content-Type-Options`;
-/// framing, date and connection lines are the head's own.
-const ROOM: usize = 3;
+/// Room for the service's two field lines, `X-Content-Type-Options` and
+/// `Server`; framing, date and connection lines are the head's own.
+const ROOM: usize = 4;
 
 /// Room for those and a response's own [`Fields`].
 const ROOM_WITH_FIELDS: usize = ROOM + MAX_FIELDS;
@@ -109,18 +111,43 @@ pub struct Writer {
     pub(super) strategy: Strategy,
     /// `Keep-Alive: timeout=N`.
     keep_alive: Line,
+    /// `Server: …`, when configured.
+    server: Option<Line>,
+    /// Its own number, never reused, which owns the thread's templates
+    /// while it writes: two writers' heads differ in the lines above.
+    number: u64,
     /// Charges the copies the flatten strategy makes of shared payloads.
     memory: Arc<Memory>,
 }
 
 impl Writer {
     /// A writer by `strategy`, advertising an idle timeout of `idle_secs`,
-    /// charging what it copies outside a queue to `memory`.
-    pub fn new(strategy: Strategy, idle_secs: u64, memory: Arc<Memory>) -> Writer {
+    /// sending `server` (a `Server` line) on every final response that
+    /// names none of its own, charging what it copies outside a queue to
+    /// `memory`.
+    ///
+    /// # Panics
+    /// When `server` is a line of another name.
+    pub fn new(
+        strategy: Strategy,
+        idle_secs: u64,
+        server: Option<Line>,
+        memory: Arc<Memory>,
+    ) -> Writer {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        if let Some(line) = &server {
+            assert!(
+                is_server(line.name().as_str()),
+                "a Server line, not {:?}",
+                line.name().as_str()
+            );
+        }
         Writer {
             strategy,
             keep_alive: Line::parse("Keep-Alive", &format!("timeout={idle_secs}"))
                 .expect("a valid Keep-Alive line"),
+            server,
+            number: NEXT.fetch_add(1, Ordering::Relaxed),
             memory,
         }
     }
@@ -237,18 +264,20 @@ impl Writer {
             )
         };
         let put = |bytes: &[u8]| put_templated(queue, bytes, body, budget);
-        Some(match template::with_head(key, second, render, put)? {
-            Ok(shares) => {
-                queue.end_response();
-                Ok(Written {
-                    status: start.prefix.status(),
-                    body_bytes: body.content_length(),
-                    references_body: shares,
-                    keep_alive,
-                })
-            }
-            Err(full) => Err(Unqueued::Full(full)),
-        })
+        Some(
+            match template::with_head(self.number, key, second, render, put)? {
+                Ok(shares) => {
+                    queue.end_response();
+                    Ok(Written {
+                        status: start.prefix.status(),
+                        body_bytes: body.content_length(),
+                        references_body: shares,
+                        keep_alive,
+                    })
+                }
+                Err(full) => Err(Unqueued::Full(full)),
+            },
+        )
     }
 
     /// [`Writer::write`] for a response with field lines of its own, whose
@@ -403,6 +432,11 @@ impl Writer {
             }
             Start::Prepared(start) => Head::prefixed_with_room(&start.prefix, exchange.method()),
         };
+        if let Some(server) = &self.server {
+            if !start.names_server() && !fields.is_some_and(Fields::names_server) {
+                head.line(server).expect("room for the Server line");
+            }
+        }
         for (name, value) in fields.into_iter().flat_map(Fields::iter) {
             // Its name checked when added; its value, as it is written.
             head.value(name, value)

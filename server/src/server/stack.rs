@@ -71,6 +71,10 @@ impl Making<'_> {
 impl<S: Service> Stack<S> {
     /// The layers of a server with `config` listening on `address`, over
     /// `tls` when there is one, serving what `make` makes.
+    ///
+    /// # Panics
+    /// On a `--server-header` that [`Config::validate`] refuses
+    /// ([`Server::bind_with`](super::Server::bind_with) checks it first).
     pub fn with_service(
         config: Config,
         address: SocketAddr,
@@ -103,6 +107,9 @@ impl<S: Service> Stack<S> {
         let writer = Writer::new(
             config.strategy,
             config.idle_timeout.as_secs(),
+            config
+                .server_line()
+                .expect("the configuration checked when the server bound"),
             memory.clone(),
         );
         let protocol = Protocol {

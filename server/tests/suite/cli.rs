@@ -438,6 +438,7 @@ fn help_is_grouped_under_headings_and_h_is_shorter() {
         "Limits:",
         "Timeouts:",
         "Bodies:",
+        "Responses:",
         "Logging:",
     ] {
         assert!(
