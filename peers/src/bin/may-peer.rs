@@ -7,7 +7,8 @@
 //! lengths given by `--lens` (the benchmark's by default), with the headers
 //! unflat-server sends (Content-Type, X-Content-Type-Options, Content-Length,
 //! Date, Connection: keep-alive, Keep-Alive; the end-string harness checks
-//! that they agree) plus may_minihttp's own `Server: M`. Its
+//! that they agree) plus may_minihttp's own `Server: M`, which the harness
+//! has unflat-server send too (`--server-header M`): the same bytes. Its
 //! strongest fair configuration: every body is built once at start-up and
 //! leaked into a `&'static str`, which may_minihttp's `Response::body`
 //! takes without allocating, so a request costs a lookup and the copy into
