@@ -4,9 +4,10 @@
 use std::io::{Read, Write};
 
 use crate::common::{
-    closed, connect, end_string_body, exchange, large_body, read_response, sha256, start,
+    closed, config, connect, end_string_body, exchange, large_body, read_response, sha256, start,
+    start_demo, Raw,
 };
-use unflat_server::Strategy;
+use unflat_server::{Config, Strategy};
 
 const KINDS: [&str; 3] = ["ascii", "latin1", "twobyte"];
 
@@ -38,6 +39,57 @@ fn a_hundred_pipelined_requests_in_one_write_get_a_hundred_responses_in_order() 
             );
         }
         assert!(buf.is_empty(), "no stray bytes");
+    }
+}
+
+/// The values of every `Server` line of `r`.
+fn servers(r: &Raw) -> Vec<&[u8]> {
+    r.headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("server"))
+        .map(|(_, v)| v.as_slice())
+        .collect()
+}
+
+#[test]
+fn server_header_names_the_server_on_every_final_response_once() {
+    // Routes' answers (templated, streamed, a body from memory), the core's
+    // refusals, an error the client caused: each carries the line, once,
+    // pipelined too; without the option none does.
+    let requests = [
+        "GET /end-string/4 HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /large/100000 HTTP/1.1\r\nHost: t\r\n\r\n",
+        "HEAD /end-string/100 HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+        "DELETE /large/5 HTTP/1.1\r\nHost: t\r\n\r\n",
+        "GET /end-string/1 HTTP/1.1\r\n\r\n",
+    ];
+    for strategy in [Strategy::Direct, Strategy::Flatten] {
+        let named = start_demo(Config {
+            server_header: Some("unflat-test/1.0 (caf\u{e9})".into()),
+            ..config(strategy)
+        })
+        .unwrap();
+        let plain = start(strategy);
+        for req in requests {
+            let a = exchange(&named, req.as_bytes());
+            assert_eq!(
+                servers(&a),
+                [b"unflat-test/1.0 (caf\xe9)"],
+                "{strategy:?} {req:?}"
+            );
+            let b = exchange(&plain, req.as_bytes());
+            assert_eq!(b.header("server"), None, "{strategy:?} {req:?}");
+            assert_eq!((a.status, &a.body), (b.status, &b.body), "{req:?}");
+        }
+        // Sixteen in one write, from the templates.
+        let mut s = connect(&named);
+        s.write_all(requests[0].repeat(16).as_bytes()).unwrap();
+        let mut buf = Vec::new();
+        for _ in 0..16 {
+            let r = read_response(&mut s, &mut buf, false).unwrap();
+            assert_eq!(servers(&r), [b"unflat-test/1.0 (caf\xe9)"], "{strategy:?}");
+        }
     }
 }
 
