@@ -29,17 +29,26 @@ fn writer(strategy: Strategy, idle_secs: u64, server: Option<Line>) -> Writer {
 
 /// Everything the writer of `strategy` queues for `r`, Date value blanked.
 fn written(strategy: Strategy, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
-    WRITERS.with(|w| written_by(&w[strategy as usize], r, exchange))
+    WRITERS.with(|w| written_by(&w[strategy as usize], r, None, exchange))
 }
 
-/// Everything `writer` queues for `r`, Date value blanked.
-fn written_by(writer: &Writer, r: &Response<'_>, exchange: Exchange) -> Vec<u8> {
+/// Everything `writer` queues for `r` with `fields` of its own, Date value
+/// blanked.
+fn written_by(
+    writer: &Writer,
+    r: &Response<'_>,
+    fields: Option<&Fields<'_>>,
+    exchange: Exchange,
+) -> Vec<u8> {
     let mut queue = WriteQueue::new();
     let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
     let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
-    writer
-        .write(&mut queue, r, exchange, &mut budget, Second::now())
-        .unwrap();
+    let second = Second::now();
+    match fields {
+        None => writer.write(&mut queue, r, exchange, &mut budget, second),
+        Some(f) => writer.write_with(&mut queue, r, f, exchange, &mut budget, second),
+    }
+    .unwrap();
     let mut out = Vec::new();
     queue.write_to(&mut out).unwrap();
     let at = out
@@ -158,7 +167,10 @@ fn writers_on_one_thread_keep_to_their_own_lines() {
     };
     for _ in 0..3 {
         let r = Response::prepared(&start, Body::SharedText(&body));
-        let (from_a, from_b) = (written_by(&a, &r, exchange), written_by(&b, &r, exchange));
+        let (from_a, from_b) = (
+            written_by(&a, &r, None, exchange),
+            written_by(&b, &r, None, exchange),
+        );
         assert!(
             head_of(&from_a).contains("Keep-Alive: timeout=5\r\n"),
             "{}",
@@ -190,17 +202,7 @@ fn the_server_line_goes_on_every_final_response_that_names_none() {
         let plain = Prepared::new(Status::OK, [Some(&text), None]);
         let named = Prepared::new(Status::OK, [Some(&text), Some(&own)]);
         let servers = |r: &Response<'_>, fields: Option<&Fields<'_>>| -> Vec<String> {
-            let mut queue = WriteQueue::new();
-            let memory = Arc::new(Memory::new(1 << 30, 1 << 30));
-            let mut budget = Budget::new(crate::memory::Lease::open(&memory, 0), 0, 0, 0);
-            match fields {
-                None => w.write(&mut queue, r, exchange, &mut budget, Second::now()),
-                Some(f) => w.write_with(&mut queue, r, f, exchange, &mut budget, Second::now()),
-            }
-            .unwrap();
-            let mut out = Vec::new();
-            queue.write_to(&mut out).unwrap();
-            head_of(&out)
+            head_of(&written_by(&w, r, fields, exchange))
                 .lines()
                 .filter(|l| l.to_ascii_lowercase().starts_with("server:"))
                 .map(str::to_string)
