@@ -25,12 +25,23 @@ the end-string suite's:
 With `--path PATH`, every run is a plain `wrk` of `GET PATH` instead
 (an application's route, docs/results/application.md).
 
+With `--counters`, each variant's line also gives, per request, wrk's own
+CPU time and voluntary context switches (its rusage), the server's
+voluntary context switches (every thread's, /proc/PID/task/*/status: how
+often it slept), and the TCP segments sent, pure ACKs received and
+delayed ACKs sent on the whole machine (`nstat`; other traffic counts too,
+so run nothing else). They show whether two servers cost wrk alike and
+exchange the same packets (docs/results/pipelined.md).
+
 Pinned, as the end-string suite runs: `taskset -c 1 python3 benches/ab.py
 …` (wrk inherits core 1) with each COMMAND under `taskset -c 0`.
 """
 import argparse
+import glob
+import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import socket
@@ -50,6 +61,40 @@ def cpu(pid):
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def sleeps(pid):
+    """The voluntary context switches of every thread of `pid` so far."""
+    total = 0
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            with open(status) as f:
+                total += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt"))
+        except FileNotFoundError:
+            pass  # a thread that ended between the listing and the read
+    return total
+
+
+# nstat's counters that --counters reads, and the names it prints them by.
+TCP = {"TcpOutSegs": "segs", "TcpExtTCPPureAcks": "pure ACKs", "TcpExtDelayedACKs": "delayed ACKs"}
+
+
+def tcp():
+    """The machine's TCP counters in TCP, absolute (nstat's history untouched)."""
+    out = subprocess.run(["nstat", "-asz", "--json"], capture_output=True, text=True, check=True).stdout
+    kernel = json.loads(out)["kernel"]
+    return [kernel.get(name, 0) for name in TCP]
+
+
+def counters(pid, start):
+    """What --counters differences around a run: wrk's rusage (a child that
+    has ended), the server's sleeps, the machine's TCP counters. nstat is a
+    child too, so it runs outside the span: first at the `start`, last at
+    the end."""
+    machine = tcp() if start else None
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wrk = [children.ru_utime + children.ru_stime, children.ru_nvcsw, sleeps(pid)]
+    return wrk + (machine if start else tcp())
 
 
 def length(text):
@@ -97,6 +142,9 @@ def main():
     a.add_argument("--path", metavar="PATH", type=request_path,
                    help="GET PATH (plain wrk, no script) instead of /end-string/LEN: a route of "
                         "any server, such as an application's (LEN, --kind and --body then unused)")
+    a.add_argument("--counters", action="store_true",
+                   help="also wrk's CPU and sleeps, the server's sleeps and the machine's TCP segments "
+                        "and ACKs, per request (needs nstat, from iproute2)")
     o = a.parse_args()
     if o.path and o.pipeline:
         a.error("--path and --pipeline: the pipelined script requests /end-string/LEN")
@@ -105,6 +153,8 @@ def main():
         a.error(f"a variant is named twice: {', '.join(names)}")
     if not shutil.which("wrk"):
         sys.exit("ab.py: wrk is not installed (apt-get install wrk)")
+    if o.counters and not shutil.which("nstat"):
+        sys.exit("ab.py: --counters needs nstat, which is not installed (apt-get install iproute2)")
     servers = []
     try:
         for name, cmd in o.variants:
@@ -124,6 +174,7 @@ def main():
             for name, p, port in servers:
                 progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
+                counted = counters(p.pid, True) if o.counters else []
                 if o.path:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
                 else:
@@ -131,6 +182,8 @@ def main():
                             f"http://127.0.0.1:{port}", "--", *script_args]
                 run = subprocess.run(argv, capture_output=True, text=True)
                 after = cpu(p.pid)
+                if o.counters:
+                    counted = [b - a for a, b in zip(counted, counters(p.pid, False))]
                 out = run.stdout
                 if run.returncode != 0:
                     sys.exit(f"{name}: wrk exited with status {run.returncode}:\n{out}{run.stderr}")
@@ -140,7 +193,10 @@ def main():
                 rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
                 user = (after[0] - before[0]) * 1e6 / requests
                 system = (after[1] - before[1]) * 1e6 / requests
-                results[name].append((rate, user + system, user, system))
+                per = [c / requests for c in counted]
+                if per:
+                    per[0] *= 1e6  # wrk's CPU, in µs
+                results[name].append((rate, user + system, user, system, *per))
     finally:
         for _, p, _ in servers:
             p.kill()
@@ -152,6 +208,11 @@ def main():
         print(f"{name:>12} {what} req/s {rate:9.0f} ({rate / base[0]:4.2f}x)  "
               f"CPU µs/req {total:6.2f} ({total / base[1]:4.2f}x; user {user:5.2f}, sys {system:5.2f})  "
               f"runs {[round(r[0]) for r in results[name]]}")
+        if o.counters:
+            c = [statistics.median(r[i] for r in results[name]) for i in range(4, 4 + 3 + len(TCP))]
+            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[3:]))
+            print(f"{'':>12} per request: wrk CPU µs {c[0]:.3f}, wrk sleeps {c[1]:.4f}, "
+                  f"server sleeps {c[2]:.4f}, {tcp_part}")
 
 
 if __name__ == "__main__":
