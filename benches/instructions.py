@@ -33,6 +33,13 @@ Prints on stdout each variant's instructions per request for each request
 and its ratio to the first variant's; progress (run k of N, time elapsed and left) goes to stderr.
 With `--allocations`, also counts heap allocations per request the same
 way (two runs under valgrind's memcheck, their difference over 2000).
+With `--cache`, also simulates the caches and branch predictor the same
+way (two runs under valgrind's cachegrind, `--cache-sim=yes
+--branch-sim=yes`, its model of this machine's L1 and last-level caches):
+first-level instruction and data misses and mispredicted branches per
+request. A model, not the CPU's counters, but like the count it does not
+move with the machine's load: it shows whether a server's hot code or
+data outgrows the first-level caches.
 Writes no files (callgrind's go to a temporary directory). Under valgrind
 a server runs many times slower: each of the 2 runs per variant takes
 seconds, longer over TLS and for long bodies. Needs valgrind.
@@ -175,6 +182,29 @@ def allocations(command, n, request, ca, depth):
     return int(m.group(1).replace(",", ""))
 
 
+# cachegrind's events that --cache prints, and the names it prints them by
+# (each a sum of the events named).
+CACHE = {"L1i misses": ("I1mr",), "L1d misses": ("D1mr", "D1mw"), "mispredicts": ("Bcm", "Bim")}
+
+
+def cache(command, n, request, out, ca, depth):
+    """CACHE's events in a run of `n` requests, as cachegrind's simulation
+    counts them (the `summary:` line of its output file)."""
+    tool = ["--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", f"--cachegrind-out-file={out}"]
+    under_valgrind(tool, command, n, request, ca, depth, 300)
+    events = summary = None
+    with open(out) as f:
+        for line in f:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("summary:"):
+                summary = [int(v) for v in line.split()[1:]]
+    if not events or not summary:
+        sys.exit(f"no cachegrind summary in {out}")
+    counted = dict(zip(events, summary))
+    return [sum(counted.get(e, 0) for e in names) for names in CACHE.values()]
+
+
 def count(command, n, request, out, ca, depth):
     tool = ["--tool=callgrind", f"--callgrind-out-file={out}"]
     err = under_valgrind(tool, command, n, request, ca, depth, 120)
@@ -245,6 +275,9 @@ def main():
     a.add_argument("--allocations", action="store_true",
                    help="also count heap allocations per request (valgrind's memcheck, the same two "
                         "runs; a server built with the system allocator: memcheck sees no other)")
+    a.add_argument("--cache", action="store_true",
+                   help="also L1 instruction and data misses and mispredicted branches per request "
+                        "(valgrind's cachegrind simulation, the same two runs)")
     a.add_argument("--self", dest="own", action="store_true",
                    help="with --top: rank functions by their self cost (their calls not counted)")
     o = a.parse_args()
@@ -256,7 +289,7 @@ def main():
     if not shutil.which("valgrind"):
         sys.exit("instructions.py: valgrind is not installed (apt-get install valgrind)")
     length, top, ca, depth, variants, chosen = o.len, o.top, o.tls, o.pipeline, o.variants, o.request
-    per, allocs = {}, {}
+    per, allocs, caches = {}, {}, {}
     progress = Progress("instructions.py", len(variants) * len(chosen) * len(RUNS))
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
@@ -271,6 +304,10 @@ def main():
                 if o.allocations:
                     made = [allocations(command, n, request, ca, depth) for n in RUNS]
                     allocs[name, which] = (made[1] - made[0]) / (RUNS[1] - RUNS[0])
+                if o.cache:
+                    sims = [cache(command, n, request, os.path.join(tmp, f"{name}.{which}.{n}.cg"), ca, depth)
+                            for n in RUNS]
+                    caches[name, which] = [(b - a) / (RUNS[1] - RUNS[0]) for a, b in zip(*sims)]
                 if top:
                     a, b = inclusive(outs[0], o.own), inclusive(outs[1], o.own)
                     rows = sorted(((b[k] - a.get(k, 0)) / (RUNS[1] - RUNS[0]), k) for k in b)
@@ -292,6 +329,11 @@ def main():
         print(f"{what}{over}: heap allocations per request (memcheck)")
         for name, _ in variants:
             cells = "".join(f" {allocs[name, w]:12.2f}" for w in chosen)
+            print(f"  {name:>10}{cells}")
+    if caches:
+        print(f"{what}{over}: per request, cachegrind's simulation ({', '.join(CACHE)})")
+        for name, _ in variants:
+            cells = "".join(f"  {w} " + " / ".join(f"{v:.2f}" for v in caches[name, w]) for w in chosen)
             print(f"  {name:>10}{cells}")
 
 if __name__ == "__main__":
