@@ -40,9 +40,11 @@ first-level instruction and data misses and mispredicted branches per
 request. A model, not the CPU's counters, but like the count it does not
 move with the machine's load: it shows whether a server's hot code or
 data outgrows the first-level caches.
-Writes no files (callgrind's go to a temporary directory). Under valgrind
-a server runs many times slower: each of the 2 runs per variant takes
-seconds, longer over TLS and for long bodies. Needs valgrind.
+
+Writes no files (callgrind's and cachegrind's go to a temporary
+directory). Under valgrind a server runs many times slower: each of the
+2 runs per variant takes seconds, longer over TLS and for long bodies.
+Needs valgrind.
 
     cargo build --release --workspace
     B=target/release
