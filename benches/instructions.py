@@ -39,7 +39,8 @@ way (two runs under valgrind's cachegrind, `--cache-sim=yes
 first-level instruction and data misses and mispredicted branches per
 request. A model, not the CPU's counters, but like the count it does not
 move with the machine's load: it shows whether a server's hot code or
-data outgrows the first-level caches.
+data outgrows the first-level caches. Over TLS aws-lc's seeding (below)
+is in these counts, which therefore move between runs.
 
 Writes no files (callgrind's and cachegrind's go to a temporary
 directory). Under valgrind a server runs many times slower: each of the
