@@ -378,8 +378,6 @@ pub struct Fields<'a> {
     list: ArrayVec<(HeaderName<'a>, Value<'a>), MAX_FIELDS>,
     /// The first field refused: the response is then a 500.
     error: Option<(&'a str, HeadError)>,
-    /// Whether one of them is `Server`: the configured one is then left out.
-    names_server: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -388,7 +386,6 @@ impl<'a> Fields<'a> {
         Fields {
             list: ArrayVec::new(),
             error: None,
-            names_server: false,
         }
     }
 
@@ -423,10 +420,7 @@ impl<'a> Fields<'a> {
         }
         let value = value.into();
         match self.check(name) {
-            Ok(name) => {
-                self.names_server |= is_server(name.as_str());
-                self.list.push((name, value));
-            }
+            Ok(name) => self.list.push((name, value)),
             Err(e) => self.error = Some((name, e)),
         }
         self
@@ -468,9 +462,10 @@ impl<'a> Fields<'a> {
         })
     }
 
-    /// Whether one of them is `Server`.
+    /// Whether one of them is `Server`: asked only by a writer that has a
+    /// `Server` line of its own to send, so `add` does not keep count.
     pub(super) fn names_server(&self) -> bool {
-        self.names_server
+        self.list.iter().any(|(name, _)| is_server(name.as_str()))
     }
 
     /// The fields, in order.

@@ -59,6 +59,17 @@ struct Templates {
     next: usize,
 }
 
+impl Templates {
+    /// No templates, for the writer numbered `owner` (0: none yet).
+    const fn new(owner: u64) -> Templates {
+        Templates {
+            owner,
+            slots: [EMPTY; SLOTS],
+            next: 0,
+        }
+    }
+}
+
 const EMPTY: Template = Template {
     key: Key([0; 2]),
     second: u64::MAX,
@@ -68,7 +79,7 @@ const EMPTY: Template = Template {
 
 thread_local! {
     static TEMPLATES: RefCell<Templates> = const {
-        RefCell::new(Templates { owner: 0, slots: [EMPTY; SLOTS], next: 0 })
+        RefCell::new(Templates::new(0))
     };
 }
 
@@ -87,11 +98,7 @@ pub(super) fn with_head<R>(
     TEMPLATES.with(|t| {
         let mut t = t.borrow_mut();
         if t.owner != owner {
-            *t = Templates {
-                owner,
-                slots: [EMPTY; SLOTS],
-                next: 0,
-            };
+            *t = Templates::new(owner);
         }
         let found = t
             .slots
