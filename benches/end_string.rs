@@ -34,7 +34,10 @@
 //! shift of the whole machine between rounds cancels out; the paired tables
 //! also compare direct with the ceiling. `--from-runs FILE` prints the
 //! summary and the tables again from a runs file, and draws its chart
-//! again (`end-string-runs.csv` gives `end-string.svg`), running nothing.
+//! again (`end-string-runs.csv` gives `end-string.svg`), running nothing;
+//! `--from-runs A,B,…` takes runs made hours apart as one set and adds a
+//! table with each file as one measurement, whose interval counts what
+//! moves the ratio between runs as well as between rounds.
 //!
 //! With `--pipeline N` each connection sends N requests per write, the
 //! TechEmpower plaintext shape (`wrk_scripts/pipeline.lua`), and may-peer
@@ -313,9 +316,12 @@ struct Opts {
     /// Print the summary and the comparison tables of a runs file this
     /// harness wrote (`target/unflat-bench/*-runs.csv`) and draw its chart
     /// again into target/unflat-bench/ (`NAME-runs.csv` gives `NAME.svg`),
-    /// running nothing.
-    #[arg(long, value_name = "CSV")]
-    from_runs: Option<PathBuf>,
+    /// running nothing. Several files, comma-separated: their rounds in
+    /// one set (each file's numbered after the one before), the chart
+    /// named after the first with `-pooled`, and a table of each file's
+    /// paired ratio and their mean, each file one measurement.
+    #[arg(long, value_name = "CSV[,CSV…]", value_delimiter = ',')]
+    from_runs: Vec<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long)]
     bench: bool,
@@ -462,24 +468,8 @@ fn main() {
     if o.quick {
         (o.runs, o.min_runs, o.duration) = (1, 1, 1);
     }
-    if let Some(path) = o.from_runs.clone() {
-        let runs = read_runs(&path)
-            .unwrap_or_else(|e| cli::usage_error(&format!("{}: {e}", path.display())));
-        ran_in(&mut o, &runs);
-        report(&o, &runs, &BTreeMap::new());
-        // The chart again too, named after the runs file:
-        // end-string-pipeline-runs.csv gives end-string-pipeline.svg.
-        let name = path
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let stem = name
-            .strip_suffix("-runs.csv")
-            .or_else(|| name.strip_suffix(".csv"))
-            .filter(|s| !s.is_empty())
-            .unwrap_or("end-string");
-        let svg = out_dir().join(format!("{stem}.svg"));
-        chart(&svg, &o, &runs);
-        println!("\nwrote {}", svg.display());
+    if !o.from_runs.is_empty() {
+        from_runs(&mut o);
         return;
     }
     let p = plan(&mut o).unwrap_or_else(|e| cli::usage_error(&e));
@@ -1229,18 +1219,27 @@ enum Test {
 /// improvement, p-value and accuracy as [`welch`], from the rounds both
 /// variants ran.
 fn paired(old: &[(usize, f64)], new: &[(usize, f64)]) -> Option<Compare> {
-    let logs: Vec<f64> = old
-        .iter()
+    one_sample(&log_ratios(old, new))
+}
+
+/// The log ratio `new / old` of each round both variants ran.
+fn log_ratios(old: &[(usize, f64)], new: &[(usize, f64)]) -> Vec<f64> {
+    old.iter()
         .filter_map(|&(round, o)| {
             let &(_, n) = new.iter().find(|(r, _)| *r == round)?;
             Some((n / o).ln())
         })
-        .collect();
+        .collect()
+}
+
+/// Student's one-sample t-test of log ratios against 0: the improvement
+/// their mean is, its p-value, and the accuracy as [`welch`] gives it;
+/// `None` for fewer than two.
+fn one_sample(logs: &[f64]) -> Option<Compare> {
     if logs.len() < 2 {
         return None;
     }
     let n = logs.len() as f64;
-    let logs = logs.as_slice();
     let (mean, se) = (logs.mean(), logs.std_dev() / n.sqrt());
     let improvement = (mean.exp() - 1.0) * 100.0;
     if se == 0.0 {
@@ -1304,16 +1303,9 @@ fn compare_table(o: &Opts, by: &Groups, metric: Metric, test: Test) {
         for kind in o.kinds.iter().map(|k| k.name()) {
             for &len in &o.lens {
                 let label = format!("end-string {old} → {new} kind={kind} len={len}");
-                let row = match compare(kind, len, old, new) {
-                    Some(c) => {
-                        ps.push(c.p);
-                        [stars(c.p).to_string(), format!("{:.2} %", c.improvement)]
-                            .into_iter()
-                            .chain(c.accuracy.map(|a| format!("±{a:.2}%")))
-                            .collect()
-                    }
-                    None => vec!["–".to_string(); 5],
-                };
+                let compared = compare(kind, len, old, new);
+                ps.extend(compared.as_ref().map(|c| c.p));
+                let row = cells(compared);
                 rows.push([vec![label], row].concat());
             }
         }
@@ -1328,21 +1320,74 @@ fn compare_table(o: &Opts, by: &Groups, metric: Metric, test: Test) {
             metric.title()
         ),
     }
-    print_table(
-        &[
-            "",
-            "confidence",
-            "improvement",
-            "accuracy (*)",
-            "(**)",
-            "(***)",
-        ],
-        &rows,
-    );
+    print_table(&[&[""][..], &COMPARED].concat(), &rows);
     if ps.len() < rows.len() {
         println!("(–: the test needs at least 2 runs per variant, or 2 rounds both ran)");
     }
     holm_note(&ps);
+}
+
+/// The headers of [`cells`].
+const COMPARED: [&str; 5] = ["confidence", "improvement", "accuracy (*)", "(**)", "(***)"];
+
+/// A comparison's cells in the tables: its stars, the improvement, and
+/// the accuracy at 95, 99 and 99.9 %; `–` in each without one.
+fn cells(compared: Option<Compare>) -> Vec<String> {
+    match compared {
+        Some(c) => [stars(c.p).to_string(), format!("{:.2} %", c.improvement)]
+            .into_iter()
+            .chain(c.accuracy.map(|a| format!("±{a:.2}%")))
+            .collect(),
+        None => vec!["–".to_string(); 5],
+    }
+}
+
+/// With several runs files (`--from-runs A,B,…`): each file's paired
+/// improvement in `metric` (the mean log ratio of its rounds) and their
+/// mean, tested with each file as one measurement. Pairing by round
+/// cancels what moves the machine between rounds, not what moves the
+/// ratio itself between runs hours apart; this interval counts that too.
+fn between_runs(o: &Opts, files: &[Vec<Run>], metric: Metric) {
+    let mut rows = Vec::new();
+    for (old, new) in ran(o, &PAIRS) {
+        for kind in o.kinds.iter().map(|k| k.name()) {
+            for &len in &o.lens {
+                // A file without the two variants at this length shows `–`.
+                let each: Vec<Option<f64>> = files
+                    .iter()
+                    .map(|runs| {
+                        let of = |v: &str| -> Vec<(usize, f64)> {
+                            runs.iter()
+                                .filter(|r| r.variant == v && r.kind == kind && r.len == len)
+                                .map(|r| (r.run, metric.of(r)))
+                                .collect()
+                        };
+                        let logs = log_ratios(&of(old), &of(new));
+                        (!logs.is_empty()).then(|| logs.mean())
+                    })
+                    .collect();
+                let means: Vec<f64> = each.iter().flatten().copied().collect();
+                if means.is_empty() {
+                    continue;
+                }
+                let each = each
+                    .iter()
+                    .map(|m| m.map_or("–".into(), |m| format!("{:+.2}", (m.exp() - 1.0) * 100.0)))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let label = format!("end-string {old} → {new} kind={kind} len={len}");
+                rows.push([vec![label, each], cells(one_sample(&means))].concat());
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    println!(
+        "\n{}, between runs files (each file's paired mean one measurement)",
+        metric.title()
+    );
+    print_table(&[&["", "each file (%)"][..], &COMPARED].concat(), &rows);
 }
 
 /// Those of `pairs` whose two variants both ran.
@@ -1567,6 +1612,49 @@ fn figure(f: &[&str], k: usize) -> Result<f64, String> {
 /// The name of a runs file's column `k`.
 fn column(k: usize) -> &'static str {
     RUNS_HEADER.split(',').nth(k).unwrap_or("?")
+}
+
+/// `--from-runs`: the tables and the chart of the runs files named,
+/// running nothing.
+fn from_runs(o: &mut Opts) {
+    let files: Vec<Vec<Run>> = o
+        .from_runs
+        .iter()
+        .map(|path| {
+            read_runs(path)
+                .unwrap_or_else(|e| cli::usage_error(&format!("{}: {e}", path.display())))
+        })
+        .collect();
+    // One set of rounds: each file's numbered after the one before's.
+    let mut runs = Vec::new();
+    for file in &files {
+        let next = runs.iter().map(|r: &Run| r.run + 1).max().unwrap_or(0);
+        runs.extend(file.iter().cloned().map(|r| Run {
+            run: r.run + next,
+            ..r
+        }));
+    }
+    ran_in(o, &runs);
+    report(o, &runs, &BTreeMap::new());
+    if files.len() > 1 {
+        for metric in [Metric::ReqPerS, Metric::CpuPerReq] {
+            between_runs(o, &files, metric);
+        }
+    }
+    // The chart again too, named after the (first) runs file:
+    // end-string-pipeline-runs.csv gives end-string-pipeline.svg.
+    let name = o.from_runs[0]
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let stem = name
+        .strip_suffix("-runs.csv")
+        .or_else(|| name.strip_suffix(".csv"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or("end-string");
+    let pooled = if files.len() > 1 { "-pooled" } else { "" };
+    let svg = out_dir().join(format!("{stem}{pooled}.svg"));
+    chart(&svg, o, &runs);
+    println!("\nwrote {}", svg.display());
 }
 
 /// Sets the variants, kinds and lengths of `o` to those `runs` hold, in

@@ -42,6 +42,16 @@ move with the machine's load: it shows whether a server's hot code or
 data outgrows the first-level caches. Over TLS aws-lc's seeding (below)
 is in these counts, which therefore move between runs.
 
+With `--footprint`, the same two callgrind runs count each instruction
+(`--dump-instr=yes`), and the table's second part is the code a server
+keeps running: the 64-byte lines of code (of every object, libc's
+included; the kernel's are not seen) whose instructions run at least
+once per two writes of the client, over the 2000 requests between the
+runs. A server whose lines do not fit the first-level instruction cache
+(32 KiB on this machine, shared with the kernel's code at every system
+call) fetches them again each write, which the count of instructions
+does not show; with `--top K`, the K functions holding the most lines.
+
 Writes no files (callgrind's and cachegrind's go to a temporary
 directory). Under valgrind a server runs many times slower: each of the
 2 runs per variant takes seconds, longer over TLS and for long bodies.
@@ -208,8 +218,10 @@ def cache(command, n, request, out, ca, depth):
     return [sum(counted.get(e, 0) for e in names) for names in CACHE.values()]
 
 
-def count(command, n, request, out, ca, depth):
+def count(command, n, request, out, ca, depth, per_instruction=False):
     tool = ["--tool=callgrind", f"--callgrind-out-file={out}"]
+    if per_instruction:
+        tool.append("--dump-instr=yes")
     err = under_valgrind(tool, command, n, request, ca, depth, 120)
     m = re.search(r"Collected : (\d+)", err)
     if not m:
@@ -236,6 +248,77 @@ def inclusive(out, own=False):
             name = re.sub(r" \[[^\]]*\]$", "", m.group(2))
             table[name] = table.get(name, 0) + int(m.group(1).replace(",", ""))
     return table
+
+
+# A line of code counts towards the footprint when it runs at least this
+# often per write of the client (a batch of `--pipeline` requests, or one).
+EVERY = 0.5
+
+
+def executed(out):
+    """Self instructions run at each address of a callgrind file written with
+    `--dump-instr=yes`, keyed by (object, address), and the function each
+    address belongs to. Reads callgrind's compressed format: `ob=`/`fn=`
+    name an object or function once and refer to it by number after; an
+    address is absolute (0x…), relative to the last (+n, -n), or the last
+    (*); the cost line after a `calls=` line is the call's inclusive cost,
+    not the caller's own, and is skipped."""
+    names, costs, owner = {}, {}, {}
+    obj = fn = "?"
+    last, call = 0, False
+    # Ir follows the positions: `instr`, and `line` unless --dump-line=no.
+    ir = 1
+    name = re.compile(r"(c?)(ob|fn)=\((\d+)\)(?: (.*))?")
+    with open(out) as f:
+        for line in f:
+            if line.startswith("positions:"):
+                ir = len(line.split()) - 1
+                continue
+            m = name.match(line)
+            if m:
+                key = (m.group(2), m.group(3))
+                if m.group(4):
+                    names[key] = m.group(4).rstrip("\n")
+                if not m.group(1):
+                    if m.group(2) == "ob":
+                        obj = names.get(key, "?")
+                    else:
+                        fn = names.get(key, "?")
+                continue
+            if line.startswith("calls="):
+                call = True
+                continue
+            head = line[:1]
+            if not (head.isdigit() or head in "+-*"):
+                continue
+            fields = line.split()
+            at = fields[0]
+            last = int(at, 16) if at.startswith("0x") else last if at == "*" else last + int(at)
+            if call:
+                call = False
+                continue
+            key = (obj, last)
+            costs[key] = costs.get(key, 0) + (int(fields[ir]) if len(fields) > ir else 0)
+            owner[key] = fn
+    return costs, owner
+
+
+def footprint(outs, writes):
+    """The 64-byte lines of code that run at least EVERY times per write,
+    from the two runs' callgrind files and the writes between them: their
+    number, and the number of them per function (a line goes to the
+    function with the most instructions in it)."""
+    (a, _), (b, owner) = executed(outs[0]), executed(outs[1])
+    lines = {}
+    for key, n in b.items():
+        if n - a.get(key, 0) >= EVERY * writes:
+            obj, address = key
+            lines.setdefault((obj, address >> 6), []).append(owner[key])
+    per = {}
+    for fns in lines.values():
+        fn = max(set(fns), key=fns.count)
+        per[fn] = per.get(fn, 0) + 1
+    return len(lines), per
 
 
 def requests(text):
@@ -281,6 +364,9 @@ def main():
     a.add_argument("--cache", action="store_true",
                    help="also L1 instruction and data misses and mispredicted branches per request "
                         "(valgrind's cachegrind simulation, the same two runs)")
+    a.add_argument("--footprint", action="store_true",
+                   help="also the 64-byte lines of code run at least once per two writes (callgrind's "
+                        "per-instruction counts, the same two runs); with --top, the functions holding most")
     a.add_argument("--self", dest="own", action="store_true",
                    help="with --top: rank functions by their self cost (their calls not counted)")
     o = a.parse_args()
@@ -292,7 +378,7 @@ def main():
     if not shutil.which("valgrind"):
         sys.exit("instructions.py: valgrind is not installed (apt-get install valgrind)")
     length, top, ca, depth, variants, chosen = o.len, o.top, o.tls, o.pipeline, o.variants, o.request
-    per, allocs, caches = {}, {}, {}
+    per, allocs, caches, feet = {}, {}, {}, {}
     progress = Progress("instructions.py", len(variants) * len(chosen) * len(RUNS))
     with tempfile.TemporaryDirectory() as tmp:
         for name, command in variants:
@@ -302,8 +388,16 @@ def main():
                 totals = []
                 for n, out in zip(RUNS, outs):
                     progress.step(f"{name}, {which}, {n} requests under callgrind")
-                    totals.append(count(command, n, request, out, ca, depth))
+                    totals.append(count(command, n, request, out, ca, depth, o.footprint))
                 per[name, which] = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
+                if o.footprint:
+                    writes = -(-RUNS[1] // depth) - -(-RUNS[0] // depth)
+                    lines, by_fn = footprint(outs, writes)
+                    feet[name, which] = lines
+                    if top:
+                        print(f"{name}, {which}: lines of code run at least every other write, top {top} functions")
+                        for fn, k in sorted(by_fn.items(), key=lambda kv: -kv[1])[:top]:
+                            print(f"  {k:8d}  {fn[:160]}")
                 if o.allocations:
                     made = [allocations(command, n, request, ca, depth) for n in RUNS]
                     allocs[name, which] = (made[1] - made[0]) / (RUNS[1] - RUNS[0])
@@ -332,6 +426,11 @@ def main():
         print(f"{what}{over}: heap allocations per request (memcheck)")
         for name, _ in variants:
             cells = "".join(f" {allocs[name, w]:12.2f}" for w in chosen)
+            print(f"  {name:>10}{cells}")
+    if feet:
+        print(f"{what}{over}: lines of code (64 bytes) run at least every other write")
+        for name, _ in variants:
+            cells = "".join(f" {feet[name, w]:8d} ({feet[name, w] * 64 / 1024:.1f} KiB)" for w in chosen)
             print(f"  {name:>10}{cells}")
     if caches:
         print(f"{what}{over}: per request, cachegrind's simulation ({', '.join(CACHE)})")

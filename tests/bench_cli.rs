@@ -248,6 +248,82 @@ fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
 
 #[test]
 #[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
+fn end_string_takes_several_runs_files_as_one_set_and_each_as_one_measurement() {
+    let dir = scratch_dir("from-runs-pooled");
+    // Two runs hours apart, two rounds each, numbered 1 and 2 in both:
+    // direct 10 % above the ceiling's CPU in the first, 20 % in the
+    // second, where the machine is twice as busy. Rounds paired by their
+    // numbers across the files (the second's ceiling with the first's
+    // direct, 0.55) would not give the +14.89 % below.
+    let first = runs_file(
+        &dir,
+        "first-runs.csv",
+        &[
+            "direct,ascii,64,1,95000,1.1,1.0,500,0",
+            "ceiling,ascii,64,1,100000,1.0,1.0,500,0",
+            "direct,ascii,64,2,95000,1.1,1.0,500,0",
+            "ceiling,ascii,64,2,100000,1.0,1.0,500,0",
+        ],
+    );
+    let second = runs_file(
+        &dir,
+        "second-runs.csv",
+        &[
+            "direct,ascii,64,1,45000,2.4,2.0,900,0",
+            "ceiling,ascii,64,1,50000,2.0,2.0,900,0",
+            "direct,ascii,64,2,45000,2.4,2.0,900,0",
+            "ceiling,ascii,64,2,50000,2.0,2.0,900,0",
+        ],
+    );
+    // A third run, of another length only.
+    let third = runs_file(
+        &dir,
+        "third-runs.csv",
+        &[
+            "direct,ascii,128,1,95000,1.05,1.0,500,0",
+            "ceiling,ascii,128,1,100000,1.0,1.0,500,0",
+        ],
+    );
+    let (code, stdout, stderr) = run(
+        "end-string",
+        &["--from-runs", &format!("{first},{second},{third}")],
+    );
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    let row = |table: &str| -> String {
+        let part = stdout
+            .split(table)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no table `{table}`: {stdout}"));
+        part.lines()
+            .find(|l| l.contains("end-string ceiling → direct kind=ascii len=64"))
+            .unwrap_or_else(|| panic!("no ceiling → direct row after `{table}`: {part}"))
+            .to_string()
+    };
+    // The four rounds in one set, each paired within its own file: the
+    // mean log ratio of 1.1, 1.1, 1.2, 1.2 is that of √1.32, +14.89 %.
+    let pooled = row("CPU µs/req: old → new (− is less CPU), paired by round");
+    assert!(pooled.contains("14.89 %"), "{pooled}");
+    // Each file one measurement: +10 % and +20 %, their mean the same;
+    // the third file has no rounds at this length.
+    let between = row("CPU µs/req: old → new (− is less CPU), between runs files");
+    assert!(between.contains("+10.00 +20.00 –"), "{between}");
+    assert!(between.contains("14.89 %"), "{between}");
+    assert!(stdout.contains("first-pooled.svg"), "{stdout}");
+    // One file: no table between files.
+    let (code, stdout, _) = run("end-string", &["--from-runs", &first]);
+    assert_eq!(code, Some(0));
+    assert!(!stdout.contains("between runs files"), "{stdout}");
+    // An empty name in the list is refused before any file is read.
+    refused(
+        "end-string",
+        &["--from-runs", &format!("{first},")],
+        &["--from-runs", "a value is required"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[ignore = "needs UNFLAT_HARNESSES, a directory of the bench executables (.ci/run)"]
 fn end_string_compares_hyper_stock_with_direct_and_with_hyper() {
     let dir = scratch_dir("stock-runs");
     let runs = runs_file(
