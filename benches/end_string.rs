@@ -1052,6 +1052,13 @@ fn group(runs: &[Run]) -> Groups<'_> {
     by
 }
 
+/// `(round, metric)` of each run of `v` at `kind` and `len` in `by`.
+fn series(by: &Groups, kind: &str, len: usize, v: &str, metric: Metric) -> Vec<(usize, f64)> {
+    by.get(&(kind.to_string(), len, v.to_string()))
+        .map(|rs| rs.iter().map(|r| (r.run, metric.of(r))).collect())
+        .unwrap_or_default()
+}
+
 /// A figure compared between variants.
 #[derive(Clone, Copy)]
 enum Metric {
@@ -1278,11 +1285,7 @@ fn stars(p: f64) -> &'static str {
 /// (and the other peers that ran, hyper → hyper-stock), per kind and
 /// length, by `test`.
 fn compare_table(o: &Opts, by: &Groups, metric: Metric, test: Test) {
-    let runs = |kind: &str, len: usize, v: &str| -> Vec<(usize, f64)> {
-        by.get(&(kind.to_string(), len, v.to_string()))
-            .map(|rs| rs.iter().map(|r| (r.run, metric.of(r))).collect())
-            .unwrap_or_default()
-    };
+    let runs = |kind: &str, len: usize, v: &str| series(by, kind, len, v, metric);
     let compare = |kind: &str, len: usize, old: &str, new: &str| {
         let (old, new) = (runs(kind, len, old), runs(kind, len, new));
         match test {
@@ -1348,6 +1351,7 @@ fn cells(compared: Option<Compare>) -> Vec<String> {
 /// cancels what moves the machine between rounds, not what moves the
 /// ratio itself between runs hours apart; this interval counts that too.
 fn between_runs(o: &Opts, files: &[Vec<Run>], metric: Metric) {
+    let files: Vec<Groups> = files.iter().map(|runs| group(runs)).collect();
     let mut rows = Vec::new();
     for (old, new) in ran(o, &PAIRS) {
         for kind in o.kinds.iter().map(|k| k.name()) {
@@ -1355,13 +1359,8 @@ fn between_runs(o: &Opts, files: &[Vec<Run>], metric: Metric) {
                 // A file without the two variants at this length shows `–`.
                 let each: Vec<Option<f64>> = files
                     .iter()
-                    .map(|runs| {
-                        let of = |v: &str| -> Vec<(usize, f64)> {
-                            runs.iter()
-                                .filter(|r| r.variant == v && r.kind == kind && r.len == len)
-                                .map(|r| (r.run, metric.of(r)))
-                                .collect()
-                        };
+                    .map(|by| {
+                        let of = |v: &str| series(by, kind, len, v, metric);
                         let logs = log_ratios(&of(old), &of(new));
                         (!logs.is_empty()).then(|| logs.mean())
                     })

@@ -78,6 +78,7 @@ runtime's event loop per request; under wrk's 50 connections one trip
 serves several, so the runtime's share is larger here than there.
 """
 import argparse
+import math
 import os
 import re
 import shlex
@@ -391,7 +392,8 @@ def main():
                     totals.append(count(command, n, request, out, ca, depth, o.footprint))
                 per[name, which] = (totals[1] - totals[0]) / (RUNS[1] - RUNS[0])
                 if o.footprint:
-                    writes = -(-RUNS[1] // depth) - -(-RUNS[0] // depth)
+                    # drive() writes ceil(n / depth) batches in a run of n requests.
+                    writes = math.ceil(RUNS[1] / depth) - math.ceil(RUNS[0] / depth)
                     lines, by_fn = footprint(outs, writes)
                     feet[name, which] = lines
                     if top:
@@ -422,21 +424,20 @@ def main():
     for name, _ in variants:
         cells = "".join(f" {per[name, w]:12.0f} {per[name, w] / per[first, w]:9.2f}×" for w in chosen)
         print(f"  {name:>10}{cells}")
-    if allocs:
-        print(f"{what}{over}: heap allocations per request (memcheck)")
+    def table(figures, title, cell):
+        """A table of `figures` by (variant, request), each as `cell` prints
+        it; none when they were not asked for."""
+        if not figures:
+            return
+        print(f"{what}{over}: {title}")
         for name, _ in variants:
-            cells = "".join(f" {allocs[name, w]:12.2f}" for w in chosen)
-            print(f"  {name:>10}{cells}")
-    if feet:
-        print(f"{what}{over}: lines of code (64 bytes) run at least every other write")
-        for name, _ in variants:
-            cells = "".join(f" {feet[name, w]:8d} ({feet[name, w] * 64 / 1024:.1f} KiB)" for w in chosen)
-            print(f"  {name:>10}{cells}")
-    if caches:
-        print(f"{what}{over}: per request, cachegrind's simulation ({', '.join(CACHE)})")
-        for name, _ in variants:
-            cells = "".join(f"  {w} " + " / ".join(f"{v:.2f}" for v in caches[name, w]) for w in chosen)
-            print(f"  {name:>10}{cells}")
+            print(f"  {name:>10}" + "".join(cell(w, figures[name, w]) for w in chosen))
+
+    table(allocs, "heap allocations per request (memcheck)", lambda w, v: f" {v:12.2f}")
+    table(feet, "lines of code (64 bytes) run at least every other write",
+          lambda w, v: f" {v:8d} ({v * 64 / 1024:.1f} KiB)")
+    table(caches, f"per request, cachegrind's simulation ({', '.join(CACHE)})",
+          lambda w, v: f"  {w} " + " / ".join(f"{x:.2f}" for x in v))
 
 if __name__ == "__main__":
     main()
