@@ -41,10 +41,10 @@ use crate::service::Service;
 use crate::session::{Session, Step, Waiting};
 
 /// How long an idle connection whose client asked again at once holds its
-/// buffers before it puts them in the worker's pool (`idle.rs`). The timer
-/// fires at its end, so a busy connection is woken for nothing about once
-/// per `HOLD`; a longer hold keeps the buffers of connections that went
-/// quiet longer.
+/// buffers before it puts them in the worker's pool (`idle.rs`). Each wait
+/// moves the timer to its own hold's end ([`Timer::poll_moved`]), so a busy
+/// connection is not woken at the end of a hold it left behind; a longer
+/// hold keeps the buffers of connections that went quiet longer.
 const HOLD: Duration = Duration::from_millis(20);
 
 /// A connection's lease, its base covering what it needs before it reads
@@ -437,7 +437,7 @@ impl<'a, S: Service, IO: Socket> Connection<'a, S, IO> {
             }
             // The timer is armed for the hold's end first: the deadline is
             // polled once the buffers are away.
-            if !away && (!self.keeps || timer.poll_passed(held, cx).is_ready()) {
+            if !away && (!self.keeps || timer.poll_moved(held, cx).is_ready()) {
                 self.put_buffers_away();
                 (away, self.keeps) = (true, false);
             }

@@ -2,7 +2,8 @@
 //! whose deadline has come, scanning at most once per [`TICK`]. Not tokio's:
 //! its time driver costs every worker's park, one per sequential request
 //! (docs/results/instructions-and-profiles.md). A deadline is an atomic in
-//! the timer's entry, written only when it comes *earlier*. **Lazy firing**:
+//! the timer's entry, written only when it comes *earlier* (or, by
+//! [`Timer::poll_moved`], when a wait asks for it later). **Lazy firing**:
 //! a fired entry says only that its deadline came; the task checks the
 //! deadline in force, which may have moved later, and re-arms, so a request
 //! that arrives in time costs no timer work.
@@ -35,7 +36,8 @@ struct Armed {
 /// The clock thread's view of every timer.
 struct Wheel {
     entries: Mutex<Entries>,
-    /// When the thread wakes next (`UNARMED`: when woken).
+    /// When the thread wakes next (`UNARMED`: when woken); outside a scan,
+    /// no later than any armed entry's deadline.
     next: AtomicU64,
     thread: Thread,
 }
@@ -100,10 +102,14 @@ fn run(wheel: &'static Wheel) {
                 }
                 let at = e.at.load(Ordering::Acquire);
                 if at <= scanned {
-                    let fired =
-                        e.at.compare_exchange(at, UNARMED, Ordering::AcqRel, Ordering::Relaxed);
-                    if fired.is_ok() {
-                        e.waker.wake();
+                    match e
+                        .at
+                        .compare_exchange(at, UNARMED, Ordering::AcqRel, Ordering::Acquire)
+                    {
+                        Ok(_) => e.waker.wake(),
+                        // Moved since the load (`Timer::poll_moved`): kept
+                        // in view, or the thread might sleep past it.
+                        Err(moved) => earliest = earliest.min(moved),
                     }
                 } else {
                     earliest = earliest.min(at);
@@ -198,6 +204,27 @@ impl Timer {
         Poll::Pending
     }
 
+    /// [`Timer::poll_passed`], the timer moved to `deadline` when it was
+    /// armed earlier too: for a deadline that moves on at every wait (the
+    /// hold of a busy keep-alive connection), which lazy firing would wake
+    /// once for every deadline it left behind. A deadline already past
+    /// fires at the clock thread's next scan, within a [`TICK`].
+    pub fn poll_moved(&self, deadline: Moment, cx: &mut Context<'_>) -> Poll<()> {
+        let at = self.entry.at.load(Ordering::Acquire);
+        if at < deadline.millis() {
+            // Invariant: the thread wakes no later than any armed deadline
+            // (`Wheel::next`), so it still wakes by `at`, and sees the later
+            // one then. Fired meanwhile (UNARMED): `poll_passed` arms anew.
+            let _ = self.entry.at.compare_exchange(
+                at,
+                deadline.millis(),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+        self.poll_passed(deadline, cx)
+    }
+
     /// Completes once `deadline` has come.
     pub async fn passed(&self, deadline: Moment) {
         poll_fn(|cx| self.poll_passed(deadline, cx)).await
@@ -264,6 +291,28 @@ mod tests {
         let start = std::time::Instant::now();
         timer.passed(Moment::in_(Duration::from_millis(80))).await;
         assert!(start.elapsed() >= Duration::from_millis(75));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_timer_moved_later_fires_at_the_later_deadline_only() {
+        let timer = Timer::new();
+        let start = std::time::Instant::now();
+        let first = Moment::in_(Duration::from_millis(20));
+        let woken = std::future::poll_fn(|cx| {
+            assert!(timer.poll_moved(first, cx).is_pending());
+            Poll::Ready(())
+        });
+        woken.await;
+        // Moved on before the first deadline: no wake at it.
+        let later = Moment::in_(Duration::from_millis(100));
+        let mut polls = 0;
+        std::future::poll_fn(|cx| {
+            polls += 1;
+            timer.poll_moved(later, cx)
+        })
+        .await;
+        assert!(start.elapsed() >= Duration::from_millis(95));
+        assert_eq!(polls, 2, "woken once, at the later deadline");
     }
 
     #[tokio::test(flavor = "current_thread")]
