@@ -33,6 +33,13 @@ delayed ACKs sent on the whole machine (`nstat`; other traffic counts too,
 so run nothing else). They show whether two servers cost wrk alike and
 exchange the same packets (docs/results/pipelined.md).
 
+With `--syscalls`, each variant's line also gives, per request, the
+system calls of the server and of wrk: in all, and those of SYSCALLS by
+name, counted by `perf stat` on the kernel's syscall tracepoints (no CPU
+counters needed, so a VM guest counts them too; needs linux-perf). The
+count adds a little to every system call of both, alike for every
+variant.
+
 Pinned, as the end-string suite runs: `taskset -c 1 python3 benches/ab.py
 …` (wrk inherits core 1) with each COMMAND under `taskset -c 0`.
 """
@@ -44,10 +51,12 @@ import re
 import resource
 import shlex
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from common import Parser, Progress, free_port, positive, variant
@@ -95,6 +104,32 @@ def counters(pid, start):
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     wrk = [children.ru_utime + children.ru_stime, children.ru_nvcsw, sleeps(pid)]
     return wrk + (machine if start else tcp())
+
+
+# The system calls --syscalls names, besides the total.
+SYSCALLS = ("read", "recvfrom", "write", "writev", "sendto", "epoll_wait", "epoll_ctl", "futex")
+EVENTS = ",".join(["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{s}" for s in SYSCALLS])
+
+
+def perf_stat(out, target):
+    """`perf stat` counting EVENTS into the file `out`, for `target`: the
+    arguments after `-p PID` or `--` COMMAND."""
+    return ["perf", "stat", "-x,", "-o", out, "-e", EVENTS, *target]
+
+
+def syscall_counts(out):
+    """EVENTS' counts from a `perf stat -x,` file, in EVENTS' order."""
+    counted = {}
+    with open(out) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 2 and fields[0].isdigit():
+                counted[fields[2]] = int(fields[0])
+    events = EVENTS.split(",")
+    missing = [e for e in events if e not in counted]
+    if missing:
+        sys.exit(f"ab.py: perf counted no {', '.join(missing)} (kernel tracepoints readable?)")
+    return [counted[e] for e in events]
 
 
 def length(text):
@@ -145,6 +180,9 @@ def main():
     a.add_argument("--counters", action="store_true",
                    help="also wrk's CPU and sleeps, the server's sleeps and the machine's TCP segments "
                         "and ACKs, per request (needs nstat, from iproute2)")
+    a.add_argument("--syscalls", action="store_true",
+                   help="also the server's and wrk's system calls per request, in all and by name "
+                        "(perf stat on the syscall tracepoints; needs linux-perf)")
     o = a.parse_args()
     if o.path and o.pipeline:
         a.error("--path and --pipeline: the pipelined script requests /end-string/LEN")
@@ -155,6 +193,9 @@ def main():
         sys.exit("ab.py: wrk is not installed (apt-get install wrk)")
     if o.counters and not shutil.which("nstat"):
         sys.exit("ab.py: --counters needs nstat, which is not installed (apt-get install iproute2)")
+    if o.syscalls and not shutil.which("perf"):
+        sys.exit("ab.py: --syscalls needs perf, which is not installed (apt-get install linux-perf)")
+    traces = tempfile.TemporaryDirectory() if o.syscalls else None
     servers = []
     try:
         for name, cmd in o.variants:
@@ -180,10 +221,21 @@ def main():
                 else:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", "-s", script,
                             f"http://127.0.0.1:{port}", "--", *script_args]
+                if traces:
+                    server_out, wrk_out = (os.path.join(traces.name, f) for f in ("server", "wrk"))
+                    watch = subprocess.Popen(perf_stat(server_out, ["-p", str(p.pid)]),
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    # perf says nothing once it counts: a moment to attach.
+                    time.sleep(0.2)
+                    argv = perf_stat(wrk_out, ["--", *argv])
                 run = subprocess.run(argv, capture_output=True, text=True)
                 after = cpu(p.pid)
                 if o.counters:
                     counted = [b - a for a, b in zip(counted, counters(p.pid, False))]
+                if traces:
+                    watch.send_signal(signal.SIGINT)
+                    watch.wait(timeout=10)
+                    counted = counted + syscall_counts(server_out) + syscall_counts(wrk_out)
                 out = run.stdout
                 if run.returncode != 0:
                     sys.exit(f"{name}: wrk exited with status {run.returncode}:\n{out}{run.stderr}")
@@ -194,12 +246,14 @@ def main():
                 user = (after[0] - before[0]) * 1e6 / requests
                 system = (after[1] - before[1]) * 1e6 / requests
                 per = [c / requests for c in counted]
-                if per:
+                if o.counters:
                     per[0] *= 1e6  # wrk's CPU, in µs
                 results[name].append((rate, user + system, user, system, *per))
     finally:
         for _, p, _ in servers:
             p.kill()
+        if traces:
+            traces.cleanup()
     first = servers[0][0]
     base = [statistics.median(r[i] for r in results[first]) for i in (0, 1)]
     for name, _, _ in servers:
@@ -208,11 +262,20 @@ def main():
         print(f"{name:>12} {what} req/s {rate:9.0f} ({rate / base[0]:4.2f}x)  "
               f"CPU µs/req {total:6.2f} ({total / base[1]:4.2f}x; user {user:5.2f}, sys {system:5.2f})  "
               f"runs {[round(r[0]) for r in results[name]]}")
+        at = 4
         if o.counters:
-            c = [statistics.median(r[i] for r in results[name]) for i in range(4, 4 + 3 + len(TCP))]
+            c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + 3 + len(TCP))]
+            at += len(c)
             tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[3:]))
             print(f"{'':>12} per request: wrk CPU µs {c[0]:.3f}, wrk sleeps {c[1]:.4f}, "
                   f"server sleeps {c[2]:.4f}, {tcp_part}")
+        if o.syscalls:
+            names = ["all", *SYSCALLS]
+            for who in ("server", "wrk"):
+                c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + len(names))]
+                at += len(names)
+                calls = ", ".join(f"{n} {v:.4f}" for n, v in zip(names, c) if v or n == "all")
+                print(f"{'':>12} {who}'s system calls per request: {calls}")
 
 
 if __name__ == "__main__":
