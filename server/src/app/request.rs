@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrayvec::ArrayVec;
 
 use super::body::RequestBody;
-use crate::h1::{query_pairs, Pair, QueryError, RequestHead};
+use crate::h1::{pairs, Pair, QueryError, RequestHead};
 
 /// Parameters a route's path may name (`{name}` segments and a `{*rest}`).
 pub const MAX_PARAMS: usize = 8;
@@ -37,6 +37,9 @@ pub struct Request {
     fields_end: u32,
     path: (u32, u32),
     query: Option<(u32, u32)>,
+    /// The target holds no `%` and no `+` (`RequestHead`'s walk found
+    /// none): the query's pairs are handed over as they are.
+    plain: bool,
     /// Each parameter's text in `buf`.
     params: ArrayVec<(u32, u32), MAX_PARAMS>,
     /// The route's parameter names, in order.
@@ -118,6 +121,7 @@ impl Request {
             fields_end: fields_end as u32,
             path,
             query,
+            plain: head.query_is_plain(),
             params: kept,
             names: names.cloned(),
             version: head.version,
@@ -173,8 +177,9 @@ impl Request {
 
     /// The query's `name=value` pairs in order, percent-decoded with `+`
     /// as a space; a pair that cannot be decoded is an error naming it.
+    #[inline]
     pub fn query_pairs(&self) -> impl Iterator<Item = Result<Pair<'_>, QueryError>> {
-        query_pairs(self.query())
+        pairs(self.query(), self.plain)
     }
 
     /// The first query parameter named `name`, decoded; an error when a

@@ -12,7 +12,7 @@ use super::chunks::{Plan, MAX_CHUNKS, MAX_EVERY_MS, MAX_PACED};
 use super::query::{bad_request, echo_format, once, parse_count, refused};
 use super::reply::{Answer, Made};
 use super::{RouteLimits, Routed};
-use unflat_server::h1::{self, RequestHead};
+use unflat_server::h1::{self, QueryError, RequestHead};
 use unflat_server::observe::Exposition;
 
 /// The routes, as the metrics count requests by them.
@@ -186,7 +186,7 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
         Route::Metrics => no_query(Answer::made(Made::Metrics(Exposition::from_accept(
             head.field("accept"),
         )))),
-        Route::EndString => end_string(limits, argument, head.query),
+        Route::EndString => end_string(limits, argument, head),
         Route::Large => large(limits, argument, head.query).unwrap_or_else(|e| e),
         Route::ServerWide | Route::Echo | Route::Unmatched => {
             unreachable!("answered above, or never routed")
@@ -200,19 +200,21 @@ fn reply(limits: RouteLimits, route: Route, argument: &str, head: &RequestHead<'
 /// gives is an answer in two registers, never a `Result` of two answers,
 /// which is stored to be merged and copied before its pieces are written.
 #[inline(always)]
-fn end_string(limits: RouteLimits, len: &str, query: Option<&str>) -> Answer {
+fn end_string(limits: RouteLimits, len: &str, head: &RequestHead<'_>) -> Answer {
     let len = match parse_count("len", len) {
         Ok(len) if len > limits.max_len => return too_long(len, limits),
         Ok(len) => len,
         Err(refused) => return refused,
     };
-    match query {
+    match head.query {
         None => Answer::Body(BodyKey::Text(Key {
             len,
             kind: Kind::default(),
             form: Form::default(),
         })),
-        Some(query) => end_string_query(len, query),
+        // Nothing to decode in nearly every query: its pairs as sent.
+        Some(query) if head.query_is_plain() => end_string_query(len, h1::plain_pairs(Some(query))),
+        Some(_) => end_string_query(len, head.query_pairs()),
     }
 }
 
@@ -224,11 +226,15 @@ fn too_long(len: usize, limits: RouteLimits) -> Answer {
     ))
 }
 
-/// [`end_string`] for a text of `len` characters asked with a `query`.
+/// [`end_string`] for a text of `len` characters asked with a query, its
+/// pairs (as sent, or decoded).
 #[inline(never)]
-fn end_string_query(len: usize, query: &str) -> Answer {
+fn end_string_query<T: std::ops::Deref<Target = str>>(
+    len: usize,
+    pairs: impl Iterator<Item = Result<(T, T), QueryError>>,
+) -> Answer {
     let mut asked = Asked::default();
-    for pair in h1::query_pairs(Some(query)) {
+    for pair in pairs {
         let set = match pair {
             Ok((name, value)) => asked.set(&name, &value),
             Err(e) => Err(refused(e)),

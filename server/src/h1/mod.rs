@@ -18,7 +18,8 @@ mod word;
 use unflat::head::Status;
 
 pub use body::{BodyDecoder, Decoded};
-pub use query::{decode_pair, find_byte, query_pairs, Pair, QueryError};
+pub(crate) use query::pairs;
+pub use query::{decode_pair, find_byte, plain_pairs, query_pairs, Pair, PlainPairs, QueryError};
 pub use request::{begins_head_request, first_line, parse_head, Parsed, RequestHead};
 pub use scan::{scan, Scanned};
 pub use uri::begins_escape;
@@ -34,8 +35,9 @@ pub struct Walked {
     /// Where in the target its first `?` is.
     pub query_at: Option<usize>,
     /// Whether every byte of the target is one a URI holds as it is
-    /// (RFC 3986's unreserved, sub-delims, `:@/?`): no `%`, no byte above
-    /// ASCII, none a URI may not hold.
+    /// (RFC 3986's unreserved, sub-delims but `+`, `:@/?`): no `%`, no
+    /// `+`, no byte above ASCII, none a URI may not hold. Its query then
+    /// needs no decoding.
     pub plain: bool,
 }
 

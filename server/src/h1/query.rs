@@ -46,14 +46,80 @@ impl std::error::Error for QueryError {}
 // request when they could not inline it before link-time optimisation).
 #[inline]
 pub fn query_pairs(query: Option<&str>) -> impl Iterator<Item = Result<Pair<'_>, QueryError>> {
+    pairs(query, false)
+}
+
+/// [`query_pairs`] of a query known to hold no escape and no `+` when
+/// `plain` (the head's walk through the target found none): then not
+/// looked at for them again.
+#[inline]
+pub(crate) fn pairs(
+    query: Option<&str>,
+    plain: bool,
+) -> impl Iterator<Item = Result<Pair<'_>, QueryError>> {
     // Looked at once for escapes, not pair by pair.
-    let plain = query.is_some_and(|q| !has_escapes(q));
-    query_parts(query)
-        .filter(|p| !p.is_empty())
-        .map(move |pair| {
-            decoded(pair, plain)?
-                .ok_or_else(|| QueryError(format!("query parameter {pair:?} has no value")))
-        })
+    let plain = plain || query.is_some_and(|q| !has_escapes(q));
+    parts(query).map(move |pair| decoded(pair, plain)?.ok_or_else(|| no_value(pair)))
+}
+
+/// The pairs of a query in which nothing needs decoding, as sent: what
+/// [`query_pairs`] gives for a query with no escape and no `+`
+/// ([`RequestHead::query_is_plain`](super::RequestHead::query_is_plain)),
+/// with no `Cow` to hand over and no escape to look for.
+///
+/// ```
+/// use unflat_server::h1::plain_pairs;
+/// let pairs: Vec<_> = plain_pairs(Some("kind=ascii&&x=")).collect::<Result<_, _>>().unwrap();
+/// assert_eq!(pairs, [("kind", "ascii"), ("x", "")]);
+/// assert!(plain_pairs(Some("x")).next().unwrap().is_err());
+/// ```
+#[inline]
+pub fn plain_pairs(query: Option<&str>) -> PlainPairs<'_> {
+    PlainPairs { rest: query }
+}
+
+/// The iterator of [`plain_pairs`]: a loop of its own, always inlined,
+/// where the adapters of [`query_pairs`] were left out of line, a call
+/// for each pair.
+#[derive(Clone, Debug)]
+pub struct PlainPairs<'q> {
+    /// What is left of the query: `None` once its last part is taken.
+    rest: Option<&'q str>,
+}
+
+impl<'q> Iterator for PlainPairs<'q> {
+    type Item = Result<(&'q str, &'q str), QueryError>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let s = self.rest?;
+            let pair = match split_once_byte(s, b'&') {
+                Some((pair, rest)) => {
+                    self.rest = Some(rest);
+                    pair
+                }
+                None => {
+                    self.rest = None;
+                    s
+                }
+            };
+            if !pair.is_empty() {
+                return Some(split_once_byte(pair, b'=').ok_or_else(|| no_value(pair)));
+            }
+        }
+    }
+}
+
+/// The parts of a query that are not empty (`a=1&&b=2` has two).
+#[inline]
+fn parts(query: Option<&str>) -> impl Iterator<Item = &str> {
+    query_parts(query).filter(|p| !p.is_empty())
+}
+
+#[cold]
+fn no_value(pair: &str) -> QueryError {
+    QueryError(format!("query parameter {pair:?} has no value"))
 }
 
 /// Whether `s` holds a byte that needs decoding: an escape, or `+`. Eight
@@ -91,34 +157,44 @@ pub(crate) fn query_parts(query: Option<&str>) -> impl Iterator<Item = &str> {
 
 /// `s` split around its first `sep`, an ASCII byte. A byte search: `str`'s
 /// search for a `char` cost more than the rest of the query's parsing
-/// (callgrind), and a target is ASCII anyway.
-#[inline]
+/// (callgrind), and a target is ASCII anyway. Always inlined: a call
+/// costs what the split does.
+#[inline(always)]
 pub(crate) fn split_once_byte(s: &str, sep: u8) -> Option<(&str, &str)> {
     debug_assert!(sep.is_ascii(), "a separator is one byte of UTF-8");
     let at = find_byte(s.as_bytes(), sep)?;
     Some((&s[..at], &s[at + 1..]))
 }
 
-/// Where the first `sep` in `s` is: eight bytes at a time, then the last
-/// few one by one. On a query's few dozen bytes this beats a byte at a
+/// Where the first `sep` in `s` is: eight bytes at a time, the last few as
+/// a word read again (overlapping), or one by one when there are fewer
+/// than eight in all. On a query's few dozen bytes this beats a byte at a
 /// time and `memchr` alike, whose vector search starts at 16 bytes and
 /// goes through a call (`benches/head_scan.rs`, `find_byte`).
 #[inline]
 pub fn find_byte(s: &[u8], sep: u8) -> Option<usize> {
-    let mut words = s.chunks_exact(8);
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight bytes"));
+    let found = |at: usize, marks: u64| at + (marks.trailing_zeros() / 8) as usize;
     let mut at = 0;
-    for word in &mut words {
-        let marks = equal(
-            u64::from_le_bytes(word.try_into().expect("eight bytes")),
-            sep,
-        );
+    while at + 8 <= s.len() {
+        let marks = equal(word(at), sep);
         if marks != 0 {
-            return Some(at + (marks.trailing_zeros() / 8) as usize);
+            return Some(found(at, marks));
         }
         at += 8;
     }
-    let tail = words.remainder();
-    tail.iter().position(|&b| b == sep).map(|i| at + i)
+    if at == s.len() {
+        return None;
+    }
+    match s.len().checked_sub(8) {
+        // The bytes it shares with the words before hold no `sep`, so no
+        // borrow marks a byte after them: the lowest marked is exact.
+        Some(last) => {
+            let marks = equal(word(last), sep);
+            (marks != 0).then(|| found(last, marks))
+        }
+        None => s.iter().position(|&b| b == sep),
+    }
 }
 
 /// The bytes that make a pair need decoding: an escape, or `+`.
@@ -235,6 +311,42 @@ mod tests {
             }
         }
         assert_eq!(query_parts(None).count(), 0);
+    }
+
+    /// A query the head's walk found plain gives the pairs a query looked
+    /// at for escapes gives, and read as sent ([`plain_pairs`]) the same
+    /// text: the walk's `plain` (no `%`, no `+`) is all the look would find.
+    #[test]
+    fn a_plain_query_gives_the_pairs_it_gives_when_looked_at() {
+        for target in [
+            "/a?kind=ascii&body=rope",
+            "/a?x=1&&y=",
+            "/a?x",
+            "/a?b?c=d",
+            "/a?x=1+2",
+            "/a?x=%41",
+        ] {
+            let head = format!("GET {target} HTTP/1.1\r\n\r\n");
+            let mut fields = [std::mem::MaybeUninit::uninit(); 1];
+            let scanned = crate::h1::scan(head.as_bytes(), &mut fields)
+                .unwrap()
+                .unwrap();
+            let query = scanned.walked.query_at.map(|q| &target[q + 1..]);
+            let plain = scanned.walked.plain;
+            assert_eq!(plain, !target.contains(['%', '+']), "{target:?}");
+            let looked: Vec<_> = query_pairs(query).collect();
+            assert_eq!(
+                pairs(query, plain).collect::<Vec<_>>(),
+                looked,
+                "{target:?}"
+            );
+            if plain {
+                let as_sent: Vec<_> = plain_pairs(query)
+                    .map(|p| p.map(|(n, v)| (n.into(), v.into())))
+                    .collect();
+                assert_eq!(as_sent, looked, "{target:?}");
+            }
+        }
     }
 
     proptest::proptest! {

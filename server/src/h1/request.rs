@@ -14,7 +14,7 @@ use std::mem::MaybeUninit;
 use unflat::head::{Framing, Status};
 
 use super::fields::check_fields;
-use super::query::{query_pairs, Pair, QueryError};
+use super::query::{pairs, Pair, QueryError};
 use super::scan::{scan, Scanned};
 use super::uri::parse_target;
 use super::{reject, HeadLimits, Reject};
@@ -49,6 +49,9 @@ pub struct RequestHead<'b> {
     /// The method is `HEAD`: compared once, asked by the core and the
     /// service alike.
     head_request: bool,
+    /// The head's walk found no `%` and no `+` in the target: its query's
+    /// pairs need no decoding, nor a look for what would need it.
+    plain: bool,
 }
 
 impl<'b> RequestHead<'b> {
@@ -110,8 +113,16 @@ impl<'b> RequestHead<'b> {
     /// The query's `name=value` pairs, in order, percent-decoded with `+`
     /// as a space: borrowed when the query has no escape (nothing
     /// allocated); a pair that cannot be decoded is an error naming it.
+    #[inline]
     pub fn query_pairs(&self) -> impl Iterator<Item = Result<Pair<'b>, QueryError>> {
-        query_pairs(self.query)
+        pairs(self.query, self.plain)
+    }
+
+    /// Whether the target holds no `%` and no `+`: its query's pairs are
+    /// as sent ([`plain_pairs`](super::plain_pairs) reads them).
+    #[inline]
+    pub fn query_is_plain(&self) -> bool {
+        self.plain
     }
 }
 
@@ -189,6 +200,7 @@ pub fn parse_head<'b>(
             wants_keep_alive: checked.wants_keep_alive,
             expect_continue: checked.expect_continue,
             head_request: method == "HEAD",
+            plain: walked.plain,
         }),
         Err(r) => rejected(r),
     }

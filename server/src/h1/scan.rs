@@ -190,7 +190,7 @@ pub fn scan<'b>(
 struct TargetWalk {
     /// A byte above ASCII.
     above_ascii: bool,
-    /// A byte a URI does not hold as it is (`%` included).
+    /// A byte a URI does not hold as it is (`%` included), or a `+`.
     odd: bool,
     /// The first `?`, as a position in the input.
     query_at: Option<usize>,
@@ -273,7 +273,7 @@ impl<'b> Walk<'b> {
                 break;
             }
             found.above_ascii |= b >= 0x80;
-            found.odd |= !URI_BYTE[usize::from(b)];
+            found.odd |= !PLAIN_BYTE[usize::from(b)];
             if b == b'?' && found.query_at.is_none() {
                 found.query_at = Some(self.i);
             }
@@ -412,10 +412,11 @@ mod sse2 {
         unsafe {
             let v = _mm_loadu_si128(block.as_ptr().cast());
             let is = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
-            // The visible bytes a URI does not hold as it is, in five
-            // tests: `[\]` and `{|}` are one range with bit 5 set; `"#`
-            // and `<>` are one value each with bit 0 or bit 1 set; `^`,
-            // `` ` `` and `%` alone. Signed: bytes above ASCII are none.
+            // The visible bytes a URI does not hold as it is, and `+`,
+            // which a query decodes, in six tests: `[\]` and `{|}` are one
+            // range with bit 5 set; `"#` and `<>` are one value each with
+            // bit 0 or bit 1 set; `^`, `` ` ``, `%` and `+` alone. Signed:
+            // bytes above ASCII are none.
             let set = _mm_or_si128(v, _mm_set1_epi8(0x20));
             let brackets = _mm_and_si128(
                 _mm_cmpgt_epi8(set, _mm_set1_epi8(0x7a)),
@@ -423,7 +424,10 @@ mod sse2 {
             );
             let quote_hash = is(_mm_or_si128(v, _mm_set1_epi8(1)), b'#');
             let angles = is(_mm_or_si128(v, _mm_set1_epi8(2)), b'>');
-            let alone = _mm_or_si128(is(v, b'^'), _mm_or_si128(is(v, b'`'), is(v, b'%')));
+            let alone = _mm_or_si128(
+                _mm_or_si128(is(v, b'^'), is(v, b'`')),
+                _mm_or_si128(is(v, b'%'), is(v, b'+')),
+            );
             let odd = _mm_or_si128(
                 _mm_or_si128(brackets, alone),
                 _mm_or_si128(quote_hash, angles),
@@ -503,7 +507,8 @@ mod swar {
             | equal(word | (LO * 2), b'>')
             | equal(word, b'^')
             | equal(word, b'`')
-            | equal(word, b'%');
+            | equal(word, b'%')
+            | equal(word, b'+');
         let lowest = |m: u64| bits(m & m.wrapping_neg());
         Target {
             stop: lowest(stop),
@@ -521,13 +526,14 @@ struct Target {
     stop: u32,
     /// Bytes above ASCII.
     above: u32,
-    /// Visible ASCII a URI does not hold as it is (`"#%<>[\]^`{|}`).
+    /// Visible ASCII a URI does not hold as it is (`"#%<>[\]^`{|}`),
+    /// and `+`.
     odd: u32,
     /// `?`.
     query: u32,
 }
 
-use super::uri::URI_BYTE;
+use super::uri::PLAIN_BYTE;
 
 /// tchar (RFC 9110 §5.6.2): methods and field names.
 static TOKEN: [bool; 256] = {
@@ -559,7 +565,7 @@ static VALUE: [bool; 256] = {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::{sse2, swar, URI_BYTE};
+    use super::{sse2, swar, PLAIN_BYTE};
 
     /// The first flagged byte of 16, by SWAR's two halves.
     fn first(flags: (u32, u32)) -> u32 {
@@ -630,7 +636,7 @@ mod tests {
                 (
                     t.odd,
                     (l.odd, h.odd),
-                    &(|b: u8| (0x21..0x7f).contains(&b) && !URI_BYTE[usize::from(b)])
+                    &(|b: u8| (0x21..0x7f).contains(&b) && !PLAIN_BYTE[usize::from(b)])
                         as &dyn Fn(u8) -> bool,
                 ),
                 (t.query, (l.query, h.query), &|b| b == b'?'),
