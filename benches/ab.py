@@ -27,7 +27,9 @@ With `--path PATH`, every run is a plain `wrk` of `GET PATH` instead
 
 With `--counters`, each variant's line also gives, per request, wrk's own
 CPU time and voluntary context switches (its rusage), the server's
-voluntary context switches (every thread's, /proc/PID/task/*/status: how
+voluntary context switches (every thread's, and its busiest thread's
+alone: the worker's, each a sleep the client's next request wakes;
+/proc/PID/task/*/status: how
 often it slept), and the TCP segments sent, pure ACKs received and
 delayed ACKs sent on the whole machine (`nstat`; other traffic counts too,
 so run nothing else). They show whether two servers cost wrk alike and
@@ -72,16 +74,28 @@ def cpu(pid):
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
-def sleeps(pid):
-    """The voluntary context switches of every thread of `pid` so far."""
-    total = 0
+def thread_sleeps(pid):
+    """The voluntary context switches of each thread of `pid` so far, keyed
+    by the thread's status file."""
+    counts = {}
     for status in glob.glob(f"/proc/{pid}/task/*/status"):
         try:
             with open(status) as f:
-                total += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt"))
+                counts[status] = sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt"))
         except FileNotFoundError:
             pass  # a thread that ended between the listing and the read
-    return total
+    return counts
+
+
+def sleeps(pid):
+    """The voluntary context switches of every thread of `pid` so far."""
+    return sum(thread_sleeps(pid).values())
+
+
+def busiest_sleeps(before, after):
+    """The most sleeps one thread made between two `thread_sleeps`: the
+    worker's, whose every sleep a client's next request must wake."""
+    return max((n - before.get(t, 0) for t, n in after.items()), default=0)
 
 
 # nstat's counters that --counters reads, and the names it prints them by.
@@ -216,6 +230,7 @@ def main():
                 progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
                 counted = counters(p.pid, True) if o.counters else []
+                threads = thread_sleeps(p.pid) if o.counters else {}
                 if o.path:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
                 else:
@@ -232,6 +247,7 @@ def main():
                 after = cpu(p.pid)
                 if o.counters:
                     counted = [b - a for a, b in zip(counted, counters(p.pid, False))]
+                    counted.append(busiest_sleeps(threads, thread_sleeps(p.pid)))
                 if traces:
                     watch.send_signal(signal.SIGINT)
                     watch.wait(timeout=10)
@@ -264,11 +280,11 @@ def main():
               f"runs {[round(r[0]) for r in results[name]]}")
         at = 4
         if o.counters:
-            c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + 3 + len(TCP))]
+            c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + 4 + len(TCP))]
             at += len(c)
-            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[3:]))
+            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[3:-1]))
             print(f"{'':>12} per request: wrk CPU µs {c[0]:.3f}, wrk sleeps {c[1]:.4f}, "
-                  f"server sleeps {c[2]:.4f}, {tcp_part}")
+                  f"server sleeps {c[2]:.4f} (its busiest thread {c[-1]:.4f}), {tcp_part}")
         if o.syscalls:
             names = ["all", *SYSCALLS]
             for who in ("server", "wrk"):
