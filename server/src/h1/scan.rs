@@ -6,8 +6,9 @@
 //! for UTF-8 only when it holds a byte above ASCII, and no dispatch per
 //! field. The target's URI bytes and its query are found in the same walk
 //! ([`Scanned::walked`]), so that checking it
-//! (`uri.rs`) walks it again only when it holds an escape or a byte a URI
-//! may not. `benches/head_scan.rs` measures the two.
+//! (`uri.rs`) walks it again only when it holds an escape, a `+` or a byte
+//! a URI may not, and reading its query looks for nothing to decode in a
+//! target that holds neither. `benches/head_scan.rs` measures the two.
 // Bytes checked to be ASCII are read as text without a second check, and
 // the fields are written into the caller's uninitialised slots.
 #![allow(unsafe_code)]

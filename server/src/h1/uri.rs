@@ -67,9 +67,9 @@ pub(super) fn parse_target<'t>(
     } else {
         return bad("the request target must begin with / (or be http://host/… or * for OPTIONS)");
     };
-    // Nearly every target holds URI bytes only, no `%`: the scan that
-    // found its end found its query too; any other byte takes the detailed
-    // pass, which says what is wrong.
+    // Nearly every target holds URI bytes only, no `%` and no `+`: the
+    // scan that found its end found its query too; any other byte takes
+    // the detailed pass, which says what is wrong.
     let query_at = if walked.plain {
         // The first `?` is never in an authority, which ends before it.
         walked.query_at.map(|q| q - (target.len() - rest.len()))
