@@ -44,11 +44,11 @@ fn by_httparse(input: &[u8], room: usize) -> Verdict {
 }
 
 /// Whether every byte of `target` is one a URI holds as it is (RFC 3986:
-/// unreserved, sub-delims, `:@/?`).
+/// unreserved, sub-delims, `:@/?`) and a query reads as it is: no `+`.
 fn plain(target: &str) -> bool {
     target
         .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?".contains(&b))
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*,;=:@/?".contains(&b))
 }
 
 fn by_scan(input: &[u8], room: usize) -> Verdict {
