@@ -75,7 +75,9 @@ pub(crate) fn pairs(
 /// ```
 #[inline]
 pub fn plain_pairs(query: Option<&str>) -> PlainPairs<'_> {
-    PlainPairs { rest: query }
+    PlainPairs {
+        parts: query_parts(query),
+    }
 }
 
 /// The iterator of [`plain_pairs`]: a loop of its own, always inlined,
@@ -83,8 +85,7 @@ pub fn plain_pairs(query: Option<&str>) -> PlainPairs<'_> {
 /// for each pair.
 #[derive(Clone, Debug)]
 pub struct PlainPairs<'q> {
-    /// What is left of the query: `None` once its last part is taken.
-    rest: Option<&'q str>,
+    parts: Parts<'q>,
 }
 
 impl<'q> Iterator for PlainPairs<'q> {
@@ -93,17 +94,7 @@ impl<'q> Iterator for PlainPairs<'q> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let s = self.rest?;
-            let pair = match split_once_byte(s, b'&') {
-                Some((pair, rest)) => {
-                    self.rest = Some(rest);
-                    pair
-                }
-                None => {
-                    self.rest = None;
-                    s
-                }
-            };
+            let pair = self.parts.next()?;
             if !pair.is_empty() {
                 return Some(split_once_byte(pair, b'=').ok_or_else(|| no_value(pair)));
             }
@@ -145,14 +136,28 @@ fn has_escapes(s: &str) -> bool {
 /// The `&`-separated parts of a query, empty ones included (none for no
 /// query).
 #[inline]
-pub(crate) fn query_parts(query: Option<&str>) -> impl Iterator<Item = &str> {
-    let mut rest = query;
-    std::iter::from_fn(move || {
-        let s = rest?;
-        let (part, tail) = split_once_byte(s, b'&').map_or((s, None), |(p, t)| (p, Some(t)));
-        rest = tail;
+pub(crate) fn query_parts(query: Option<&str>) -> Parts<'_> {
+    Parts { rest: query }
+}
+
+/// The iterator of [`query_parts`], always inlined: [`PlainPairs`] takes
+/// its parts from it on every request.
+#[derive(Clone, Debug)]
+pub(crate) struct Parts<'q> {
+    /// What is left of the query: `None` once its last part is taken.
+    rest: Option<&'q str>,
+}
+
+impl<'q> Iterator for Parts<'q> {
+    type Item = &'q str;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'q str> {
+        let s = self.rest?;
+        let (part, rest) = split_once_byte(s, b'&').map_or((s, None), |(p, t)| (p, Some(t)));
+        self.rest = rest;
         Some(part)
-    })
+    }
 }
 
 /// `s` split around its first `sep`, an ASCII byte. A byte search: `str`'s
