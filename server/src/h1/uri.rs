@@ -130,11 +130,16 @@ pub fn begins_escape(bytes: &[u8], at: usize) -> bool {
 
 /// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
 /// unreserved, sub-delims, `:`, `@`, `/` and `?`.
-pub(super) static URI_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
+pub(super) static URI_BYTE: [bool; 256] = URI_BYTES;
+const URI_BYTES: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
 
 /// [`URI_BYTE`] but `+`, which a query reads as a space: the bytes a
 /// target and its query are read as they are.
-pub(super) static PLAIN_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*,;=:@/?");
+pub(super) static PLAIN_BYTE: [bool; 256] = {
+    let mut table = URI_BYTES;
+    table[b'+' as usize] = false;
+    table
+};
 
 /// `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2); empty is
 /// allowed (RFC 9112 §3.2, for targets without an authority).
