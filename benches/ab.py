@@ -29,8 +29,8 @@ With `--counters`, each variant's line also gives, per request, wrk's own
 CPU time and voluntary context switches (its rusage), the server's
 voluntary context switches (every thread's, and its busiest thread's
 alone: the worker's, each a sleep the client's next request wakes;
-/proc/PID/task/*/status: how
-often it slept), and the TCP segments sent, pure ACKs received and
+/proc/PID/task/*/status: how often it slept), and the TCP segments
+sent, pure ACKs received and
 delayed ACKs sent on the whole machine (`nstat`; other traffic counts too,
 so run nothing else). They show whether two servers cost wrk alike and
 exchange the same packets (docs/results/pipelined.md).
@@ -87,15 +87,12 @@ def thread_sleeps(pid):
     return counts
 
 
-def sleeps(pid):
-    """The voluntary context switches of every thread of `pid` so far."""
-    return sum(thread_sleeps(pid).values())
-
-
-def busiest_sleeps(before, after):
-    """The most sleeps one thread made between two `thread_sleeps`: the
-    worker's, whose every sleep a client's next request must wake."""
-    return max((n - before.get(t, 0) for t, n in after.items()), default=0)
+def server_sleeps(before, after):
+    """Between two `thread_sleeps`: the sleeps of every thread, and the
+    most one thread made (the worker's, whose every sleep a client's next
+    request must wake)."""
+    busiest = max((n - before.get(t, 0) for t, n in after.items()), default=0)
+    return [sum(after.values()) - sum(before.values()), busiest]
 
 
 # nstat's counters that --counters reads, and the names it prints them by.
@@ -109,14 +106,14 @@ def tcp():
     return [kernel.get(name, 0) for name in TCP]
 
 
-def counters(pid, start):
-    """What --counters differences around a run: wrk's rusage (a child that
-    has ended), the server's sleeps, the machine's TCP counters. nstat is a
-    child too, so it runs outside the span: first at the `start`, last at
-    the end."""
+def counters(start):
+    """What --counters differences around a run, besides the server's
+    sleeps: wrk's rusage (a child that has ended), the machine's TCP
+    counters. nstat is a child too, so it runs outside the span: first at
+    the `start`, last at the end."""
     machine = tcp() if start else None
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wrk = [children.ru_utime + children.ru_stime, children.ru_nvcsw, sleeps(pid)]
+    wrk = [children.ru_utime + children.ru_stime, children.ru_nvcsw]
     return wrk + (machine if start else tcp())
 
 
@@ -229,7 +226,7 @@ def main():
             for name, p, port in servers:
                 progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
-                counted = counters(p.pid, True) if o.counters else []
+                counted = counters(True) if o.counters else []
                 threads = thread_sleeps(p.pid) if o.counters else {}
                 if o.path:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
@@ -246,8 +243,8 @@ def main():
                 run = subprocess.run(argv, capture_output=True, text=True)
                 after = cpu(p.pid)
                 if o.counters:
-                    counted = [b - a for a, b in zip(counted, counters(p.pid, False))]
-                    counted.append(busiest_sleeps(threads, thread_sleeps(p.pid)))
+                    slept = server_sleeps(threads, thread_sleeps(p.pid))
+                    counted = [b - a for a, b in zip(counted, counters(False))] + slept
                 if traces:
                     watch.send_signal(signal.SIGINT)
                     watch.wait(timeout=10)
@@ -282,9 +279,9 @@ def main():
         if o.counters:
             c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + 4 + len(TCP))]
             at += len(c)
-            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[3:-1]))
+            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[2:-2]))
             print(f"{'':>12} per request: wrk CPU µs {c[0]:.3f}, wrk sleeps {c[1]:.4f}, "
-                  f"server sleeps {c[2]:.4f} (its busiest thread {c[-1]:.4f}), {tcp_part}")
+                  f"server sleeps {c[-2]:.4f} (its busiest thread {c[-1]:.4f}), {tcp_part}")
         if o.syscalls:
             names = ["all", *SYSCALLS]
             for who in ("server", "wrk"):
