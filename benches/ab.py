@@ -29,8 +29,10 @@ With `--counters`, each variant's line also gives, per request, wrk's own
 CPU time and voluntary context switches (its rusage), the server's
 voluntary context switches (every thread's, and its busiest thread's
 alone: the worker's, each a sleep the client's next request wakes;
-/proc/PID/task/*/status: how often it slept), and the TCP segments
-sent, pure ACKs received and
+/proc/PID/task/*/status: how often it slept), the interrupts that woke
+the server's cores (rescheduling and function-call IPIs to the CPUs it
+may run on, /proc/interrupts: what waking it cost the waker, a VM exit
+each in a guest), and the TCP segments sent, pure ACKs received and
 delayed ACKs sent on the whole machine (`nstat`; other traffic counts too,
 so run nothing else). They show whether two servers cost wrk alike and
 exchange the same packets (docs/results/pipelined.md).
@@ -106,15 +108,42 @@ def tcp():
     return [kernel.get(name, 0) for name in TCP]
 
 
-def counters(start):
+def allowed_cpus(pid):
+    """The CPUs `pid` may run on (its Cpus_allowed_list: "0", "0-1,3")."""
+    with open(f"/proc/{pid}/status") as f:
+        listed = next(line.split()[1] for line in f if line.startswith("Cpus_allowed_list"))
+    cpus = []
+    for span in listed.split(","):
+        first, _, last = span.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def wakes(cpus):
+    """The interrupts that wake a sleeping CPU to run a task (rescheduling
+    and function-call IPIs: a waker on another CPU sends one to a CPU that
+    sleeps) delivered to `cpus` so far, from /proc/interrupts."""
+    with open("/proc/interrupts") as f:
+        columns = {name: i for i, name in enumerate(next(f).split())}
+        at = [columns[f"CPU{c}"] for c in cpus]
+        total = 0
+        for line in f:
+            fields = line.split()
+            if fields and fields[0] in ("RES:", "CAL:"):
+                total += sum(int(fields[1 + i]) for i in at)
+    return total
+
+
+def counters(start, cpus):
     """What --counters differences around a run, besides the server's
     sleeps: wrk's rusage (a child that has ended), the machine's TCP
-    counters. nstat is a child too, so it runs outside the span: first at
-    the `start`, last at the end."""
+    counters, the wake-up interrupts to the server's `cpus`. nstat is a
+    child too, so it runs outside the span: first at the `start`, last at
+    the end."""
     machine = tcp() if start else None
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     wrk = [children.ru_utime + children.ru_stime, children.ru_nvcsw]
-    return wrk + (machine if start else tcp())
+    return wrk + (machine if start else tcp()) + [wakes(cpus)]
 
 
 # The system calls --syscalls names, besides the total.
@@ -189,7 +218,7 @@ def main():
                    help="GET PATH (plain wrk, no script) instead of /end-string/LEN: a route of "
                         "any server, such as an application's (LEN, --kind and --body then unused)")
     a.add_argument("--counters", action="store_true",
-                   help="also wrk's CPU and sleeps, the server's sleeps and the machine's TCP segments "
+                   help="also wrk's CPU and sleeps, the server's sleeps and wake-up IPIs, the machine's TCP segments "
                         "and ACKs, per request (needs nstat, from iproute2)")
     a.add_argument("--syscalls", action="store_true",
                    help="also the server's and wrk's system calls per request, in all and by name "
@@ -226,7 +255,7 @@ def main():
             for name, p, port in servers:
                 progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
-                counted = counters(True) if o.counters else []
+                counted = counters(True, allowed_cpus(p.pid)) if o.counters else []
                 threads = thread_sleeps(p.pid) if o.counters else {}
                 if o.path:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
@@ -244,7 +273,7 @@ def main():
                 after = cpu(p.pid)
                 if o.counters:
                     slept = server_sleeps(threads, thread_sleeps(p.pid))
-                    counted = [b - a for a, b in zip(counted, counters(False))] + slept
+                    counted = [b - a for a, b in zip(counted, counters(False, allowed_cpus(p.pid)))] + slept
                 if traces:
                     watch.send_signal(signal.SIGINT)
                     watch.wait(timeout=10)
@@ -277,11 +306,12 @@ def main():
               f"runs {[round(r[0]) for r in results[name]]}")
         at = 4
         if o.counters:
-            c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + 4 + len(TCP))]
+            c = [statistics.median(r[i] for r in results[name]) for i in range(at, at + 5 + len(TCP))]
             at += len(c)
-            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[2:-2]))
+            tcp_part = "  ".join(f"{label} {v:.4f}" for label, v in zip(TCP.values(), c[2:-3]))
             print(f"{'':>12} per request: wrk CPU µs {c[0]:.3f}, wrk sleeps {c[1]:.4f}, "
-                  f"server sleeps {c[-2]:.4f} (its busiest thread {c[-1]:.4f}), {tcp_part}")
+                  f"server sleeps {c[-2]:.4f} (its busiest thread {c[-1]:.4f}), "
+                  f"wake-up IPIs to its cores {c[-3]:.4f}, {tcp_part}")
         if o.syscalls:
             names = ["all", *SYSCALLS]
             for who in ("server", "wrk"):

@@ -87,7 +87,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::Statistics;
 use support::{
     build_release, children_cpu_time, cli, connect, hms, installed, machine, on_cpus, out_dir,
-    root, tcp_fast_path_segments, Proc, Progress, Responses, Tls,
+    root, tcp_fast_path_segments, wake_ipis, Proc, Progress, Responses, Tls,
 };
 use unflat_server::net::tls::Provider;
 
@@ -344,6 +344,9 @@ struct Run {
     /// TCP data segments received on Linux's fast path, both ways, per
     /// request ([`tcp_fast_path_segments`]; NaN where it is not known).
     fast_path_per_req: f64,
+    /// Wake-up IPIs to the servers' CPUs per request ([`wake_ipis`]; NaN
+    /// where it is not known, or the servers are not pinned).
+    wakes_per_req: f64,
 }
 
 /// The first value `values` holds twice.
@@ -565,7 +568,7 @@ fn main() {
                 for s in order {
                     let r = wrk(&o, &p, s, len, kind, run);
                     println!(
-                        "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs  TCP fast path {:.3}/req{}",
+                        "run {} {:>11} {:<7} len={:<6} {:>10.0} req/s {:>7.2} CPU µs/req  wrk {:>6.2} µs/req  p99 {:>6} µs  TCP fast path {:.3}/req  wake IPIs {:.4}/req{}",
                         run + 1,
                         s.name,
                         kind,
@@ -575,6 +578,7 @@ fn main() {
                         r.wrk_cpu_us_per_req,
                         r.p99_us,
                         r.fast_path_per_req,
+                        r.wakes_per_req,
                         if r.errors > 0 { format!("  {} errors", r.errors) } else { String::new() }
                     );
                     runs.push(r);
@@ -961,6 +965,9 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
     let threads = s.thread_times();
     let wrk_before = children_cpu_time();
     let fast_before = tcp_fast_path_segments();
+    // Only pinned servers have CPUs of their own, whose wakes are theirs.
+    let server_cpus = p.cpus.as_ref().map(|(server, _)| server.as_str());
+    let wakes_before = server_cpus.and_then(wake_ipis);
     let out = on_cpus(p.cpus.as_ref().map(|(_, wrk)| wrk.as_str()), "wrk")
         .args([
             "-t",
@@ -982,6 +989,11 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
     let wrk_cpu = children_cpu_time() - wrk_before;
     let fast = fast_before
         .zip(tcp_fast_path_segments())
+        .map_or(f64::NAN, |(before, after)| {
+            after.saturating_sub(before) as f64
+        });
+    let wakes = wakes_before
+        .zip(server_cpus.and_then(wake_ipis))
         .map_or(f64::NAN, |(before, after)| {
             after.saturating_sub(before) as f64
         });
@@ -1015,6 +1027,7 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
         p99_us: num(&["latency_us", "p99"]),
         errors,
         fast_path_per_req: fast / requests,
+        wakes_per_req: wakes / requests,
     }
 }
 
@@ -1118,6 +1131,9 @@ fn summary(by: &Groups, instructions: &BTreeMap<(String, usize, String), f64>) {
                 Some(pick(rs, |r| r.fast_path_per_req).mean())
                     .filter(|f| f.is_finite())
                     .map_or("–".to_string(), |f| format!("{f:.3}")),
+                Some(pick(rs, |r| r.wakes_per_req).mean())
+                    .filter(|f| f.is_finite())
+                    .map_or("–".to_string(), |f| format!("{f:.4}")),
                 ratio(&req, |r| r.req_per_s),
                 ratio(&cpu, |r| r.cpu_us_per_req),
                 instructions
@@ -1135,6 +1151,7 @@ fn summary(by: &Groups, instructions: &BTreeMap<(String, usize, String), f64>) {
             "server CPU µs/req",
             "wrk CPU µs/req",
             "TCP fast path/req",
+            "server wake IPIs/req",
             "req/s ratio to ceiling",
             "CPU ratio to ceiling",
             "instructions/req",
@@ -1508,7 +1525,7 @@ fn runs_csv(runs: &[Run]) -> String {
     for r in runs {
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.2},{:.4},{:.4},{},{},{:.4}",
+            "{},{},{},{},{:.2},{:.4},{:.4},{},{},{:.4},{:.5}",
             r.variant,
             r.kind,
             r.len,
@@ -1518,29 +1535,31 @@ fn runs_csv(runs: &[Run]) -> String {
             r.wrk_cpu_us_per_req,
             r.p99_us,
             r.errors,
-            r.fast_path_per_req
+            r.fast_path_per_req,
+            r.wakes_per_req
         );
     }
     s
 }
 
-/// The first line of a runs file. Files written before its last column,
-/// the TCP fast path's, have the rest as theirs and are read with that
-/// column unknown.
-const RUNS_HEADER: &str = "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors,tcp_fast_path_per_req";
+/// The first line of a runs file. Files written before its last columns
+/// (the TCP fast path's, then the wake IPIs') have the ones before as
+/// theirs and are read with those columns unknown.
+const RUNS_HEADER: &str = "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors,tcp_fast_path_per_req,server_wake_ipis_per_req";
+
+/// How many columns a runs file has whose first line is `header`: all of
+/// [`RUNS_HEADER`]'s, or only its first nine or ten (older files).
+fn runs_columns(header: &str) -> Option<usize> {
+    let all: Vec<&str> = RUNS_HEADER.split(',').collect();
+    (9..=all.len()).find(|&n| header == all[..n].join(","))
+}
 
 /// The runs of a file [`runs_csv`] wrote. An error names the line and the
 /// field that could not be read.
 fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut lines = text.lines().enumerate();
-    let columns = RUNS_HEADER.split(',').count();
-    let header = lines.next().map(|(_, h)| h);
-    let fields = if header == Some(RUNS_HEADER) {
-        columns
-    } else if header == RUNS_HEADER.rsplit_once(',').map(|(older, _)| older) {
-        columns - 1
-    } else {
+    let Some(fields) = lines.next().and_then(|(_, h)| runs_columns(h)) else {
         return Err(format!("line 1 is not the header `{RUNS_HEADER}`"));
     };
     let runs = lines
@@ -1570,14 +1589,8 @@ fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
                 wrk_cpu_us_per_req: figure(&f, 6).map_err(at)?,
                 p99_us: figure(&f, 7).map_err(at)?,
                 errors: field(&f, 8).map_err(at)?,
-                fast_path_per_req: match f.get(9) {
-                    Some(v) => v
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|v| v.is_nan() || *v >= 0.0)
-                        .ok_or_else(|| at(format!("{} `{v}` is not a figure or NaN", column(9))))?,
-                    None => f64::NAN,
-                },
+                fast_path_per_req: optional(&f, 9).map_err(at)?,
+                wakes_per_req: optional(&f, 10).map_err(at)?,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -1585,6 +1598,18 @@ fn read_runs(path: &Path) -> Result<Vec<Run>, String> {
         return Err("no runs after the header".into());
     }
     Ok(runs)
+}
+
+/// Field `k` of a runs file's line, a figure or NaN (not known); NaN too
+/// when the file is older than the column.
+fn optional(f: &[&str], k: usize) -> Result<f64, String> {
+    let Some(v) = f.get(k) else {
+        return Ok(f64::NAN);
+    };
+    v.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_nan() || *v >= 0.0)
+        .ok_or_else(|| format!("{} `{v}` is not a figure or NaN", column(k)))
 }
 
 /// Field `k` of a runs file's line, parsed; an error names the column.

@@ -231,6 +231,21 @@ fn end_string_prints_the_tables_of_a_runs_file_and_names_a_broken_line() {
         let broken = runs_file(&dir, "broken.csv", rows);
         refused("end-string", &["--from-runs", &broken], names);
     }
+    // Today's layout: the TCP fast path and the wake IPIs after errors,
+    // each a figure or NaN.
+    let newest = dir.join("newest.csv");
+    std::fs::write(
+        &newest,
+        "variant,kind,len,run,req_per_s,server_cpu_us_per_req,wrk_cpu_us_per_req,p99_us,errors,\
+         tcp_fast_path_per_req,server_wake_ipis_per_req\n\
+         direct,ascii,64,1,1,1,1,1,0,NaN,-0.5\n",
+    )
+    .unwrap();
+    refused(
+        "end-string",
+        &["--from-runs", newest.to_str().unwrap()],
+        &["line 2", "server_wake_ipis_per_req", "`-0.5`"],
+    );
     let headless = dir.join("headless.csv");
     std::fs::write(&headless, "direct,ascii,64,1,1,1,1,1,0\n").unwrap();
     refused(

@@ -317,6 +317,38 @@ pub fn tcp_fast_path_segments() -> Option<u64> {
     values.split_whitespace().nth(at)?.parse().ok()
 }
 
+/// The interrupts that woke the CPUs `cpus` (a list such as `0`, `0-1`
+/// or `0,2-3`) to run a task so far, for the whole machine: rescheduling
+/// and function-call IPIs (`RES` and `CAL` in /proc/interrupts; none
+/// elsewhere). A task that wakes one asleep on another CPU sends one when
+/// that CPU is idle; in a VM guest each is an exit to the host, which the
+/// waker pays for (docs/results/pipelined.md).
+pub fn wake_ipis(cpus: &str) -> Option<u64> {
+    let mut wanted = Vec::new();
+    for span in cpus.split(',') {
+        let (first, last) = span.split_once('-').unwrap_or((span, span));
+        wanted.extend(first.trim().parse::<usize>().ok()?..=last.trim().parse::<usize>().ok()?);
+    }
+    let text = std::fs::read_to_string("/proc/interrupts").ok()?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next()?.split_whitespace().collect();
+    let columns = wanted
+        .iter()
+        .map(|c| header.iter().position(|h| *h == format!("CPU{c}")))
+        .collect::<Option<Vec<_>>>()?;
+    let mut total = 0;
+    for line in lines {
+        let mut fields = line.split_whitespace();
+        if matches!(fields.next(), Some("RES:" | "CAL:")) {
+            let counts: Vec<&str> = fields.collect();
+            for &c in &columns {
+                total += counts.get(c)?.parse::<u64>().ok()?;
+            }
+        }
+    }
+    Some(total)
+}
+
 /// True when `program --version` (or `-v`) runs.
 pub fn installed(program: &str) -> bool {
     Command::new(program)
