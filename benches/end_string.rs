@@ -987,16 +987,14 @@ fn wrk(o: &Opts, p: &Plan, s: &Proc, len: usize, kind: &str, run: usize) -> Run 
         .output()
         .expect("run wrk");
     let wrk_cpu = children_cpu_time() - wrk_before;
-    let fast = fast_before
-        .zip(tcp_fast_path_segments())
-        .map_or(f64::NAN, |(before, after)| {
+    // A machine-wide count's growth over the run; NaN where it is unknown.
+    let grown = |before: Option<u64>, after: Option<u64>| {
+        before.zip(after).map_or(f64::NAN, |(before, after)| {
             after.saturating_sub(before) as f64
-        });
-    let wakes = wakes_before
-        .zip(server_cpus.and_then(wake_ipis))
-        .map_or(f64::NAN, |(before, after)| {
-            after.saturating_sub(before) as f64
-        });
+        })
+    };
+    let fast = grown(fast_before, tcp_fast_path_segments());
+    let wakes = grown(wakes_before, server_cpus.and_then(wake_ipis));
     let cpu = threads.until(&s.thread_times());
     assert!(
         out.status.success(),
