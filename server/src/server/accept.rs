@@ -26,6 +26,11 @@ const ASK_AGAIN: Duration = Duration::from_millis(100);
 /// new connections past std's 128 is not refused.
 const BACKLOG: i32 = 1024;
 
+/// How long the drain waits, once no new handshake can begin, for those
+/// under way to complete: a client whose `connect` succeeded has its ACK
+/// at most a round trip away, and the connection it makes is taken too.
+const HANDSHAKES_UNDER_WAY: Duration = Duration::from_millis(100);
+
 /// A listening socket on `addr` with a [`BACKLOG`] of its own, and
 /// SO_REUSEPORT with `reuse_port`.
 pub(super) fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
@@ -63,6 +68,38 @@ fn set_reuse_port(_: &socket2::Socket) -> io::Result<()> {
         io::ErrorKind::Unsupported,
         "SO_REUSEPORT (--reuse-port) is not available on this system",
     ))
+}
+
+/// From now on the kernel drops every segment that would begin a
+/// connection to `listener` (SYN without ACK), so that none completes
+/// after the drain's last `accept` and is reset when the listener closes;
+/// handshakes under way still complete. A client dropped so tries again a
+/// second later and finds the port closed, refused as after the close.
+/// Linux: a classic BPF socket filter, which sees each segment from its
+/// TCP header (the flags are its byte 13).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn refuse_new_handshakes(listener: &std::net::TcpListener) -> io::Result<()> {
+    use libc::{BPF_ABS, BPF_ALU, BPF_AND, BPF_B, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_RET};
+    use socket2::SockFilter;
+    const SYN: u32 = 0x02;
+    const ACK: u32 = 0x10;
+    let op = |code: u32| code as u16;
+    let program = [
+        SockFilter::new(op(BPF_LD | BPF_B | BPF_ABS), 0, 0, 13),
+        SockFilter::new(op(BPF_ALU | BPF_AND | BPF_K), 0, 0, SYN | ACK),
+        // SYN alone: a new connection, dropped (kept length 0); anything
+        // else kept whole.
+        SockFilter::new(op(BPF_JMP | BPF_JEQ | BPF_K), 0, 1, SYN),
+        SockFilter::new(op(BPF_RET | BPF_K), 0, 0, 0),
+        SockFilter::new(op(BPF_RET | BPF_K), 0, 0, u32::MAX),
+    ];
+    socket2::SockRef::from(listener).attach_filter(&program)
+}
+
+/// Elsewhere nothing stops a handshake: the drain takes what is queued.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn refuse_new_handshakes(_: &std::net::TcpListener) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
 }
 
 /// Serves an accepted connection on a task of `connections`, over the TLS
@@ -173,21 +210,26 @@ pub(super) async fn accept_loop<S: Service>(
                 Err(_) => return None,
             }
         };
-        while let Some((stream, peer)) = listener.as_ref().ok().and_then(next) {
-            let Ok(stream) = stream
-                .set_nonblocking(true)
-                .and_then(|()| TcpStream::from_std(stream))
-            else {
-                continue;
-            };
-            spawn(
-                &mut connections,
-                (stream, peer),
-                &stack,
-                &tls,
-                &shutdown,
-                None,
-            );
+        let take_queued = |connections: &mut JoinSet<()>| {
+            while let Some((stream, peer)) = listener.as_ref().ok().and_then(next) {
+                let Ok(stream) = stream
+                    .set_nonblocking(true)
+                    .and_then(|()| TcpStream::from_std(stream))
+                else {
+                    continue;
+                };
+                spawn(connections, (stream, peer), &stack, &tls, &shutdown, None);
+            }
+        };
+        // No handshake begins from here on; those under way end in the
+        // queue and are taken after them.
+        let stopped = listener
+            .as_ref()
+            .is_ok_and(|l| refuse_new_handshakes(l).is_ok());
+        take_queued(&mut connections);
+        if stopped {
+            net::timers::sleep(HANDSHAKES_UNDER_WAY).await;
+            take_queued(&mut connections);
         }
         // Closed now: a connect from here on is refused.
         drop(listener);
@@ -217,5 +259,33 @@ pub(super) async fn accept_loop<S: Service>(
             "grace period over; closing the rest"
         );
         connections.abort_all();
+    }
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use super::*;
+    use std::net::TcpStream;
+
+    /// Once new handshakes are refused, a connect gets no answer, while a
+    /// connection the kernel completed before is still there to accept and
+    /// carries its data.
+    #[test]
+    fn refused_handshakes_leave_the_queued_connection() {
+        let listener = listen("127.0.0.1:0".parse().unwrap(), false).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut queued = TcpStream::connect(addr).unwrap();
+        refuse_new_handshakes(&listener).unwrap();
+        let late = TcpStream::connect_timeout(&addr, Duration::from_millis(300));
+        assert_eq!(
+            late.map(|_| ()).map_err(|e| e.kind()),
+            Err(io::ErrorKind::TimedOut),
+            "a SYN after the filter was answered"
+        );
+        let (mut taken, _) = listener.accept().unwrap();
+        std::io::Write::write_all(&mut queued, b"x").unwrap();
+        let mut got = [0u8; 1];
+        std::io::Read::read_exact(&mut taken, &mut got).unwrap();
+        assert_eq!(&got, b"x");
     }
 }
