@@ -223,11 +223,11 @@ pub(super) async fn accept_loop<S: Service>(
         };
         // No handshake begins from here on; those under way end in the
         // queue and are taken after them.
-        let stopped = listener
+        let refusing = listener
             .as_ref()
             .is_ok_and(|l| refuse_new_handshakes(l).is_ok());
         take_queued(&mut connections);
-        if stopped {
+        if refusing {
             net::timers::sleep(HANDSHAKES_UNDER_WAY).await;
             take_queued(&mut connections);
         }
