@@ -130,13 +130,12 @@ pub fn begins_escape(bytes: &[u8], at: usize) -> bool {
 
 /// The bytes a path and query may hold besides `%` (RFC 3986 §3.3, §3.4):
 /// unreserved, sub-delims, `:`, `@`, `/` and `?`.
-pub(super) static URI_BYTE: [bool; 256] = URI_BYTES;
-const URI_BYTES: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
+pub(super) static URI_BYTE: [bool; 256] = alphanumeric_and(b"-._~!$&'()*+,;=:@/?");
 
 /// [`URI_BYTE`] but `+`, which a query reads as a space: the bytes a
 /// target and its query are read as they are.
 pub(super) static PLAIN_BYTE: [bool; 256] = {
-    let mut table = URI_BYTES;
+    let mut table = URI_BYTE;
     table[b'+' as usize] = false;
     table
 };
