@@ -255,7 +255,8 @@ def main():
             for name, p, port in servers:
                 progress.step(f"round {r + 1} of {o.rounds}, {name}")
                 before = cpu(p.pid)
-                counted = counters(True, allowed_cpus(p.pid)) if o.counters else []
+                cpus = allowed_cpus(p.pid) if o.counters else []
+                counted = counters(True, cpus) if o.counters else []
                 threads = thread_sleeps(p.pid) if o.counters else {}
                 if o.path:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
@@ -273,7 +274,7 @@ def main():
                 after = cpu(p.pid)
                 if o.counters:
                     slept = server_sleeps(threads, thread_sleeps(p.pid))
-                    counted = [b - a for a, b in zip(counted, counters(False, allowed_cpus(p.pid)))] + slept
+                    counted = [b - a for a, b in zip(counted, counters(False, cpus))] + slept
                 if traces:
                     watch.send_signal(signal.SIGINT)
                     watch.wait(timeout=10)
