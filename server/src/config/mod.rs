@@ -75,6 +75,10 @@ impl LogLevel {
 /// mistake (a typo in the unit), and tokio's timers cannot go past ~2 years.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The longest `--nap`: longer would hold pipelined requests for as long
+/// as a slow client takes to send them.
+pub const MAX_NAP: Duration = Duration::from_millis(1);
+
 /// The shortest timeout accepted: less gives a server that listens but
 /// cannot serve — a TLS handshake, a request head or a write to a client
 /// across a continent takes tens to hundreds of milliseconds, and the idle
@@ -134,6 +138,19 @@ pub struct Config {
     #[arg(help_heading = "Network")]
     #[range(Bounds::count(1, 1024))]
     pub workers: Option<u16>,
+
+    /// How long a worker that runs out of work sleeps on its own timer
+    /// before it waits to be woken, after a stretch of work at least as
+    /// long whose reads carried pipelined requests (two or more a read on
+    /// average); 0: never. A client's write that wakes a waiting worker
+    /// costs the client an interrupt (in a VM, an exit to the host); the
+    /// writes that come during a nap wake no one, and are answered
+    /// together after it. A request waits at most this much more (and a
+    /// tenth, the worker's timer slack on Linux); one sent alone, not
+    /// pipelined, never does.
+    #[arg(default_value = "50us", help_heading = "Network")]
+    #[range(Bounds::duration(Duration::ZERO, MAX_NAP))]
+    pub nap: Duration,
 
     /// How responses are written. `flatten` is the old copying path, kept
     /// to be measured: it holds each response whole, whatever the bounds

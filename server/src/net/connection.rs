@@ -26,6 +26,7 @@ use unflat::queue::WriteQueue;
 use super::deadlines::{in_time, Deadlines};
 use super::give_way::Registration;
 use super::idle;
+use super::nap;
 use super::pace::Pace;
 use super::reset::ResetIfDropped;
 use super::shutdown::Shutdown;
@@ -172,9 +173,11 @@ pub async fn serve<S: Service, IO: Socket>(
     let timer = Timer::new();
     let mut deadlines = Deadlines::default();
     loop {
+        let before = c.session.served();
         let step = c
             .session
             .process(&mut c.input, &mut c.queue, &connections.protocol);
+        nap::turn(c.session.served() - before);
         if let Step::Reset = step {
             return Err(Ended::CutShort);
         }

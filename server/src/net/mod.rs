@@ -9,6 +9,7 @@ mod connection;
 mod deadlines;
 mod give_way;
 mod idle;
+pub(crate) mod nap;
 mod pace;
 mod reset;
 pub mod shutdown;

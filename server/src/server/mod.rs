@@ -211,6 +211,7 @@ impl<S: Service> Server<S> {
         // The connections' timers are the server's own (`net/timers.rs`);
         // the time driver is the services' (`Server::without_time_driver`).
         runtime.enable_io();
+        let _slack = net::nap::install(&mut runtime, self.stack.config().nap);
         if self.time_driver {
             runtime.enable_time();
         }
