@@ -25,6 +25,9 @@ the end-string suite's:
 With `--path PATH`, every run is a plain `wrk` of `GET PATH` instead
 (an application's route, docs/results/application.md).
 
+With `--tls`, wrk asks over HTTPS; each COMMAND says how its server
+serves it (`unflat-server --tls-self-signed`).
+
 With `--counters`, each variant's line also gives, per request, wrk's own
 CPU time and voluntary context switches (its rusage), the server's
 voluntary context switches (every thread's, and its busiest thread's
@@ -217,6 +220,9 @@ def main():
     a.add_argument("--path", metavar="PATH", type=request_path,
                    help="GET PATH (plain wrk, no script) instead of /end-string/LEN: a route of "
                         "any server, such as an application's (LEN, --kind and --body then unused)")
+    a.add_argument("--tls", action="store_true",
+                   help="wrk asks over HTTPS (each COMMAND makes its server serve it, e.g. "
+                        "unflat-server --tls-self-signed; wrk checks no certificate)")
     a.add_argument("--counters", action="store_true",
                    help="also wrk's CPU and sleeps, the server's sleeps and wake-up IPIs, the machine's TCP segments "
                         "and ACKs, per request (needs nstat, from iproute2)")
@@ -226,6 +232,7 @@ def main():
     o = a.parse_args()
     if o.path and o.pipeline:
         a.error("--path and --pipeline: the pipelined script requests /end-string/LEN")
+    scheme = "https" if o.tls else "http"
     names = [n for n, _ in o.variants]
     if len(set(names)) < len(names):
         a.error(f"a variant is named twice: {', '.join(names)}")
@@ -259,10 +266,10 @@ def main():
                 counted = counters(True, cpus) if o.counters else []
                 threads = thread_sleeps(p.pid) if o.counters else {}
                 if o.path:
-                    argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"http://127.0.0.1:{port}{o.path}"]
+                    argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"{scheme}://127.0.0.1:{port}{o.path}"]
                 else:
                     argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", "-s", script,
-                            f"http://127.0.0.1:{port}", "--", *script_args]
+                            f"{scheme}://127.0.0.1:{port}", "--", *script_args]
                 if traces:
                     server_out, wrk_out = (os.path.join(traces.name, f) for f in ("server", "wrk"))
                     watch = subprocess.Popen(perf_stat(server_out, ["-p", str(p.pid)]),

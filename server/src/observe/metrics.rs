@@ -309,6 +309,12 @@ impl Collector for Collect {
             report.encode(&mut encoder)?;
         }
         encode_log(&mut encoder)?;
+        counter(
+            &mut encoder,
+            "worker_naps",
+            "Naps the workers took (--nap): sleeps on their own timer after a pipelined stretch of work, in place of a wait the next request wakes.",
+            crate::net::nap::taken(),
+        )?;
         let labels = c
             .names
             .iter()

@@ -211,7 +211,12 @@ impl<S: Service> Server<S> {
         // The connections' timers are the server's own (`net/timers.rs`);
         // the time driver is the services' (`Server::without_time_driver`).
         runtime.enable_io();
-        let _slack = net::nap::install(&mut runtime, self.stack.config().nap);
+        let _slack = net::nap::install(
+            &mut runtime,
+            self.stack.config().nap,
+            self.stack.config().worker_threads(),
+            self.stack.connections().transport.clone(),
+        );
         if self.time_driver {
             runtime.enable_time();
         }

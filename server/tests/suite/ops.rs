@@ -452,10 +452,52 @@ fn metrics_parse_and_move_with_requests() {
         "unflat_body_builds_total{shared=\"false\"}",
         "unflat_send_timeout_resets_total",
         "unflat_log_lines_dropped_total",
+        "unflat_worker_naps_total",
     ] {
         assert!(after.contains_key(name), "{name}: {after:?}");
     }
     drop(s);
+    server.stop().unwrap();
+}
+
+/// A pipelined batch at a time from one client while three others keep
+/// their connections open: each batch is a stretch of one turn that
+/// answers one connection in four, longer than `--nap` in a test build, and
+/// the worker runs dry after it and naps (`server/src/net/nap.rs`); the
+/// metric counts the naps. Other tests in this process can only add to it.
+#[test]
+fn pipelined_batches_earn_naps_and_the_metric_counts_them() {
+    let config = Config {
+        workers: Some(1),
+        ..crate::common::config(Strategy::Direct)
+    };
+    let server = start_demo(config).unwrap();
+    let mut buf = Vec::new();
+    let open: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut s = connect(&server);
+            s.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n")
+                .unwrap();
+            assert_eq!(read_response(&mut s, &mut buf, false).unwrap().status, 200);
+            s
+        })
+        .collect();
+    let naps = |m: &HashMap<String, f64>| m.get("unflat_worker_naps_total").copied();
+    let before = naps(&scrape(&server)).expect("unflat_worker_naps_total is listed");
+    let mut s = connect(&server);
+    let batch = b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n".repeat(32);
+    for _ in 0..20 {
+        s.write_all(&batch).unwrap();
+        for _ in 0..32 {
+            assert_eq!(read_response(&mut s, &mut buf, false).unwrap().status, 200);
+        }
+    }
+    let after = naps(&scrape(&server)).unwrap();
+    assert!(
+        after > before,
+        "no nap after 20 batches of 32: {before} then {after}"
+    );
+    drop((s, open));
     server.stop().unwrap();
 }
 
