@@ -142,7 +142,8 @@ pub struct Config {
     /// How long a worker that runs out of work sleeps on its own timer
     /// before it waits to be woken, after a stretch of work at least as
     /// long whose reads carried pipelined requests (two or more a read on
-    /// average); 0: never. A client's write that wakes a waiting worker
+    /// average) and that answered at most a third of the worker's
+    /// connections; 0: never. A client's write that wakes a waiting worker
     /// costs the client an interrupt (in a VM, an exit to the host); the
     /// writes that come during a nap wake no one, and are answered
     /// together after it. A request waits at most this much more (and a

@@ -4,8 +4,8 @@
 //! the wake is the client's cost: an interrupt to the worker's core, in a VM
 //! guest an exit to the host inside the client's `write`. A worker that
 //! answers pipelined batches faster than its clients send them runs dry and
-//! sleeps between nearly every few batches, and its clients pay a wake each
-//! time (docs/results/pipelined.md). After a stretch of work that earns one
+//! sleeps every few batches, and its clients pay a wake each time
+//! (docs/results/pipelined.md). After a stretch of work that earns one
 //! ([`earns`]), the worker sleeps `--nap` on its own timer before it waits:
 //! the writes that come meanwhile wake no one, and the next stretch answers
 //! them together.
