@@ -200,7 +200,9 @@ impl<S: Service> Server<S> {
         // One worker has no one to steal work from: tokio's current-thread
         // scheduler runs the same tasks without the work-stealing one's
         // bookkeeping on every wake (docs/results/instructions-and-profiles.md).
-        let mut runtime = match self.stack.config().worker_threads() {
+        let config = self.stack.config();
+        let workers = config.worker_threads();
+        let mut runtime = match workers {
             1 => tokio::runtime::Builder::new_current_thread(),
             workers => {
                 let mut runtime = tokio::runtime::Builder::new_multi_thread();
@@ -213,8 +215,8 @@ impl<S: Service> Server<S> {
         runtime.enable_io();
         let _slack = net::nap::install(
             &mut runtime,
-            self.stack.config().nap,
-            self.stack.config().worker_threads(),
+            config.nap,
+            workers,
             self.stack.connections().transport.clone(),
         );
         if self.time_driver {

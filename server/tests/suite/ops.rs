@@ -472,12 +472,12 @@ fn pipelined_batches_earn_naps_and_the_metric_counts_them() {
         ..crate::common::config(Strategy::Direct)
     };
     let server = start_demo(config).unwrap();
+    let request = b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n";
     let mut buf = Vec::new();
     let open: Vec<TcpStream> = (0..3)
         .map(|_| {
             let mut s = connect(&server);
-            s.write_all(b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n")
-                .unwrap();
+            s.write_all(request).unwrap();
             assert_eq!(read_response(&mut s, &mut buf, false).unwrap().status, 200);
             s
         })
@@ -485,7 +485,7 @@ fn pipelined_batches_earn_naps_and_the_metric_counts_them() {
     let naps = |m: &HashMap<String, f64>| m.get("unflat_worker_naps_total").copied();
     let before = naps(&scrape(&server)).expect("unflat_worker_naps_total is listed");
     let mut s = connect(&server);
-    let batch = b"GET /end-string/4 HTTP/1.1\r\nHost: a\r\n\r\n".repeat(32);
+    let batch = request.repeat(32);
     for _ in 0..20 {
         s.write_all(&batch).unwrap();
         for _ in 0..32 {
