@@ -6,8 +6,9 @@ kernel reports free (bound to port 0 and read back), and the harness waits
 until the server accepts there. Every round runs `wrk -t1 -c50
 -d{SECONDS}s -s wrk_scripts/end-string.lua` (with `--pipeline DEPTH`,
 `wrk_scripts/pipeline.lua`: DEPTH requests per write, TechEmpower's
-plaintext shape) against each server in turn, reading the server's user
-and system CPU time from /proc/PID/stat around the run.
+plaintext shape; `--connections N` for `-cN`) against each server in
+turn, reading the server's user and system CPU time from /proc/PID/stat
+around the run.
 
 Prints on stdout, per variant, the median req/s and CPU µs per request
 (user + sys), each as a ratio to the first variant, and every run's req/s;
@@ -220,6 +221,8 @@ def main():
     a.add_argument("--path", metavar="PATH", type=request_path,
                    help="GET PATH (plain wrk, no script) instead of /end-string/LEN: a route of "
                         "any server, such as an application's (LEN, --kind and --body then unused)")
+    a.add_argument("--connections", metavar="N", type=positive, default=50,
+                   help="wrk's connections (default 50, the end-string suite's)")
     a.add_argument("--tls", action="store_true",
                    help="wrk asks over HTTPS (each COMMAND makes its server serve it, e.g. "
                         "unflat-server --tls-self-signed; wrk checks no certificate)")
@@ -266,9 +269,9 @@ def main():
                 counted = counters(True, cpus) if o.counters else []
                 threads = thread_sleeps(p.pid) if o.counters else {}
                 if o.path:
-                    argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", f"{scheme}://127.0.0.1:{port}{o.path}"]
+                    argv = ["wrk", "-t1", f"-c{o.connections}", f"-d{o.seconds}s", f"{scheme}://127.0.0.1:{port}{o.path}"]
                 else:
-                    argv = ["wrk", "-t1", "-c50", f"-d{o.seconds}s", "-s", script,
+                    argv = ["wrk", "-t1", f"-c{o.connections}", f"-d{o.seconds}s", "-s", script,
                             f"{scheme}://127.0.0.1:{port}", "--", *script_args]
                 if traces:
                     server_out, wrk_out = (os.path.join(traces.name, f) for f in ("server", "wrk"))

@@ -142,14 +142,14 @@ pub struct Config {
     /// How long a worker that runs out of work sleeps on its own timer
     /// before it waits to be woken, after a stretch of work at least as
     /// long whose reads carried pipelined requests (two or more a read on
-    /// average) and that answered at most a third of the worker's
+    /// average) and that answered at most half of the worker's
     /// connections; 0: never. A client's write that wakes a waiting worker
     /// costs the client an interrupt (in a VM, an exit to the host); the
     /// writes that come during a nap wake no one, and are answered
     /// together after it. A request waits at most this much more (and a
     /// tenth, the worker's timer slack on Linux); one sent alone, not
     /// pipelined, never does.
-    #[arg(default_value = "50us", help_heading = "Network")]
+    #[arg(default_value = "75us", help_heading = "Network")]
     #[range(Bounds::duration(Duration::ZERO, MAX_NAP))]
     pub nap: Duration,
 

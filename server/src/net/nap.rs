@@ -35,10 +35,11 @@ const DEPTH: u64 = 2;
 /// it to earn a nap, as a fraction: one in `SPREAD`. The others' clients
 /// still have answers of earlier stretches to read while the worker naps;
 /// a stretch that answered most of them leaves their clients waiting on
-/// the worker, which a nap would stall. (Three: with pipelined batches
-/// from 16 connections to one worker no rate lower than without naps, from
-/// 50 the highest; docs/results/pipelined.md.)
-const SPREAD: u64 = 3;
+/// the worker, which a nap would stall. (Two, with naps of 75 µs: with
+/// pipelined batches from 16 connections to one worker no rate lower than
+/// without naps; from 50, longer stretches than a third allows still earn
+/// one, so fewer naps, each answering more; docs/results/pipelined.md.)
+const SPREAD: u64 = 2;
 
 /// The kernel may end a sleep later by the thread's timer slack (50 µs by
 /// default on Linux); a worker's is a tenth of its nap.
@@ -183,7 +184,7 @@ fn set_slack(ns: u64) -> Option<u64> {
 mod tests {
     use super::*;
 
-    const NAP: Duration = Duration::from_micros(50);
+    const NAP: Duration = Duration::from_micros(75);
 
     #[test]
     fn a_long_pipelined_stretch_earns_a_nap() {
@@ -209,9 +210,10 @@ mod tests {
 
     #[test]
     fn a_stretch_that_answered_most_connections_earns_none() {
-        assert!(earns(NAP, NAP, 5, 80, 16));
-        assert!(!earns(NAP, NAP, 6, 96, 16));
-        assert!(!earns(NAP, NAP, 1, 16, 2));
+        assert!(earns(NAP, NAP, 8, 128, 16));
+        assert!(!earns(NAP, NAP, 9, 144, 16));
+        assert!(earns(NAP, NAP, 1, 16, 2));
+        assert!(!earns(NAP, NAP, 2, 32, 2));
     }
 
     #[test]
