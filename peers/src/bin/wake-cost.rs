@@ -79,8 +79,9 @@ fn check(what: &str, r: libc::c_int) -> libc::c_int {
 
 fn main() {
     let a = Args::parse();
-    let slack = a.nap * 100; // a tenth of the nap, in ns
-                             // SAFETY: prctl with PR_SET_TIMERSLACK takes a number.
+    // A tenth of the nap, in ns, as a worker's (server/src/net/nap.rs).
+    let slack = a.nap.saturating_mul(100);
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a number.
     check("PR_SET_TIMERSLACK", unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, slack)
     });
@@ -106,12 +107,13 @@ fn main() {
         })
     };
     pin(a.sleeper_cpu);
-    // SAFETY: plain system calls on descriptors this function owns.
+    // SAFETY: a system call with no pointer.
     let ep = check("epoll_create1", unsafe { libc::epoll_create1(0) });
     let mut interest = libc::epoll_event {
         events: libc::EPOLLIN as u32,
         u64: 0,
     };
+    // SAFETY: `interest` outlives the call; `rx` and `ep` are open.
     check("epoll_ctl", unsafe {
         libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, rx, &mut interest)
     });

@@ -209,7 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stretch_that_answered_most_connections_earns_none() {
+    fn a_stretch_that_answered_over_half_the_connections_earns_none() {
         assert!(earns(NAP, NAP, 8, 128, 16));
         assert!(!earns(NAP, NAP, 9, 144, 16));
         assert!(earns(NAP, NAP, 1, 16, 2));
