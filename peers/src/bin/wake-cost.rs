@@ -28,7 +28,7 @@ use clap::Parser;
 #[derive(Parser)]
 struct Args {
     /// Sleeps of each way.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
     sleeps: u32,
     /// Rounds of work between two sleeps.
     #[arg(long, default_value_t = 1_000)]
@@ -40,24 +40,26 @@ struct Args {
     #[arg(long, default_value_t = 100)]
     period: u64,
     /// The CPU the sleeping thread runs on.
-    #[arg(long, default_value_t = 0)]
-    sleeper_cpu: usize,
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(..1024))]
+    sleeper_cpu: u16,
     /// The CPU the waking thread spins on.
-    #[arg(long, default_value_t = 1)]
-    waker_cpu: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(..1024))]
+    waker_cpu: u16,
 }
 
-fn pin(cpu: usize) {
+/// Pins this thread to `cpu` (below 1 024, the size of a `cpu_set_t`), or
+/// ends the process naming it.
+fn pin(cpu: u16) {
     // SAFETY: a zeroed cpu_set_t is an empty set; the call reads it only.
-    unsafe {
+    let pinned = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-            panic!(
-                "cannot pin to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        libc::CPU_SET(usize::from(cpu), &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set)
+    };
+    if pinned != 0 {
+        let why = std::io::Error::last_os_error();
+        eprintln!("wake-cost: cannot run on CPU {cpu}: {why}");
+        std::process::exit(2);
     }
 }
 
@@ -72,6 +74,7 @@ fn on_cpu() -> f64 {
     ns / 1000.0
 }
 
+/// `r`, a system call's result, unless it says the call failed.
 fn check(what: &str, r: libc::c_int) -> libc::c_int {
     assert!(r >= 0, "{what}: {}", std::io::Error::last_os_error());
     r
@@ -79,6 +82,7 @@ fn check(what: &str, r: libc::c_int) -> libc::c_int {
 
 fn main() {
     let a = Args::parse();
+    pin(a.sleeper_cpu);
     // A tenth of the nap, in ns, as a worker's (server/src/net/nap.rs).
     let slack = a.nap.saturating_mul(100);
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a number.
@@ -106,7 +110,6 @@ fn main() {
             }
         })
     };
-    pin(a.sleeper_cpu);
     // SAFETY: a system call with no pointer.
     let ep = check("epoll_create1", unsafe { libc::epoll_create1(0) });
     let mut interest = libc::epoll_event {
