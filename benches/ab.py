@@ -268,11 +268,11 @@ def main():
                 cpus = allowed_cpus(p.pid) if o.counters else []
                 counted = counters(True, cpus) if o.counters else []
                 threads = thread_sleeps(p.pid) if o.counters else {}
+                argv = ["wrk", "-t1", f"-c{o.connections}", f"-d{o.seconds}s"]
                 if o.path:
-                    argv = ["wrk", "-t1", f"-c{o.connections}", f"-d{o.seconds}s", f"{scheme}://127.0.0.1:{port}{o.path}"]
+                    argv += [f"{scheme}://127.0.0.1:{port}{o.path}"]
                 else:
-                    argv = ["wrk", "-t1", f"-c{o.connections}", f"-d{o.seconds}s", "-s", script,
-                            f"{scheme}://127.0.0.1:{port}", "--", *script_args]
+                    argv += ["-s", script, f"{scheme}://127.0.0.1:{port}", "--", *script_args]
                 if traces:
                     server_out, wrk_out = (os.path.join(traces.name, f) for f in ("server", "wrk"))
                     watch = subprocess.Popen(perf_stat(server_out, ["-p", str(p.pid)]),
